@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/registre demo --dir .registre/demo
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy --strict attest lifecycle
+
+unit: $(VENV)/.installed-test
+	$(BIN)/pytest -q --benchmark-disable
+
+test: lint typecheck unit
+
+# Benchmarks are measured, never asserted. Sizes may be overridden: make bench BENCH_SIZES=1000,100000
+BENCH_SIZES ?= 1000,100000,1000000
+bench: $(VENV)/.installed-test
+	REGISTRE_BENCH_SIZES=$(BENCH_SIZES) $(BIN)/pytest tests/benchmarks -q \
+		--benchmark-only --benchmark-columns=min,median,mean,ops,rounds \
+		--benchmark-group-by=group --benchmark-sort=name
+
+clean:
+	rm -rf $(VENV) .registre .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks

@@ -1,0 +1,141 @@
+"""The one error hierarchy of registre.
+
+Three families, kept apart because callers react to them differently:
+
+* :class:`MalformedError` -- the input could not even be read as what it claims to be
+  (bad JSON, a bad key string, a note with control characters). CLI exit code 2.
+* :class:`VerificationError` -- the input was well formed but a cryptographic or structural
+  check failed (a signature, a proof, a root, an origin). CLI exit code 1.
+* :class:`RefusedError` -- a well-formed request that the rules refuse (a lifecycle step, an
+  append that would break the ledger). CLI exit code 2.
+
+Every check raises its own subclass with a message a person can act on; nothing in registre
+returns a boolean that a caller could forget to look at.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadKeyError",
+    "CheckpointFormatError",
+    "ConsistencyProofError",
+    "CosignatureError",
+    "InclusionProofError",
+    "KnownSignerFailedError",
+    "MalformedError",
+    "NoteFormatError",
+    "NoTrustedSignatureError",
+    "OriginMismatchError",
+    "ProofBoundsError",
+    "ProofLengthError",
+    "QuorumNotMetError",
+    "RefusedError",
+    "RegistreError",
+    "RootMismatchError",
+    "TooManySignaturesError",
+    "VerificationError",
+    "WeakKeyError",
+]
+
+
+class RegistreError(Exception):
+    """Root of every error registre raises on purpose."""
+
+    exit_code: int = 2
+
+
+# --- malformed input -------------------------------------------------------------------
+
+
+class MalformedError(RegistreError, ValueError):
+    """Input that cannot be read as what it claims to be.
+
+    ``position`` is the byte offset (or line number, where the message says so) of the
+    problem when one is known.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        self.position = position
+        if position is not None:
+            message = f"{message} (at byte {position})"
+        super().__init__(message)
+
+
+class BadKeyError(MalformedError):
+    """A key string or key file that cannot be parsed."""
+
+
+class WeakKeyError(BadKeyError):
+    """An Ed25519 public key of small order (or the identity), which would verify forgeries."""
+
+
+class NoteFormatError(MalformedError):
+    """A signed note that does not follow the C2SP signed-note format."""
+
+
+class TooManySignaturesError(NoteFormatError):
+    """A signed note carrying more signature lines than the reader accepts."""
+
+
+class CheckpointFormatError(MalformedError):
+    """A checkpoint body that does not follow the C2SP tlog-checkpoint format."""
+
+
+# --- failed verification ---------------------------------------------------------------
+
+
+class VerificationError(RegistreError):
+    """Well-formed input that failed a check."""
+
+    exit_code = 1
+
+
+class ProofBoundsError(VerificationError):
+    """A proof requested or offered for an index or size outside the tree."""
+
+
+class ProofLengthError(VerificationError):
+    """A proof with more or fewer hashes than the tree shape requires."""
+
+
+class RootMismatchError(VerificationError):
+    """A recomputed root that differs from the expected root."""
+
+
+class InclusionProofError(VerificationError):
+    """An inclusion proof that does not lead from the leaf to the root."""
+
+
+class ConsistencyProofError(VerificationError):
+    """A consistency proof that does not lead from the old root to the new root."""
+
+
+class NoTrustedSignatureError(VerificationError):
+    """A signed note with no signature from any key the verifier trusts."""
+
+
+class KnownSignerFailedError(VerificationError):
+    """A signature line from a trusted key whose signature does not verify."""
+
+
+class OriginMismatchError(VerificationError):
+    """A checkpoint whose origin is not the one the verifier expects."""
+
+
+class CosignatureError(VerificationError):
+    """A witness cosignature that is malformed for its key or does not verify."""
+
+
+class QuorumNotMetError(VerificationError):
+    """Fewer valid cosignatures from pinned witnesses than the policy requires."""
+
+
+# --- refused requests ------------------------------------------------------------------
+
+
+class RefusedError(RegistreError):
+    """A well-formed request that the rules refuse; nothing was changed."""
+
+    exit_code = 2

@@ -1,0 +1,1 @@
+"""bench: synthetic investigations, benchmarks and reports."""

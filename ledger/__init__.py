@@ -1,0 +1,1 @@
+"""ledger: persistence and the thread API on top of attest and lifecycle."""

@@ -1,0 +1,1 @@
+"""lifecycle: pure state machines for sources, evidence, conclusions and pins. No I/O."""
