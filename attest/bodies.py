@@ -1,0 +1,469 @@
+"""Entry body schemas: what the ``body`` of each entry kind may hold (``specs/entries.md``).
+
+:func:`validate_body` is the gate an entry passes before it is signed or written. It returns
+``None`` for a well-formed body and otherwise raises :class:`UnknownKindError` (a kind not in
+:data:`ENTRY_KINDS`) or :class:`BodySchemaError`, whose message starts with the path of the
+offending field and says what was expected, e.g.
+``body.arguments: expected an object, got a list``. Both are
+:class:`~attest.errors.MalformedError`\\ s (CLI exit 2).
+
+Rules for every kind, checked before the kind's own schema:
+
+1. the body is a JSON object (a ``dict`` with ``str`` keys) of plain JSON values: ``dict``,
+   ``list``, ``str``, ``int``, ``bool`` and ``None`` -- no tuples, no subclasses;
+2. **no floats anywhere**: a float's canonical text depends on each language's
+   shortest-round-trip printing, which is where independent verifiers disagree; ratios are
+   written as integers (per-mille, basis points) or strings. Integers lie within
+   +/-(2**53 - 1), the range every JSON reader holds exactly;
+3. strings are Unicode text with a UTF-8 form (no lone surrogates);
+4. nesting at most :data:`MAX_DEPTH` levels; the body's compact JSON at most
+   :data:`MAX_BODY_BYTES`.
+
+The kinds registre defines itself are checked here, strictly: unknown fields are refused,
+required fields must be present, texts are capped at :data:`MAX_TEXT_BYTES` and names at
+:data:`MAX_NAME_BYTES` (UTF-8 bytes). The lifecycle kinds (:data:`LIFECYCLE_KINDS`) are
+checked by ``lifecycle.codec.parse_body``; its refusals are re-raised as
+:class:`BodySchemaError` with the same message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from attest.canonical import parse_canonical
+from attest.errors import MalformedError
+from attest.strict_json import MAX_SAFE_INTEGER
+from lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
+from lifecycle.codec import parse_body
+from lifecycle.errors import LifecycleFormatError
+
+__all__ = [
+    "ENTRY_KINDS",
+    "LIFECYCLE_KINDS",
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "MAX_ITEMS",
+    "MAX_NAME_BYTES",
+    "MAX_OBJECT_BYTES",
+    "MAX_TEXT_BYTES",
+    "BodySchemaError",
+    "UnknownKindError",
+    "validate_body",
+]
+
+MAX_TEXT_BYTES = 1 << 20
+"""Longest text field (turn text, tool output, summary line), in UTF-8 bytes: 1 MiB."""
+
+MAX_NAME_BYTES = 256
+"""Longest name or identifier (tool name, call id, model name), in UTF-8 bytes."""
+
+MAX_OBJECT_BYTES = 1 << 20
+"""Largest free-form object (tool arguments, a policy), as compact JSON: 1 MiB."""
+
+MAX_BODY_BYTES = 2 << 20
+"""Largest body as a whole, as compact JSON: 2 MiB."""
+
+MAX_ITEMS = 100_000
+"""Longest list inside a body (summary lines, pointers)."""
+
+MAX_DEPTH = 32
+"""Deepest nesting of objects and lists in a body (the body itself is depth 1)."""
+
+LIFECYCLE_KINDS: frozenset[str] = frozenset(LIFECYCLE_CODEC_KINDS)
+"""Kinds whose bodies ``lifecycle.codec`` defines and checks."""
+
+
+class UnknownKindError(MalformedError):
+    """An entry kind registre does not define; the entry is refused before it is written."""
+
+
+class BodySchemaError(MalformedError):
+    """A body that does not follow its kind's schema. ``path`` names the offending field."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {problem}")
+
+
+# --- describing values and paths -------------------------------------------------------
+
+_JSON_TYPES = (dict, list, str, int, bool, type(None), float)  # float: to name it in the error
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _describe(value: object) -> str:
+    """How a value's type reads in a message: 'a list', 'a string', 'null', ..."""
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        type(None): "null",
+    }
+    return names.get(type(value), f"a Python {type(value).__name__}")
+
+
+def _member(path: str, key: str) -> str:
+    """``body.name`` for identifier-like keys, ``body["odd key"]`` for the rest."""
+    if _IDENTIFIER.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _utf8_size(text: str, path: str) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise BodySchemaError(
+            path,
+            f"holds lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}; "
+            "strings must be Unicode text with a UTF-8 form",
+        ) from None
+
+
+def _compact_size(value: object) -> int:
+    """Size of ``value`` as compact JSON (its canonical size, give or take key order)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+# --- rules for every body --------------------------------------------------------------
+
+
+def _check_json_value(value: object, path: str, depth: int) -> None:
+    """Rules 1-3 of the module docstring, recursively; ``depth`` counts containers."""
+    if type(value) not in _JSON_TYPES:
+        raise BodySchemaError(
+            path,
+            "expected a plain JSON value (object, list, string, integer, boolean or null), "
+            f"got {_describe(value)}",
+        )
+    if isinstance(value, float):
+        raise BodySchemaError(
+            path,
+            f"expected no float, got {value!r}: entry bodies hold integers and strings only "
+            "(floats print differently across languages); write an integer (e.g. per-mille) "
+            "or a string",
+        )
+    if isinstance(value, str):
+        _utf8_size(value, path)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise BodySchemaError(
+                path,
+                f"integer {value} is beyond +/-(2^53-1); JSON readers cannot hold it "
+                "exactly, write it as a string",
+            )
+    elif isinstance(value, list | dict):
+        if depth >= MAX_DEPTH:
+            raise BodySchemaError(path, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                _check_json_value(item, f"{path}[{index}]", depth + 1)
+            return
+        for key, item in value.items():
+            if type(key) is not str:
+                raise BodySchemaError(path, f"object key {key!r} is not a string")
+            key_path = _member(path, key)
+            _utf8_size(key, key_path)
+            _check_json_value(item, key_path, depth + 1)
+
+
+# --- field checks: each takes (value, path) and raises BodySchemaError -------------------
+
+_Check = Callable[[object, str], None]
+
+
+def _wrong(path: str, expected: str, value: object) -> BodySchemaError:
+    """The error for a value of the wrong type: ``PATH: expected X, got a Y``."""
+    return BodySchemaError(path, f"expected {expected}, got {_describe(value)}")
+
+
+def _text(*, max_bytes: int = MAX_TEXT_BYTES, allow_empty: bool = False) -> _Check:
+    def check(value: object, path: str) -> None:
+        if not isinstance(value, str):
+            raise _wrong(path, "a string", value)
+        if not value and not allow_empty:
+            raise BodySchemaError(path, "expected a non-empty string, got an empty one")
+        size = _utf8_size(value, path)
+        if size > max_bytes:
+            raise BodySchemaError(
+                path, f"expected at most {max_bytes} bytes of UTF-8 text, got {size}"
+            )
+
+    return check
+
+
+_TEXT = _text()
+_SHORT_TEXT = _text(max_bytes=MAX_NAME_BYTES)
+
+
+def _name(value: object, path: str) -> None:
+    """A name or identifier: 1 to MAX_NAME_BYTES bytes, no control characters."""
+    _SHORT_TEXT(value, path)
+    control = _CONTROL.search(str(value))
+    if control:
+        raise BodySchemaError(
+            path, f"expected a name without control characters, got U+{ord(control[0]):04X}"
+        )
+
+
+def _one_of(*choices: str) -> _Check:
+    def check(value: object, path: str) -> None:
+        if value not in choices:
+            wanted = " or ".join(json.dumps(choice) for choice in choices)
+            raise BodySchemaError(path, f"expected {wanted}, got {json.dumps(value)}")
+
+    return check
+
+
+def _integer(minimum: int) -> _Check:
+    def check(value: object, path: str) -> None:
+        if type(value) is not int:
+            raise _wrong(path, "an integer", value)
+        if value < minimum:
+            raise BodySchemaError(path, f"expected an integer >= {minimum}, got {value}")
+
+    return check
+
+
+_SEQ = _integer(0)
+
+
+def _boolean(value: object, path: str) -> None:
+    if type(value) is not bool:
+        raise _wrong(path, "a boolean", value)
+
+
+def _sha256_hex(value: object, path: str) -> None:
+    if not isinstance(value, str):
+        raise _wrong(path, "a string", value)
+    if not _SHA256_HEX.match(value):
+        raise BodySchemaError(path, "expected a SHA-256 digest as 64 lowercase hex digits")
+
+
+def _free_object(value: object, path: str) -> None:
+    """Any JSON object within the size cap (the rules for every body still apply)."""
+    if not isinstance(value, dict):
+        raise _wrong(path, "an object", value)
+    size = _compact_size(value)
+    if size > MAX_OBJECT_BYTES:
+        raise BodySchemaError(
+            path, f"expected at most {MAX_OBJECT_BYTES} bytes as compact JSON, got {size}"
+        )
+
+
+def _seqs(value: object, path: str) -> None:
+    """A non-empty, strictly increasing list of sequence numbers (so each has one spelling)."""
+    if not isinstance(value, list):
+        raise _wrong(path, "a list", value)
+    if not value:
+        raise BodySchemaError(path, "expected at least one sequence number, got an empty list")
+    if len(value) > MAX_ITEMS:
+        raise BodySchemaError(path, f"expected at most {MAX_ITEMS} items, got {len(value)}")
+    previous = -1
+    for index, item in enumerate(value):
+        _SEQ(item, f"{path}[{index}]")
+        if item <= previous:
+            raise BodySchemaError(
+                f"{path}[{index}]",
+                f"expected a number greater than {previous} (sorted, no repeats), got {item}",
+            )
+        previous = item
+
+
+def _list_of(item_check: _Check, *, max_items: int = MAX_ITEMS) -> _Check:
+    def check(value: object, path: str) -> None:
+        if not isinstance(value, list):
+            raise _wrong(path, "a list", value)
+        if len(value) > max_items:
+            raise BodySchemaError(path, f"expected at most {max_items} items, got {len(value)}")
+        for index, item in enumerate(value):
+            item_check(item, f"{path}[{index}]")
+
+    return check
+
+
+def _arguments_json(value: object, path: str) -> None:
+    """Tool arguments holding a non-integer number, as their RFC 8785 canonical JSON text."""
+    if not isinstance(value, str):
+        raise _wrong(path, "a string", value)
+    _TEXT(value, path)
+    try:
+        arguments = parse_canonical(value.encode("utf-8"))
+    except MalformedError as exc:
+        raise BodySchemaError(
+            path, f"expected the RFC 8785 canonical JSON text of an object: {exc}"
+        ) from None
+    if not isinstance(arguments, dict):
+        raise _wrong(path, "the JSON text of an object", arguments)
+    if not _holds_float(arguments):
+        raise BodySchemaError(
+            path,
+            "holds no non-integer number; write these arguments as the object "
+            "body.arguments instead (arguments_json is only for arguments with floats)",
+        )
+
+
+def _holds_float(value: object) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_float(item) for item in value)
+    return False
+
+
+# --- records ---------------------------------------------------------------------------
+
+
+class _Field(NamedTuple):
+    name: str
+    check: _Check
+    required: bool = True
+
+
+_Rule = Callable[[Mapping[str, Any], str], None]
+"""A check across the fields of one record, run after each field passed its own check."""
+
+
+def _record(*fields: _Field, rules: tuple[_Rule, ...] = ()) -> _Check:
+    """An object with exactly these fields: required ones present, no others."""
+    by_name = {field.name: field for field in fields}
+
+    def check(value: object, path: str) -> None:
+        if not isinstance(value, dict):
+            raise _wrong(path, "an object", value)
+        for key in value:
+            if key not in by_name:
+                allowed = ", ".join(by_name)
+                raise BodySchemaError(
+                    _member(path, key), f"unknown field; the fields allowed here are {allowed}"
+                )
+        for field in fields:
+            if field.name in value:
+                field.check(value[field.name], _member(path, field.name))
+            elif field.required:
+                raise BodySchemaError(_member(path, field.name), "required field is missing")
+        for rule in rules:
+            rule(value, path)
+
+    return check
+
+
+def _exactly_one_of(first: str, second: str) -> _Rule:
+    def rule(record: Mapping[str, Any], path: str) -> None:
+        if (first in record) == (second in record):
+            raise BodySchemaError(path, f"expected exactly one of the fields {first} and {second}")
+
+    return rule
+
+
+def _range_ordered(record: Mapping[str, Any], path: str) -> None:
+    if record["from"] > record["to"]:
+        raise BodySchemaError(
+            f"{path}.to", f"expected a number >= from ({record['from']}), got {record['to']}"
+        )
+
+
+def _pointers_inside_folded(record: Mapping[str, Any], path: str) -> None:
+    low, high = record["folded"]["from"], record["folded"]["to"]
+    for line_index, line in enumerate(record["summary"]):
+        for index, pointer in enumerate(line["pointers"]):
+            if not low <= pointer <= high:
+                raise BodySchemaError(
+                    f"{path}.summary[{line_index}].pointers[{index}]",
+                    f"expected a sequence number inside the folded range [{low}, {high}], "
+                    f"got {pointer}",
+                )
+
+
+_SCHEMAS: dict[str, _Check] = {
+    "turn": _record(
+        _Field("role", _one_of("user", "assistant", "system")),
+        _Field("text", _TEXT),
+    ),
+    "tool.call": _record(
+        _Field("call_id", _name),
+        _Field("name", _name),
+        _Field("arguments", _free_object, required=False),
+        _Field("arguments_json", _arguments_json, required=False),
+        _Field("audit_ref", _name, required=False),
+        rules=(_exactly_one_of("arguments", "arguments_json"),),
+    ),
+    "tool.result": _record(
+        _Field("call_id", _name),
+        _Field("content", _text(allow_empty=True)),
+        _Field("is_error", _boolean, required=False),
+        _Field("name", _name, required=False),
+    ),
+    "decision": _record(
+        _Field("text", _TEXT),
+        _Field("refs", _seqs, required=False),
+    ),
+    "context.compaction": _record(
+        _Field(
+            "folded", _record(_Field("from", _SEQ), _Field("to", _SEQ), rules=(_range_ordered,))
+        ),
+        _Field("summary", _list_of(_record(_Field("text", _TEXT), _Field("pointers", _seqs)))),
+        _Field("summarizer", _record(_Field("name", _name), _Field("version", _name))),
+        _Field("policy", _free_object),
+        _Field("tokens_before", _integer(0)),
+        _Field("tokens_after", _integer(0)),
+        _Field("pin_set_sha256", _sha256_hex),
+        rules=(_pointers_inside_folded,),
+    ),
+    "model.call": _record(
+        _Field("model", _name),
+        _Field("projection_sha256", _sha256_hex),
+        _Field("at_seq", _SEQ),
+        _Field("budget_tokens", _integer(1)),
+        _Field("policy", _free_object),
+        _Field("token_counter", _name),
+    ),
+}
+
+ENTRY_KINDS: frozenset[str] = frozenset(_SCHEMAS) | LIFECYCLE_KINDS
+"""Every entry kind registre defines; any other kind is refused."""
+
+
+def validate_body(kind: str, body: object) -> None:
+    """_Check that ``body`` is a well-formed body for an entry of kind ``kind``.
+
+    Returns ``None``; never changes ``body``. Raises :class:`UnknownKindError` for a kind not
+    in :data:`ENTRY_KINDS`, and :class:`BodySchemaError` (message ``PATH: problem``, ``path``
+    attribute) for the first rule the body breaks, checked in this order:
+
+    1. the body is an object;
+    2. every value in it is a plain JSON value without floats, safe integers only, valid
+       Unicode strings, nesting at most :data:`MAX_DEPTH`;
+    3. it is at most :data:`MAX_BODY_BYTES` as compact JSON;
+    4. it follows its kind's schema (``specs/entries.md``; lifecycle kinds: the schema of
+       ``lifecycle.codec.parse_body``).
+    """
+    if kind not in ENTRY_KINDS:
+        known = ", ".join(sorted(ENTRY_KINDS))
+        raise UnknownKindError(f"unknown entry kind {kind!r}; the kinds are: {known}")
+    if not isinstance(body, dict):
+        raise _wrong("body", "an object", body)
+    _check_json_value(body, "body", 0)
+    size = _compact_size(body)
+    if size > MAX_BODY_BYTES:
+        raise BodySchemaError(
+            "body", f"expected at most {MAX_BODY_BYTES} bytes as compact JSON, got {size}"
+        )
+    schema = _SCHEMAS.get(kind)
+    if schema is not None:
+        schema(body, "body")
+        return
+    try:
+        parse_body(kind, body)
+    except LifecycleFormatError as exc:
+        raise BodySchemaError(exc.path, exc.problem) from None

@@ -1,0 +1,369 @@
+"""Entry body schemas (specs/entries.md): vectors, the page's examples, and the rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attest.bodies import (
+    ENTRY_KINDS,
+    LIFECYCLE_KINDS,
+    MAX_DEPTH,
+    MAX_NAME_BYTES,
+    MAX_OBJECT_BYTES,
+    MAX_TEXT_BYTES,
+    BodySchemaError,
+    UnknownKindError,
+    validate_body,
+)
+from attest.canonical import canonical_bytes
+from attest.errors import MalformedError
+from lifecycle.codec import KINDS as CODEC_KINDS
+
+SPECS = Path(__file__).resolve().parents[2] / "specs"
+VECTORS = json.loads((SPECS / "vectors" / "entry-bodies.json").read_text(encoding="utf-8"))
+VALID = VECTORS["valid"]
+INVALID = VECTORS["invalid"]
+OWN_KINDS = sorted(ENTRY_KINDS - LIFECYCLE_KINDS)
+
+
+def _valid(kind: str) -> dict[str, Any]:
+    """A deep copy of the first valid vector body of ``kind``."""
+    return copy.deepcopy(next(case["body"] for case in VALID if case["kind"] == kind))
+
+
+def _refusal(kind: str, body: object) -> BodySchemaError:
+    with pytest.raises(BodySchemaError) as caught:
+        validate_body(kind, body)
+    return caught.value
+
+
+# --- vectors and the page --------------------------------------------------------------
+
+
+def test_kinds_are_the_fourteen_of_the_design() -> None:
+    assert {
+        "turn",
+        "tool.call",
+        "tool.result",
+        "decision",
+        "source.read",
+        "evidence.upsert",
+        "evidence.revise",
+        "conclusion.compute",
+        "conclusion.final",
+        "conclusion.revise",
+        "context.pin",
+        "context.unpin",
+        "context.compaction",
+        "model.call",
+    } == ENTRY_KINDS
+    assert frozenset(CODEC_KINDS) == LIFECYCLE_KINDS
+
+
+@pytest.mark.parametrize("case", VALID, ids=lambda case: case["kind"])
+def test_valid_vector_accepted(case: dict[str, Any]) -> None:
+    body = copy.deepcopy(case["body"])
+    validate_body(case["kind"], body)
+    assert body == case["body"]  # validation never changes the body
+
+
+@pytest.mark.parametrize("case", INVALID, ids=lambda case: f"{case['kind']}:{case['why']}")
+def test_invalid_vector_refused_naming_the_field(case: dict[str, Any]) -> None:
+    error = _refusal(case["kind"], case["body"])
+    assert error.path == case["path"]
+    assert str(error).startswith(case["path"] + ": ")
+
+
+@pytest.mark.parametrize("kind", VECTORS["unknown_kinds"])
+def test_unknown_kind_fail(kind: str) -> None:
+    with pytest.raises(UnknownKindError, match="unknown entry kind"):
+        validate_body(kind, {"role": "user", "text": "hi"})
+
+
+def test_every_kind_has_a_valid_and_an_invalid_vector() -> None:
+    assert {case["kind"] for case in VALID} == ENTRY_KINDS
+    assert {case["kind"] for case in INVALID} == ENTRY_KINDS
+
+
+def test_page_examples_are_the_valid_vectors() -> None:
+    page = (SPECS / "entries.md").read_text(encoding="utf-8")
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", page, re.S)]
+    assert sorted(map(canonical_bytes, examples)) == sorted(
+        canonical_bytes(case["body"]) for case in VALID
+    )
+
+
+def test_errors_are_malformed_input_exit_2() -> None:
+    for error in (_refusal("turn", []), UnknownKindError("x")):
+        assert isinstance(error, MalformedError)
+        assert error.exit_code == 2
+
+
+# --- rules for every body ----------------------------------------------------------------
+
+
+def test_message_names_path_and_expectation() -> None:
+    body = _valid("tool.call") | {"arguments": ["ls"]}
+    assert str(_refusal("tool.call", body)) == "body.arguments: expected an object, got a list"
+
+
+@pytest.mark.parametrize("kind", sorted(ENTRY_KINDS))
+def test_non_object_body_fail(kind: str) -> None:
+    assert str(_refusal(kind, [_valid(kind)])) == "body: expected an object, got a list"
+
+
+@pytest.mark.parametrize("kind", sorted(ENTRY_KINDS))
+def test_unknown_top_level_field_fail(kind: str) -> None:
+    assert _refusal(kind, _valid(kind) | {"extra": "x"}).path.startswith("body")
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (0.5, "no float"),
+        (1.0, "no float"),  # even an integral float: the body must say 1
+        (2**53, "beyond"),
+        (-(2**53), "beyond"),
+        ("\ud800", "lone surrogate"),
+        ((1, 2), "a Python tuple"),
+        (b"bytes", "a Python bytes"),
+    ],
+)
+def test_value_smuggled_into_free_object_fail(value: object, problem: str) -> None:
+    body = _valid("model.call")
+    body["policy"] = {"nested": [{"deep": value}]}
+    error = _refusal("model.call", body)
+    assert error.path == "body.policy.nested[0].deep"
+    assert problem in str(error)
+
+
+def test_bool_is_not_an_integer_fail() -> None:
+    assert _refusal("model.call", _valid("model.call") | {"at_seq": True}).path == "body.at_seq"
+
+
+def test_non_string_key_fail() -> None:
+    body = _valid("model.call")
+    body["policy"] = {1: "x"}
+    assert "not a string" in str(_refusal("model.call", body))
+
+
+def test_odd_keys_are_quoted_in_paths() -> None:
+    body = _valid("tool.call")
+    body["arguments"] = {"a b": 0.5}
+    assert _refusal("tool.call", body).path == 'body.arguments["a b"]'
+
+
+def test_nesting_limit() -> None:
+    def nested(levels: int) -> dict[str, Any]:
+        body = _valid("tool.call")
+        value: Any = "leaf"
+        for _ in range(levels - 2):  # the body and arguments are two levels already
+            value = [value]
+        body["arguments"] = {"x": value} if levels > 1 else {}
+        return body
+
+    validate_body("tool.call", nested(MAX_DEPTH))
+    assert "nested deeper" in str(_refusal("tool.call", nested(MAX_DEPTH + 1)))
+
+
+def test_text_cap_is_one_mebibyte_of_utf8() -> None:
+    validate_body("turn", {"role": "user", "text": "x" * MAX_TEXT_BYTES})
+    validate_body("turn", {"role": "user", "text": "é" * (MAX_TEXT_BYTES // 2)})
+    error = _refusal("turn", {"role": "user", "text": "é" * (MAX_TEXT_BYTES // 2 + 1)})
+    assert error.path == "body.text"
+    assert f"at most {MAX_TEXT_BYTES} bytes" in str(error)
+
+
+def test_name_cap_and_control_characters() -> None:
+    body = _valid("tool.call")
+    validate_body("tool.call", body | {"name": "n" * MAX_NAME_BYTES})
+    assert _refusal("tool.call", body | {"name": "n" * (MAX_NAME_BYTES + 1)}).path == "body.name"
+    assert "U+000A" in str(_refusal("tool.call", body | {"name": "bash\nrm"}))
+    assert "U+0085" in str(_refusal("tool.call", body | {"call_id": "c\x85"}))
+
+
+def test_free_object_cap() -> None:
+    body = _valid("tool.call")
+    body["arguments"] = {"a": "x" * (MAX_OBJECT_BYTES - 8)}  # {"a":"..."} is 8 more bytes
+    validate_body("tool.call", body)
+    body["arguments"] = {"a": "x" * (MAX_OBJECT_BYTES - 7)}
+    assert _refusal("tool.call", body).path == "body.arguments"
+
+
+def test_whole_body_cap() -> None:
+    line = {"text": "x" * (MAX_TEXT_BYTES - 100), "pointers": [2]}
+    body = _valid("context.compaction") | {"summary": [line, line, line]}
+    error = _refusal("context.compaction", body)
+    assert error.path == "body"
+    assert "compact JSON" in str(error)
+
+
+# --- kind-specific rules -------------------------------------------------------------------
+
+
+def test_missing_required_field_fail() -> None:
+    for kind in OWN_KINDS:
+        body = _valid(kind)
+        first = next(iter(body))
+        assert _refusal(kind, {k: v for k, v in body.items() if k != first}).path == (
+            f"body.{first}"
+        )
+
+
+def test_null_for_an_optional_field_fail() -> None:
+    assert _refusal("tool.call", _valid("tool.call") | {"audit_ref": None}).path == (
+        "body.audit_ref"
+    )
+
+
+def test_arguments_json_round_trips_the_value() -> None:
+    body = _valid("tool.call")
+    del body["arguments"]
+    body["arguments_json"] = canonical_bytes({"ratio": 0.1, "n": [1e21, 5e-324]}).decode()
+    validate_body("tool.call", body)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"ratio": 0.25}', '{"ratio":2.5E-1}', '{"b":0.5,"a":1}', "[0.5]", '{"n":1}', "0.5", ""],
+)
+def test_arguments_json_must_be_the_one_canonical_form_fail(text: str) -> None:
+    body = {"call_id": "c1", "name": "f", "arguments_json": text}
+    assert _refusal("tool.call", body).path == "body.arguments_json"
+
+
+def test_both_or_neither_arguments_fail() -> None:
+    body = _valid("tool.call")
+    del body["arguments"]
+    assert "exactly one" in str(_refusal("tool.call", body))
+
+
+def test_compaction_pointer_outside_folded_range_fail() -> None:
+    body = _valid("context.compaction")
+    low = body["folded"]["from"]
+    body["summary"][1]["pointers"] = [low - 1, low]
+    error = _refusal("context.compaction", body)
+    assert error.path == "body.summary[1].pointers[0]"
+    assert "inside the folded range" in str(error)
+
+
+def test_compaction_summary_may_be_empty() -> None:
+    validate_body("context.compaction", _valid("context.compaction") | {"summary": []})
+
+
+def test_repeated_pointer_fail() -> None:
+    body = _valid("decision") | {"refs": [3, 3]}
+    assert _refusal("decision", body).path == "body.refs[1]"
+
+
+def test_lifecycle_refusal_keeps_its_path_and_message() -> None:
+    body = _valid("context.pin")
+    body["request"]["seq"] = -1
+    error = _refusal("context.pin", body)
+    assert error.path == "body.request.seq"
+    assert str(error).startswith("body.request.seq: ")
+
+
+# --- properties ----------------------------------------------------------------------------
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
+    st.binary(max_size=2),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.tuples(inner),
+        st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+@given(kind=st.sampled_from(sorted(ENTRY_KINDS)), body=_values)
+def test_arbitrary_values_raise_only_malformed(kind: str, body: object) -> None:
+    try:
+        validate_body(kind, body)
+    except MalformedError:
+        return
+    canonical_bytes(body)  # whatever is accepted can be signed
+
+
+@given(
+    kind=st.sampled_from(sorted(ENTRY_KINDS)),
+    data=st.data(),
+    replacement=_values,
+)
+def test_replacing_any_field_raises_only_malformed(
+    kind: str, data: st.DataObject, replacement: object
+) -> None:
+    body = _valid(kind)
+    # Walk to a random place in the body and put an arbitrary value there.
+    target: Any = body
+    while True:
+        keys = list(target) if isinstance(target, dict) else list(range(len(target)))
+        if not keys:
+            break
+        key = data.draw(st.sampled_from(keys))
+        if isinstance(target[key], dict | list) and data.draw(st.booleans()):
+            target = target[key]
+            continue
+        target[key] = replacement
+        break
+    try:
+        validate_body(kind, body)
+    except MalformedError:
+        return
+    canonical_bytes(body)  # whatever is accepted can be signed
+
+
+_json_without_floats = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1),
+        st.text(max_size=8),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(arguments=st.dictionaries(st.text(max_size=6), _json_without_floats, max_size=5))
+def test_any_float_free_arguments_accepted(arguments: dict[str, Any]) -> None:
+    validate_body("tool.call", {"call_id": "c1", "name": "f", "arguments": arguments})
+
+
+@given(
+    arguments=st.dictionaries(st.text(max_size=6), _json_without_floats, max_size=5),
+    fraction=st.floats(allow_nan=False, allow_infinity=False).filter(
+        lambda x: not x.is_integer() and abs(x) < 2**53
+    ),
+    key=st.text(max_size=6),
+)
+def test_a_float_anywhere_in_arguments_is_refused_at_its_path(
+    arguments: dict[str, Any], fraction: float, key: str
+) -> None:
+    arguments[key] = [fraction]
+    body = {"call_id": "c1", "name": "f", "arguments": arguments}
+    error = _refusal("tool.call", body)
+    assert error.path.endswith("[0]")
+    assert "no float" in str(error)
+    del body["arguments"]
+    body["arguments_json"] = canonical_bytes(arguments).decode("utf-8")
+    validate_body("tool.call", body)  # ...and is carried by arguments_json instead
