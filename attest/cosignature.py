@@ -1,0 +1,174 @@
+"""Witness cosignatures, C2SP ``tlog-cosignature`` Ed25519 type (``cosignature/v1``).
+
+A witness key is an Ed25519 key whose key id uses type byte 0x04
+(:data:`~attest.keys.ALG_COSIGNATURE_V1`); its vkey is ``name+hex8+base64(0x04 ‖ key)``.
+
+The witness signs::
+
+    cosignature/v1\\n
+    time <T>\\n
+    <the checkpoint note text, final newline included, no signature lines>
+
+where ``T`` is a POSIX time in seconds, ASCII decimal without leading zeros, at most
+2^63 - 1. The note signature line carries ``base64(key id ‖ T as 8-byte big-endian ‖
+64-byte Ed25519 signature)``. The signed message does not name the witness, so one public
+key must never serve two witness names (``open_checkpoint`` refuses such a witness set).
+"""
+
+from __future__ import annotations
+
+import os
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from attest.errors import BadKeyError, CosignatureError
+from attest.keys import (
+    ALG_COSIGNATURE_V1,
+    check_key_name,
+    decode_vkey,
+    encode_vkey,
+    key_id,
+    load_public_key,
+    read_key_file,
+    write_key_file,
+)
+from attest.note import NoteSignature, check_note_text
+
+__all__ = [
+    "COSIGNATURE_HEADER",
+    "COSIGNATURE_SIZE",
+    "MAX_TIMESTAMP",
+    "CosignatureSigner",
+    "CosignatureVerifier",
+    "cosigned_message",
+]
+
+COSIGNATURE_HEADER = b"cosignature/v1\n"
+MAX_TIMESTAMP = 2**63 - 1
+COSIGNATURE_SIZE = 8 + 64  # timestamp ‖ Ed25519 signature, after the 4-byte key id
+
+
+def _check_timestamp(timestamp: int) -> None:
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise CosignatureError(f"cosignature timestamp must be an integer, got {timestamp!r}")
+    if not 0 <= timestamp <= MAX_TIMESTAMP:
+        raise CosignatureError(
+            f"cosignature timestamp {timestamp} is outside 0..2^63-1 (POSIX seconds)"
+        )
+
+
+def cosigned_message(checkpoint_body: str | bytes, timestamp: int) -> bytes:
+    """The exact bytes a witness signs: header, time line, checkpoint note text."""
+    _check_timestamp(timestamp)
+    body = checkpoint_body.encode("utf-8") if isinstance(checkpoint_body, str) else checkpoint_body
+    return COSIGNATURE_HEADER + b"time " + str(timestamp).encode("ascii") + b"\n" + body
+
+
+class CosignatureVerifier:
+    """A pinned witness public key; verifies cosignature/v1 signatures and returns their time.
+
+    Construction validates the name and refuses weak keys (BadKeyError / WeakKeyError).
+    """
+
+    alg = ALG_COSIGNATURE_V1
+
+    def __init__(self, name: str, public_key: bytes) -> None:
+        check_key_name(name)
+        self._key = load_public_key(public_key)
+        self.name = name
+        self.public_key = bytes(public_key)
+        self.key_id = key_id(name, self.alg, self.public_key)
+
+    @classmethod
+    def from_vkey(cls, text: str) -> CosignatureVerifier:
+        """Parse ``name+hex8+base64(0x04 ‖ key)``; a log key (0x01) is refused."""
+        name, public_key = decode_vkey(text, expected_alg=cls.alg)
+        return cls(name, public_key)
+
+    def vkey(self) -> str:
+        return encode_vkey(self.name, self.alg, self.public_key)
+
+    def verify(self, message: bytes, signature: bytes) -> int:
+        """Verify a cosignature over the checkpoint text ``message``; return its timestamp.
+
+        ``signature`` is what follows the key id in the note line: 8-byte big-endian
+        timestamp ‖ 64-byte Ed25519 signature. Raises CosignatureError if the length or
+        timestamp is malformed or the signature does not verify.
+        """
+        if len(signature) != COSIGNATURE_SIZE:
+            raise CosignatureError(
+                f"cosignature by {self.name} is {len(signature)} bytes after the key id; "
+                f"cosignature/v1 needs {COSIGNATURE_SIZE} (timestamp and signature)"
+            )
+        timestamp = int.from_bytes(signature[:8], "big")
+        _check_timestamp(timestamp)
+        try:
+            self._key.verify(signature[8:], cosigned_message(message, timestamp))
+        except InvalidSignature:
+            raise CosignatureError(
+                f"cosignature by witness {self.name}+{self.key_id.hex()} (time {timestamp}) "
+                "does not verify over this checkpoint"
+            ) from None
+        return timestamp
+
+    def __repr__(self) -> str:
+        return f"CosignatureVerifier({self.vkey()!r})"
+
+
+class CosignatureSigner:
+    """A witness private key: produces cosignature/v1 signature lines."""
+
+    alg = ALG_COSIGNATURE_V1
+
+    def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
+        check_key_name(name)
+        self.name = name
+        self._private = private_key
+        self.public_key = private_key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        self.key_id = key_id(name, self.alg, self.public_key)
+
+    @classmethod
+    def generate(cls, name: str) -> CosignatureSigner:
+        return cls(name, Ed25519PrivateKey.generate())
+
+    @classmethod
+    def from_seed(cls, name: str, seed: bytes) -> CosignatureSigner:
+        if len(seed) != 32:
+            raise BadKeyError(f"an Ed25519 seed is 32 bytes, got {len(seed)}")
+        return cls(name, Ed25519PrivateKey.from_private_bytes(seed))
+
+    def vkey(self) -> str:
+        return encode_vkey(self.name, self.alg, self.public_key)
+
+    def verifier(self) -> CosignatureVerifier:
+        return CosignatureVerifier(self.name, self.public_key)
+
+    def cosign(self, checkpoint_body: str, timestamp: int) -> str:
+        """The signature line ``— NAME BASE64(key id ‖ T ‖ sig)\\n`` for this checkpoint text.
+
+        ``checkpoint_body`` must be a valid note text (NoteFormatError otherwise); the
+        caller is responsible for having checked the checkpoint before vouching for it
+        (see :func:`attest.checkpoint.cosign_checkpoint`).
+        """
+        check_note_text(checkpoint_body)
+        signature = self._private.sign(cosigned_message(checkpoint_body, timestamp))
+        payload = timestamp.to_bytes(8, "big") + signature
+        return NoteSignature(self.name, self.key_id, payload).line()
+
+    def save(self, path: str | os.PathLike[str], passphrase: bytes | None = None) -> None:
+        """Write a new witness key file (type ``cosignature/v1``), mode 0600, never overwriting."""
+        write_key_file(path, self.name, self.alg, self._private, passphrase)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], passphrase: bytes | None = None
+    ) -> CosignatureSigner:
+        name, private_key = read_key_file(path, cls.alg, passphrase)
+        return cls(name, private_key)
+
+    def __repr__(self) -> str:
+        return f"CosignatureSigner(vkey={self.vkey()!r})"
