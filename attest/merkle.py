@@ -160,14 +160,15 @@ class CompactRange:
 
     It holds one hash per set bit of ``size`` -- the complete subtrees that tile ``[0, size)``,
     largest (leftmost) first -- so it takes O(log n) memory. ``append`` is amortised O(1) hash
-    operations and ``root`` O(log n).
+    operations; ``root`` is O(log n) the first time after an append, then remembered.
     """
 
-    __slots__ = ("_hashes", "_size")
+    __slots__ = ("_hashes", "_root", "_size")
 
     def __init__(self) -> None:
         self._size = 0
         self._hashes: list[bytes] = []
+        self._root: bytes | None = _EMPTY_ROOT
 
     @property
     def size(self) -> int:
@@ -197,18 +198,20 @@ class CompactRange:
             completed.append((level, index, current))
         hashes.append(current)
         self._size += 1
+        self._root = None
         return completed
 
     def root(self) -> bytes:
         """The root of the current tree: the frontier hashes folded right to left."""
+        if self._root is not None:
+            return self._root
         hashes = self._hashes
-        if not hashes:
-            return _EMPTY_ROOT
         position = len(hashes) - 1
         result = hashes[position]
         while position:
             position -= 1
             result = _sha256(_NODE_PREFIX + hashes[position] + result).digest()
+        self._root = result
         return result
 
     def hashes(self) -> list[bytes]:
@@ -234,6 +237,7 @@ class CompactRange:
         frontier = cls()
         frontier._hashes = [check_hash(h, f"frontier hash #{i}") for i, h in enumerate(hashes)]
         frontier._size = size
+        frontier._root = None if size else _EMPTY_ROOT
         return frontier
 
 
