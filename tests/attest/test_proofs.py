@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,38 @@ def test_vector_consistency_proof(vector: dict[str, object]) -> None:
     verify_consistency(
         old, new, proof, bytes.fromhex(str(vector["root1"])), bytes.fromhex(str(vector["root2"]))
     )
+
+
+SPEC = (Path(__file__).parents[2] / "specs" / "merkle.md").read_text()
+
+
+def test_spec_worked_example() -> None:
+    """specs/merkle.md §6: every hash it prints, and the proofs it derives from them."""
+    source = vector_tree()
+    printed = dict(re.findall(r"^(\(\d,\d\)|root, size \d) .* ([0-9a-f]{64})$", SPEC, re.M))
+    node = {
+        (level, index): source.node(level, index)
+        for level in range(3)
+        for index in range(8 >> level)
+    }
+    for level, index in [(0, 4), (0, 5), (1, 2), (1, 3), (2, 0), (2, 1)]:
+        assert printed[f"({level},{index})"] == node[(level, index)].hex()
+    assert printed["root, size 6"] == root_at(source, 6).hex()
+    assert printed["root, size 8"] == root_at(source, 8).hex()
+    assert inclusion_proof(source, 5, 8) == [node[(0, 4)], node[(1, 3)], node[(2, 0)]]
+    assert consistency_proof(source, 6, 8) == [node[(1, 2)], node[(1, 3)], node[(2, 0)]]
+    assert consistency_proof(source, 4, 8) == [node[(2, 1)]]
+
+
+def test_size_must_come_from_the_checkpoint() -> None:
+    """specs/merkle.md §5: a proof is bound to a (size, root) pair only as a pair. The proof of
+    leaf 0 in the tree of 3 also folds to the 3-leaf root when the size is claimed to be 4,
+    which is why the size is taken from the same signed checkpoint as the root."""
+    source = vector_tree()
+    proof = inclusion_proof(source, 0, 3)
+    verify_inclusion(source.node(0, 0), 0, 4, proof, root_at(source, 3))
+    with pytest.raises(InclusionProofError):
+        verify_inclusion(source.node(0, 0), 0, 4, proof, root_at(source, 4))
 
 
 def test_vectors_are_all_there() -> None:
