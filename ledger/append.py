@@ -1,0 +1,132 @@
+"""The append transaction: the only code that adds entries to a thread.
+
+Inside one write transaction, :func:`append_entries`
+
+1. locks the thread row (SQLite: the ``BEGIN IMMEDIATE`` write lock taken by
+   :func:`ledger.store.engine.write_transaction`; PostgreSQL: ``SELECT ... FOR UPDATE``) and
+   reads the head ``(size, root, frontier)``; the frontier must reproduce the root;
+2. for each item: signs the entry with ``seq = size`` and ``prev = (size, root)``, appends its
+   leaf hash to the frontier and collects the subtrees that completed;
+3. inserts the entries, the completed subtree hashes, and moves the head (size, root,
+   frontier) -- only if it is still at the size read in step 1.
+
+Sequence numbers therefore come from the locked head, never from a database sequence, and
+are gap-free: the transaction commits all of it or none of it (THREATS rows 16 and 18).
+Every item is validated (actor, kind, body schema: :func:`attest.entry.sign_entry`) while
+the batch is signed in step 2, before the first INSERT; a refused item raises there and the
+transaction rolls back with nothing written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, update
+
+from attest.entry import Entry, sign_entry
+from attest.keys import Signer
+from attest.merkle import HASH_SIZE, CompactRange
+from ledger.errors import ForeignThreadError, StoreCorruptError, UnknownThreadError
+from ledger.store.schema import tables
+
+__all__ = ["AppendItem", "append_entries", "read_head", "split_frontier"]
+
+AppendItem = tuple[str, Any, str]
+"""``(kind, body, actor)``: one entry to append."""
+
+_thread = tables.thread
+_LOCK_HEAD = (
+    select(_thread.c.origin, _thread.c.size, _thread.c.root, _thread.c.frontier)
+    .where(_thread.c.id == bindparam("thread"))
+    .with_for_update()
+)
+_MOVE_HEAD = (
+    update(_thread)
+    .where(_thread.c.id == bindparam("b_thread"), _thread.c.size == bindparam("b_old_size"))
+    .values(size=bindparam("b_size"), root=bindparam("b_root"), frontier=bindparam("b_frontier"))
+)
+_INSERT_ENTRY = tables.entry.insert()
+_INSERT_SUBTREE = tables.subtree.insert()
+
+
+def split_frontier(blob: bytes) -> list[bytes]:
+    """The stored frontier blob as the list :meth:`CompactRange.restore` takes."""
+    if len(blob) % HASH_SIZE:
+        raise StoreCorruptError(f"stored frontier is {len(blob)} bytes, not whole hashes")
+    return [blob[i : i + HASH_SIZE] for i in range(0, len(blob), HASH_SIZE)]
+
+
+def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
+    """Lock the thread row and return ``(origin, frontier)``; the frontier's root must equal
+    the stored root (StoreCorruptError otherwise); UnknownThreadError if there is no thread."""
+    row = conn.execute(_LOCK_HEAD, {"thread": thread}).one_or_none()
+    if row is None:
+        raise UnknownThreadError(f"no thread {thread!r}; create it with `registre thread create`")
+    frontier = CompactRange.restore(int(row.size), split_frontier(bytes(row.frontier)))
+    if frontier.root() != bytes(row.root):
+        raise StoreCorruptError(
+            f"thread {thread}: the stored head root does not match the stored frontier; "
+            "run `registre verify --db`"
+        )
+    return str(row.origin), frontier
+
+
+def append_entries(
+    conn: Connection, signer: Signer, thread: str, items: Sequence[AppendItem]
+) -> list[Entry]:
+    """Sign and store ``items`` as the next entries of ``thread``, in the caller's write
+    transaction. Every entry is signed (so every item validated) before the first INSERT.
+
+    Raises the first refused item's error (InvalidActorError, UnknownKindError,
+    BodySchemaError), UnknownThreadError, ForeignThreadError (the key's name is not the
+    thread's log name) and StoreCorruptError; any exception leaves the transaction to roll
+    back.
+    """
+    origin, frontier = read_head(conn, thread)
+    if origin != f"{signer.name}/{thread}":
+        raise ForeignThreadError(
+            f"thread {thread} belongs to log {origin.rsplit('/', 1)[0]!r}; the key "
+            f"{signer.name!r} cannot append to it"
+        )
+    old_size = frontier.size
+    entries: list[Entry] = []
+    entry_rows: list[dict[str, Any]] = []
+    subtree_rows: list[dict[str, Any]] = []
+    root = frontier.root()
+    for kind, body, actor in items:
+        entry = sign_entry(
+            signer, thread=thread, seq=frontier.size, kind=kind, actor=actor, body=body,
+            prev_root=root,
+        )  # fmt: skip
+        entries.append(entry)
+        entry_rows.append(
+            {
+                "thread": thread,
+                "seq": entry.seq,
+                "leaf": entry.leaf,
+                "leaf_hash": entry.leaf_hash,
+                "kind": entry.kind,
+                "time": entry.time,
+            }
+        )
+        for level, index, digest in frontier.append(entry.leaf_hash):
+            subtree_rows.append({"thread": thread, "level": level, "idx": index, "hash": digest})
+        root = frontier.root()
+    if not entries:
+        return entries
+    conn.execute(_INSERT_ENTRY, entry_rows)
+    conn.execute(_INSERT_SUBTREE, subtree_rows)
+    moved = conn.execute(
+        _MOVE_HEAD,
+        {
+            "b_thread": thread,
+            "b_old_size": old_size,
+            "b_size": frontier.size,
+            "b_root": root,
+            "b_frontier": b"".join(frontier.hashes()),
+        },
+    )
+    if moved.rowcount != 1:
+        raise StoreCorruptError(f"thread {thread}: the head moved during an append")
+    return entries

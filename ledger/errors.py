@@ -1,0 +1,52 @@
+"""Errors of the ledger store and thread API (subclasses of the attest hierarchy).
+
+Refusals (exit 2) leave the database exactly as it was. :class:`StoreCorruptError` is a
+failed check (exit 1): the store holds something its own invariants forbid.
+"""
+
+from __future__ import annotations
+
+from attest.errors import RefusedError, VerificationError
+
+__all__ = [
+    "EntryNotFoundError",
+    "ForeignThreadError",
+    "LedgerNotFoundError",
+    "NoSignerError",
+    "SchemaVersionError",
+    "StoreCorruptError",
+    "ThreadExistsError",
+    "UnknownThreadError",
+]
+
+
+class LedgerNotFoundError(RefusedError):
+    """No ledger database at the given place (or one without registre's schema)."""
+
+
+class SchemaVersionError(RefusedError):
+    """A database written by a newer registre, whose schema this version does not know."""
+
+
+class UnknownThreadError(RefusedError):
+    """A thread id that the ledger does not hold."""
+
+
+class ThreadExistsError(RefusedError):
+    """Creating a thread whose id is already taken."""
+
+
+class EntryNotFoundError(RefusedError):
+    """A sequence number (or size) outside the thread's current tree."""
+
+
+class NoSignerError(RefusedError):
+    """A write (append, checkpoint) on a ledger opened without the operator key."""
+
+
+class ForeignThreadError(RefusedError):
+    """Appending with a key whose name is not the thread's log name."""
+
+
+class StoreCorruptError(VerificationError):
+    """A stored row that the store's own invariants forbid (a missing subtree hash, ...)."""

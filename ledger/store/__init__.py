@@ -1,0 +1,1 @@
+"""Storage: the ledger's tables, engine settings, append-only triggers, stored hashes."""

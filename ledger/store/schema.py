@@ -1,0 +1,119 @@
+"""The ledger's tables (schema version 1), declared with SQLModel. specs/storage.md is the
+normative description; this module is its code.
+
+* ``schema_version`` -- one row per applied schema version; the highest is current.
+* ``public_key`` -- the operator verifier keys that signed entries and checkpoints.
+* ``thread`` -- one row per thread: its origin and its head (size, root, frontier). The only
+  table whose rows change, and then only forward (a trigger refuses a smaller size).
+* ``entry`` -- leaf ``seq`` of a thread: the leaf bytes exactly as signed, their leaf hash,
+  and copies of ``kind`` and ``time`` for listing (the leaf is authoritative).
+* ``subtree`` -- the hash of every complete subtree (level, index) the thread's tree has
+  completed, exactly what :meth:`attest.merkle.CompactRange.append` returned; proofs read
+  O(log n) of them.
+* ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size).
+
+``entry``, ``subtree``, ``checkpoint``, ``public_key`` and ``schema_version`` are append-only
+(see :mod:`ledger.store.triggers`). The tables live in their own SQLAlchemy ``MetaData`` so
+other packages' models never end up in the ledger database by accident.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, LargeBinary, MetaData, Table
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CheckpointRow",
+    "EntryRow",
+    "LedgerModel",
+    "PublicKeyRow",
+    "SchemaVersionRow",
+    "SubtreeRow",
+    "ThreadRow",
+    "metadata",
+    "tables",
+]
+
+SCHEMA_VERSION = 1
+
+
+class LedgerModel(SQLModel, registry=registry()):
+    """Base of the ledger tables; its ``metadata`` holds these tables and nothing else."""
+
+
+class SchemaVersionRow(LedgerModel, table=True):
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True)
+    applied: str  # RFC 3339 UTC
+    description: str
+
+
+class PublicKeyRow(LedgerModel, table=True):
+    __tablename__ = "public_key"
+
+    vkey: str = Field(primary_key=True)  # name+hex8+base64(0x01 ‖ key), as verifiers pin it
+    name: str = Field(index=True)
+    key_id: str  # 8 lowercase hex digits, as in an entry's "key"
+    added: str
+
+
+class ThreadRow(LedgerModel, table=True):
+    __tablename__ = "thread"
+
+    id: str = Field(primary_key=True)
+    origin: str = Field(unique=True)  # LOGNAME/ID, the checkpoint origin
+    size: int = Field(sa_type=BigInteger)
+    root: bytes = Field(sa_type=LargeBinary)  # 32 bytes
+    frontier: bytes = Field(sa_type=LargeBinary)  # CompactRange.hashes(), concatenated
+    created: str
+
+
+class EntryRow(LedgerModel, table=True):
+    __tablename__ = "entry"
+
+    thread: str = Field(primary_key=True, foreign_key="thread.id")
+    seq: int = Field(primary_key=True, sa_type=BigInteger)
+    leaf: bytes = Field(sa_type=LargeBinary)  # canonical {"entry": ..., "sig": ...}
+    leaf_hash: bytes = Field(sa_type=LargeBinary)  # SHA-256(0x00 ‖ leaf)
+    kind: str
+    time: str
+
+
+class SubtreeRow(LedgerModel, table=True):
+    __tablename__ = "subtree"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    thread: str = Field(primary_key=True, foreign_key="thread.id")
+    level: int = Field(primary_key=True)
+    idx: int = Field(primary_key=True, sa_type=BigInteger)
+    hash: bytes = Field(sa_type=LargeBinary)
+
+
+class CheckpointRow(LedgerModel, table=True):
+    __tablename__ = "checkpoint"
+
+    thread: str = Field(primary_key=True, foreign_key="thread.id")
+    size: int = Field(primary_key=True, sa_type=BigInteger)
+    root: bytes = Field(sa_type=LargeBinary)
+    note: str  # signed note text, with any cosignature lines
+    created: str
+
+
+metadata: MetaData = LedgerModel.metadata
+
+
+class _Tables:
+    """The Core ``Table`` objects, for statements on the hot path."""
+
+    schema_version: Table = SchemaVersionRow.__table__  # type: ignore[attr-defined]
+    public_key: Table = PublicKeyRow.__table__  # type: ignore[attr-defined]
+    thread: Table = ThreadRow.__table__  # type: ignore[attr-defined]
+    entry: Table = EntryRow.__table__  # type: ignore[attr-defined]
+    subtree: Table = SubtreeRow.__table__  # type: ignore[attr-defined]
+    checkpoint: Table = CheckpointRow.__table__  # type: ignore[attr-defined]
+
+
+tables = _Tables()

@@ -1,0 +1,56 @@
+"""Shared helpers for the ledger tests (not fixtures: plain functions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from ledger.store.schema import metadata
+
+TABLES = ("schema_version", "public_key", "thread", "entry", "subtree", "checkpoint")
+
+
+def turn(text_: str, role: str = "user", actor: str = "agent") -> tuple[str, dict[str, str], str]:
+    """One valid append item."""
+    return ("turn", {"role": role, "text": text_}, actor)
+
+
+def dump(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every ledger table, in primary-key order: equal dumps, equal databases."""
+    result: dict[str, list[tuple[Any, ...]]] = {}
+    with engine.connect() as conn:
+        for name in TABLES:
+            table = metadata.tables[name]
+            order = list(table.primary_key.columns)
+            rows = conn.execute(table.select().order_by(*order)).all()
+            result[name] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+                            for row in rows]  # fmt: skip
+    return result
+
+
+def execute(engine: Engine, *statements: str) -> None:
+    """Run raw SQL in one committed transaction (as an operator with a SQL shell would)."""
+    with engine.connect() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+        conn.commit()
+
+
+def drop_triggers(engine: Engine) -> None:
+    """What a determined tamperer does first: remove the append-only triggers."""
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            names = conn.execute(text("SELECT name FROM sqlite_master WHERE type='trigger'"))
+            for (name,) in names.all():
+                conn.execute(text(f"DROP TRIGGER {name}"))
+        else:
+            rows = conn.execute(
+                text(
+                    "SELECT tgname, relname FROM pg_trigger JOIN pg_class ON tgrelid = pg_class.oid"
+                    " WHERE NOT tgisinternal AND relnamespace = current_schema()::regnamespace"
+                )
+            )
+            for name, table in rows.all():
+                conn.execute(text(f"DROP TRIGGER {name} ON {table}"))
+        conn.commit()

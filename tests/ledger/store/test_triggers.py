@@ -1,0 +1,60 @@
+"""THREATS row 17: direct edits to the database are refused by triggers, on both engines."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+from ledger.ledger import Ledger
+from ledger.store.triggers import APPEND_ONLY_TABLES, REFUSAL_MARK
+from ledger.thread import Thread
+from tests.ledger.helpers import dump, execute, turn
+
+
+@pytest.fixture
+def filled(ledger: Ledger, thread: Thread) -> Ledger:
+    thread.append_many([turn(f"entry {i}") for i in range(5)])
+    thread.checkpoint()
+    return ledger
+
+
+def refused(ledger: Ledger, statement: str) -> None:
+    before = dump(ledger.engine)
+    with pytest.raises(DBAPIError, match=REFUSAL_MARK):
+        execute(ledger.engine, statement)
+    assert dump(ledger.engine) == before
+
+
+@pytest.mark.parametrize("table", APPEND_ONLY_TABLES)
+def test_direct_update_fail(filled: Ledger, table: str) -> None:
+    column = {"entry": "kind", "subtree": "level", "checkpoint": "note",
+              "public_key": "name", "schema_version": "description"}[table]  # fmt: skip
+    value = "0" if column == "level" else "'forged'"
+    refused(filled, f"UPDATE {table} SET {column} = {value}")
+
+
+@pytest.mark.parametrize("table", APPEND_ONLY_TABLES)
+def test_direct_delete_fail(filled: Ledger, table: str) -> None:
+    refused(filled, f"DELETE FROM {table} WHERE 1 = 1")
+
+
+@pytest.mark.parametrize("table", [*APPEND_ONLY_TABLES, "thread"])
+def test_truncate_fail(filled: Ledger, table: str) -> None:
+    # SQLite has no TRUNCATE: its truncate optimisation is `DELETE FROM t` without WHERE,
+    # which triggers disable.
+    if filled.engine.dialect.name == "sqlite":
+        refused(filled, f"DELETE FROM {table}")
+    else:
+        refused(filled, f"TRUNCATE {table} CASCADE")
+
+
+def test_thread_head_rollback_fail(filled: Ledger) -> None:
+    refused(filled, "UPDATE thread SET size = size - 1")
+
+
+def test_thread_origin_change_fail(filled: Ledger) -> None:
+    refused(filled, "UPDATE thread SET origin = 'other.log/t1'")
+
+
+def test_thread_delete_fail(filled: Ledger) -> None:
+    refused(filled, "DELETE FROM thread")
