@@ -26,6 +26,7 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `cli`.
+    import ledger.cli.importcmd  # noqa: F401
     from ledger.cli import demo  # noqa: F401
 
 

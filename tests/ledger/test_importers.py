@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from attest.bodies import MAX_TEXT_BYTES
 from attest.canonical import canonical_bytes, parse_strict
 from attest.errors import MalformedError
+from attest.keys import Signer
 from attest.strict_json import float_in_integer_gap
+from ledger.cli import main
 from ledger.importers import (
     FORMATS,
     ImportedEntry,
@@ -23,6 +25,7 @@ from ledger.importers import (
     parse_anthropic,
     parse_openai,
 )
+from ledger.ledger import Ledger
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 STEM = "01_mini-swe-agent_deepseek-chat_pylint-dev__astroid-1333"
@@ -613,3 +616,75 @@ def test_mutated_real_files_raise_only_transcript_errors(
         return
     for entry in entries:
         canonical_bytes(entry.body)
+
+
+# --- the CLI command -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def ledger_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A ledger database with an empty thread ``t1``, and its operator key file."""
+    signer = Signer.generate("example.org")
+    key_file = tmp_path / "operator.key"
+    signer.save(key_file)
+    database = tmp_path / "ledger.db"
+    with Ledger.open(str(database), signer) as ledger:
+        ledger.create_thread("t1")
+    return database, key_file
+
+
+def _run(*args: str | Path) -> int:
+    try:
+        main([str(arg) for arg in args])
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    return 0
+
+
+def _size(database: Path) -> int:
+    with Ledger.open(str(database), create=False) as ledger:
+        return ledger.thread("t1").head().size
+
+
+def test_import_command_appends_the_whole_transcript(
+    ledger_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    database, key_file = ledger_files
+    file = DATA / f"{STEM}.anthropic.json"
+    code = _run(
+        "import", "t1", file, "--format", "anthropic", "--db", database, "--key-file", key_file
+    )
+    assert code == 0
+    assert capsys.readouterr().out == f"imported 553 entries from {file} into t1 (seq 0..552)\n"
+    with Ledger.open(str(database), create=False) as ledger:
+        stored = [(entry.kind, entry.body, entry.actor) for entry in ledger.thread("t1").entries()]
+    assert stored == [tuple(entry) for entry in parse_openai(OPENAI_FILE)]
+
+
+def test_import_command_bad_file_writes_nothing_fail(
+    ledger_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database, key_file = ledger_files
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(OPENAI_FILE + b'{"role": "tool", "tool_call_id": "nobody", "content": ""}\n')
+    code = _run("import", "t1", bad, "--format", "openai", "--db", database, "--key-file", key_file)
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"registre: error: {bad}: line 379: result for tool call 'nobody', which no earlier "
+        "message issued\n"
+    )
+    assert _size(database) == 0
+
+
+def test_import_command_unknown_thread_fail(
+    ledger_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    database, key_file = ledger_files
+    file = DATA / f"{STEM}.openai.jsonl"
+    code = _run(
+        "import", "t2", file, "--format", "openai", "--db", database, "--key-file", key_file
+    )
+    assert code == 2
+    assert "no thread 't2'" in capsys.readouterr().err
+    assert _size(database) == 0
