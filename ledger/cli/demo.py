@@ -92,10 +92,10 @@ def demo(workdir: Path) -> None:
     index = 2
     proof = inclusion_proof(source, index, new.size)
     verify_inclusion(source.node(0, index), index, new.size, proof, new.root)
-    _step(5, f"inclusion of entry {index} in tree size {new.size}: {len(proof)} hashes, verified")
+    _step(5, f"inclusion of entry {index} in tree size {new.size}: {len(proof)} hash(es), verified")
 
     proof = consistency_proof(source, old.size, new.size)
     verify_consistency(old.size, new.size, proof, old.root, new.root)
-    _step(6, f"consistency {old.size} -> {new.size}: {len(proof)} hashes, verified")
+    _step(6, f"consistency {old.size} -> {new.size}: {len(proof)} hash(es), verified")
 
     click.echo(f"done: key, verifier key and checkpoint are in {workdir}/")
