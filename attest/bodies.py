@@ -4,8 +4,8 @@
 ``None`` for a well-formed body and otherwise raises :class:`UnknownKindError` (a kind not in
 :data:`ENTRY_KINDS`) or :class:`BodySchemaError`, whose message starts with the path of the
 offending field and says what was expected, e.g.
-``body.arguments: expected an object, got a list``. Both are
-:class:`~attest.errors.MalformedError`\\ s (CLI exit 2).
+``body.arguments: expected an object, got a list``. Both are subclasses of
+:class:`~attest.errors.MalformedError` (CLI exit 2).
 
 Rules for every kind, checked before the kind's own schema:
 
@@ -145,11 +145,15 @@ def _check_json_value(value: object, path: str, depth: int) -> None:
             f"got {_describe(value)}",
         )
     if isinstance(value, float):
+        fix = (
+            "carry tool arguments with floats as body.arguments_json"
+            if path.startswith("body.arguments")
+            else "write an integer (e.g. per-mille) or a string"
+        )
         raise BodySchemaError(
             path,
             f"expected no float, got {value!r}: entry bodies hold integers and strings only "
-            "(floats print differently across languages); write an integer (e.g. per-mille) "
-            "or a string",
+            f"(floats print differently across languages); {fix}",
         )
     if isinstance(value, str):
         _utf8_size(value, path)

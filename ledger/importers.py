@@ -130,7 +130,7 @@ def _record(
     return value
 
 
-def _object(value: object, at: _At) -> dict[str, Any]:
+def _arguments_object(value: object, at: _At) -> dict[str, Any]:
     if not isinstance(value, dict):
         at.fail(f"tool arguments must be a JSON object, got {_describe(value)}")
     return value
@@ -152,12 +152,8 @@ def _text_parts(value: object, at: _At, part_type: str) -> list[str]:
     for number, part in enumerate(value):
         part_at = at.index(number)
         _block_type(part, part_at, ("text",), part_type)
-        texts.append(
-            _string(
-                _record(part, part_at, f"a text {part_type}", ("type", "text"))["text"],
-                part_at.key("text"),
-            )
-        )
+        fields = _record(part, part_at, f"a text {part_type}", ("type", "text"))
+        texts.append(_string(fields["text"], part_at.key("text")))
     return texts
 
 
@@ -274,8 +270,6 @@ def _integral(value: Any) -> Any:
 
 # --- OpenAI chat completions, one message per line -----------------------------------------
 
-_OPENAI_ROLES = ("system", "user", "assistant", "tool")
-
 
 def parse_openai(data: bytes) -> list[ImportedEntry]:
     """Read OpenAI chat-completions messages, one JSON object per line (blank lines skipped).
@@ -297,23 +291,20 @@ def _openai_message(message: object, at: _At, number: int, conversation: _Conver
     if not isinstance(message, dict):
         at.fail(f"expected a message (an object), got {_describe(message)}")
     role = message.get("role")
-    if role not in _OPENAI_ROLES:
+    if not isinstance(role, str) or role not in _OPENAI_MESSAGES:
         shown = repr(role) if isinstance(role, str) else _describe(role)
-        at.key("role").fail(f"unknown role {shown}; expected one of {', '.join(_OPENAI_ROLES)}")
-    if role == "tool":
-        fields = _record(
-            message, at, "a tool message", ("role", "tool_call_id", "content"), ("name",)
-        )
-        name = None if "name" not in fields else _string(fields["name"], at.key("name"))
-        content = "".join(_text_parts(fields["content"], at.key("content"), "content part"))
-        call_id = _string(fields["tool_call_id"], at.key("tool_call_id"))
-        conversation.result(call_id, content, False, at, name)
-        return
-    if role != "assistant":
-        fields = _record(message, at, f"a {role} message", ("role", "content"))
-        for text in _text_parts(fields["content"], at.key("content"), "content part"):
-            conversation.turn(str(role), text, at, number)
-        return
+        at.key("role").fail(f"unknown role {shown}; expected one of {', '.join(_OPENAI_MESSAGES)}")
+    _OPENAI_MESSAGES[role](message, at, number, conversation)
+
+
+def _openai_text(message: object, at: _At, number: int, conversation: _Conversation) -> None:
+    """A system or user message: text only."""
+    fields = _record(message, at, "a system or user message", ("role", "content"))
+    for text in _text_parts(fields["content"], at.key("content"), "content part"):
+        conversation.turn(fields["role"], text, at, number)
+
+
+def _openai_assistant(message: object, at: _At, number: int, conversation: _Conversation) -> None:
     fields = _record(message, at, "an assistant message", ("role",), ("content", "tool_calls"))
     if fields.get("content") is not None:
         for text in _text_parts(fields["content"], at.key("content"), "content part"):
@@ -324,19 +315,38 @@ def _openai_message(message: object, at: _At, number: int, conversation: _Conver
     for index, call in enumerate(calls):
         call_at = at.key("tool_calls").index(index)
         _block_type(call, call_at, ("function",), "tool call")
-        fields = _record(call, call_at, "a tool call", ("id", "type", "function"))
+        call_fields = _record(call, call_at, "a tool call", ("id", "type", "function"))
         function_at = call_at.key("function")
-        function = _record(fields["function"], function_at, "a function", ("name", "arguments"))
+        function = _record(
+            call_fields["function"], function_at, "a function", ("name", "arguments")
+        )
         arguments_at = function_at.key("arguments")
         arguments_text = _string(function["arguments"], arguments_at)
-        arguments = _object(_parse_json(arguments_text, arguments_at), arguments_at)
+        arguments = _arguments_object(_parse_json(arguments_text, arguments_at), arguments_at)
         conversation.call(
-            _string(fields["id"], call_at.key("id")),
+            _string(call_fields["id"], call_at.key("id")),
             _string(function["name"], function_at.key("name")),
             arguments,
             call_at,
             number,
         )
+
+
+def _openai_tool(message: object, at: _At, number: int, conversation: _Conversation) -> None:
+    fields = _record(message, at, "a tool message", ("role", "tool_call_id", "content"), ("name",))
+    name = None if "name" not in fields else _string(fields["name"], at.key("name"))
+    content = "".join(_text_parts(fields["content"], at.key("content"), "content part"))
+    call_id = _string(fields["tool_call_id"], at.key("tool_call_id"))
+    conversation.result(call_id, content, False, at, name)
+
+
+_MessageHandler = Callable[[object, _At, int, _Conversation], None]
+_OPENAI_MESSAGES: dict[str, _MessageHandler] = {
+    "system": _openai_text,
+    "user": _openai_text,
+    "assistant": _openai_assistant,
+    "tool": _openai_tool,
+}
 
 
 # --- Anthropic Messages, one JSON object ---------------------------------------------------
@@ -401,7 +411,9 @@ def _tool_use_block(
     fields = _record(block, at, "a tool_use block", ("type", "id", "name", "input"))
     call_id = _string(fields["id"], at.key("id"))
     name = _string(fields["name"], at.key("name"))
-    conversation.call(call_id, name, _object(fields["input"], at.key("input")), at, number)
+    conversation.call(
+        call_id, name, _arguments_object(fields["input"], at.key("input")), at, number
+    )
 
 
 def _tool_result_block(
