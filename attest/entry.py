@@ -76,9 +76,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 _FAST_JSON = json.JSONEncoder(
-    ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False,
+    ensure_ascii=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    allow_nan=False,
     check_circular=False,
-)  # fmt: skip
+)
 
 
 class EntryFormatError(MalformedError):
@@ -130,9 +133,17 @@ class Entry:
     def envelope(self) -> dict[str, Any]:
         """The signed envelope as a JSON value (``canonical_bytes`` of it is what was signed)."""
         return _envelope(
-            self.log, self.thread, self.seq, self.time, self.kind, self.actor, self.body,
-            self.prev_size, self.prev_root, self.key,
-        )  # fmt: skip
+            self.log,
+            self.thread,
+            self.seq,
+            self.time,
+            self.kind,
+            self.actor,
+            self.body,
+            self.prev_size,
+            self.prev_root,
+            self.key,
+        )
 
 
 def check_thread_id(thread: str) -> None:
@@ -208,9 +219,20 @@ def sign_entry(
     signature = signer.sign(ENTRY_SIGNATURE_PREFIX + signed)
     leaf = _leaf_bytes(signed, signature)
     return Entry(
-        log, thread, seq, time, kind, actor, body, seq, prev_root, key,
-        signature, leaf, leaf_hash(leaf),
-    )  # fmt: skip
+        log,
+        thread,
+        seq,
+        time,
+        kind,
+        actor,
+        body,
+        seq,
+        prev_root,
+        key,
+        signature,
+        leaf,
+        leaf_hash(leaf),
+    )
 
 
 def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -> Entry:
@@ -256,9 +278,17 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
 
 
 def _envelope(
-    log: str, thread: str, seq: int, time: str, kind: str, actor: str, body: dict[str, Any],
-    prev_size: int, prev_root: bytes, key: str,
-) -> dict[str, Any]:  # fmt: skip
+    log: str,
+    thread: str,
+    seq: int,
+    time: str,
+    kind: str,
+    actor: str,
+    body: dict[str, Any],
+    prev_size: int,
+    prev_root: bytes,
+    key: str,
+) -> dict[str, Any]:
     return {
         "v": ENTRY_VERSION,
         "log": log,
@@ -337,9 +367,20 @@ def _read_envelope(env: dict[str, Any], signature: bytes, leaf: bytes) -> Entry:
         )
     prev_root = _b64_field(prev["root"], "prev.root", HASH_SIZE)
     return Entry(
-        env["log"], env["thread"], seq, env["time"], env["kind"], env["actor"], env["body"],
-        prev["size"], prev_root, env["key"], signature, leaf, leaf_hash(leaf),
-    )  # fmt: skip
+        env["log"],
+        env["thread"],
+        seq,
+        env["time"],
+        env["kind"],
+        env["actor"],
+        env["body"],
+        prev["size"],
+        prev_root,
+        env["key"],
+        signature,
+        leaf,
+        leaf_hash(leaf),
+    )
 
 
 def _b64_field(value: object, name: str, size: int) -> bytes:

@@ -96,9 +96,14 @@ def append_entries(
     root = frontier.root()
     for kind, body, actor in items:
         entry = sign_entry(
-            signer, thread=thread, seq=frontier.size, kind=kind, actor=actor, body=body,
+            signer,
+            thread=thread,
+            seq=frontier.size,
+            kind=kind,
+            actor=actor,
+            body=body,
             prev_root=root,
-        )  # fmt: skip
+        )
         entries.append(entry)
         entry_rows.append(
             {

@@ -127,10 +127,12 @@ class Ledger:
                 if known is None:
                     conn.execute(
                         _public_key.insert().values(
-                            vkey=vkey, name=verifier.name, key_id=verifier.key_id.hex(),
+                            vkey=vkey,
+                            name=verifier.name,
+                            key_id=verifier.key_id.hex(),
                             added=_now(),
                         )
-                    )  # fmt: skip
+                    )
         except IntegrityError:
             pass  # registered by a concurrent opener (PostgreSQL)
 
@@ -150,10 +152,14 @@ class Ledger:
                     raise ThreadExistsError(f"thread {thread_id!r} already exists")
                 conn.execute(
                     _thread.insert().values(
-                        id=thread_id, origin=origin, size=0, root=empty_root(), frontier=b"",
+                        id=thread_id,
+                        origin=origin,
+                        size=0,
+                        root=empty_root(),
+                        frontier=b"",
                         created=_now(),
                     )
-                )  # fmt: skip
+                )
         except IntegrityError:
             raise ThreadExistsError(f"thread {thread_id!r} already exists") from None
         return Thread(self, thread_id, origin)

@@ -49,15 +49,21 @@ json_values = st.recursive(
 
 def make(seq: int = 0, body: Any = None, **fields: Any) -> Any:
     args: dict[str, Any] = {
-        "thread": "t1", "seq": seq, "kind": "turn", "actor": "agent",
-        "body": TURN if body is None else body, "prev_root": empty_root(), "time": TIME,
-    }  # fmt: skip
+        "thread": "t1",
+        "seq": seq,
+        "kind": "turn",
+        "actor": "agent",
+        "body": TURN if body is None else body,
+        "prev_root": empty_root(),
+        "time": TIME,
+    }
     args.update(fields)
     return sign_entry(SIGNER, **args)
 
 
-def resign(envelope: dict[str, Any], signer: Signer = SIGNER, prefix: bytes = ENTRY_SIGNATURE_PREFIX
-           ) -> bytes:  # fmt: skip
+def resign(
+    envelope: dict[str, Any], signer: Signer = SIGNER, prefix: bytes = ENTRY_SIGNATURE_PREFIX
+) -> bytes:
     """Leaf bytes for an arbitrary envelope, signed without sign_entry's checks."""
     signature = signer.sign(prefix + canonical_bytes(envelope))
     return canonical_bytes({"entry": envelope, "sig": base64.b64encode(signature).decode()})
@@ -84,17 +90,24 @@ def test_envelope_fields_are_the_documented_ones() -> None:
     value = leaf_value(make(seq=3, prev_root=b"\x07" * 32))
     assert set(value) == {"entry", "sig"}
     assert value["entry"] == {
-        "v": 1, "log": "registre.test/log/t1", "thread": "t1", "seq": 3, "time": TIME,
-        "kind": "turn", "actor": "agent", "body": TURN,
+        "v": 1,
+        "log": "registre.test/log/t1",
+        "thread": "t1",
+        "seq": 3,
+        "time": TIME,
+        "kind": "turn",
+        "actor": "agent",
+        "body": TURN,
         "prev": {"size": 3, "root": base64.b64encode(b"\x07" * 32).decode()},
         "key": SIGNER.key_id.hex(),
-    }  # fmt: skip
+    }
 
 
 def test_signature_covers_prefix_and_canonical_envelope() -> None:
     entry = make()
-    SIGNER.verifier().verify(ENTRY_SIGNATURE_PREFIX + canonical_bytes(entry.envelope()),
-                             entry.signature)  # fmt: skip
+    SIGNER.verifier().verify(
+        ENTRY_SIGNATURE_PREFIX + canonical_bytes(entry.envelope()), entry.signature
+    )
 
 
 def test_signing_is_deterministic() -> None:
@@ -106,10 +119,16 @@ def test_format_time_is_rfc3339_utc_with_microseconds() -> None:
     assert len(text) == len(TIME) and text.endswith("Z") and text[10] == "T"
 
 
-@given(body=st.fixed_dictionaries({"call_id": st.just("c1"), "name": st.just("tool"),
-                                   "arguments": st.dictionaries(safe_text, json_values)}),
-       actor=st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc")), min_size=1,
-                     max_size=20))  # fmt: skip
+@given(
+    body=st.fixed_dictionaries(
+        {
+            "call_id": st.just("c1"),
+            "name": st.just("tool"),
+            "arguments": st.dictionaries(safe_text, json_values),
+        }
+    ),
+    actor=st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=20),
+)
 def test_leaf_is_canonical_bytes_of_entry_and_sig(body: dict[str, Any], actor: str) -> None:
     entry = make(kind="tool.call", body=body, actor=actor)
     assert _canonical_envelope(entry.envelope()) == canonical_bytes(entry.envelope())
@@ -155,9 +174,15 @@ def test_body_failing_schema_refused() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("seq", -1), ("seq", True), ("prev_root", b"\x00" * 31), ("time", "2026-11-30 08:30:18Z"),
-     ("time", "2026-02-30T08:30:18Z"), ("time", "2026-11-30T08:30:18+01:00")],
-)  # fmt: skip
+    [
+        ("seq", -1),
+        ("seq", True),
+        ("prev_root", b"\x00" * 31),
+        ("time", "2026-11-30 08:30:18Z"),
+        ("time", "2026-02-30T08:30:18Z"),
+        ("time", "2026-11-30T08:30:18+01:00"),
+    ],
+)
 def test_bad_field_refused(field: str, value: object) -> None:
     with pytest.raises(EntryFormatError):
         make(**{field: value})

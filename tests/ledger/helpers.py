@@ -24,8 +24,9 @@ def dump(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
             table = metadata.tables[name]
             order = list(table.primary_key.columns)
             rows = conn.execute(table.select().order_by(*order)).all()
-            result[name] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
-                            for row in rows]  # fmt: skip
+            result[name] = [
+                tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows
+            ]
     return result
 
 

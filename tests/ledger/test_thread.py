@@ -198,8 +198,9 @@ def test_proofs_read_log_n_stored_hashes(ledger: Ledger, thread: Thread) -> None
 
 @settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=6))
-def test_stored_tree_equals_memory_tree(signer: Signer, tmp_path_factory: Any,
-                                        batches: list[int]) -> None:  # fmt: skip
+def test_stored_tree_equals_memory_tree(
+    signer: Signer, tmp_path_factory: Any, batches: list[int]
+) -> None:
     url = f"sqlite:///{tmp_path_factory.mktemp('prop') / 'r.db'}"
     with Ledger.open(url, signer) as ledger:
         thread = ledger.create_thread("p")

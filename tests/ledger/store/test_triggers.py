@@ -27,8 +27,13 @@ def refused(ledger: Ledger, statement: str) -> None:
 
 @pytest.mark.parametrize("table", APPEND_ONLY_TABLES)
 def test_direct_update_fail(filled: Ledger, table: str) -> None:
-    column = {"entry": "kind", "subtree": "level", "checkpoint": "note",
-              "public_key": "name", "schema_version": "description"}[table]  # fmt: skip
+    column = {
+        "entry": "kind",
+        "subtree": "level",
+        "checkpoint": "note",
+        "public_key": "name",
+        "schema_version": "description",
+    }[table]
     value = "0" if column == "level" else "'forged'"
     refused(filled, f"UPDATE {table} SET {column} = {value}")
 

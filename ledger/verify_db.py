@@ -1,0 +1,350 @@
+"""``registre verify --db``: recompute everything a ledger database claims, thread by thread.
+
+For each thread, in one read snapshot, streaming the entries in batches (memory does not grow
+with the thread):
+
+1. **Head row**: the origin is ``LOGNAME/ID`` for a trusted key's name.
+2. **Sequence**: the entry rows are ``0, 1, 2, ...`` with no gap or duplicate
+   (SeqGapError), none at or beyond the head size (HeadMismatchError).
+3. **Leaf hash**: the stored leaf hash is ``H(0x00 ‖ leaf)`` (LeafHashMismatchError).
+4. **Entry**: :func:`attest.entry.open_entry` accepts the leaf -- canonical bytes, structure,
+   known key, signature, body schema (EntryRejectedError, the cause chained); it names this
+   thread, origin and seq, and its ``kind``/``time`` columns copy the leaf (EntryMismatchError).
+5. **Prev binding**: ``prev.root`` is the root recomputed over entries ``0 .. seq-1``
+   (PrevRootMismatchError).
+6. **Stored subtrees**: the hashes stored for the subtrees completed by each batch are exactly
+   those recomputed (SubtreeMismatchError), and no other subtree row exists.
+7. **Head**: the stored size, root and frontier equal the recomputed ones (HeadMismatchError).
+8. **Checkpoints**: every stored checkpoint note verifies under the trusted key for the
+   thread's log name with the thread's origin, states the row's size and root, and that root is
+   the recomputed root at that size (CheckpointMismatchError; note errors chained).
+
+The first failure raises, naming the thread and the first bad sequence number. Which keys are
+trusted is the caller's choice: pinned verifier keys, or (by default) the keys stored in the
+database -- which only proves the database is consistent with itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from attest.checkpoint import open_checkpoint
+from attest.entry import open_entry
+from attest.errors import RegistreError, VerificationError
+from attest.keys import Verifier
+from attest.merkle import CompactRange, leaf_hash, root_at
+from ledger.append import split_frontier
+from ledger.errors import UnknownThreadError
+from ledger.ledger import Ledger
+from ledger.store.engine import read_transaction
+from ledger.store.nodes import StoredHashSource
+from ledger.store.schema import tables
+
+__all__ = [
+    "CheckpointMismatchError",
+    "EntryMismatchError",
+    "EntryRejectedError",
+    "HeadMismatchError",
+    "LeafHashMismatchError",
+    "LedgerTamperedError",
+    "PrevRootMismatchError",
+    "SeqGapError",
+    "SubtreeMismatchError",
+    "ThreadReport",
+    "verify_database",
+]
+
+_entry = tables.entry
+_subtree = tables.subtree
+_thread = tables.thread
+_checkpoint = tables.checkpoint
+_ROWS = (
+    select(_entry.c.seq, _entry.c.leaf, _entry.c.leaf_hash, _entry.c.kind, _entry.c.time)
+    .where(_entry.c.thread == bindparam("thread"), _entry.c.seq >= bindparam("start"))
+    .order_by(_entry.c.seq)
+    .limit(bindparam("batch"))
+)
+_SUBTREES = select(_subtree.c.idx, _subtree.c.hash).where(
+    _subtree.c.thread == bindparam("thread"),
+    _subtree.c.level == bindparam("level"),
+    _subtree.c.idx.between(bindparam("low"), bindparam("high")),
+)
+_SUBTREE_COUNT = select(func.count()).where(_subtree.c.thread == bindparam("thread"))
+_CHECKPOINTS = (
+    select(_checkpoint.c.size, _checkpoint.c.root, _checkpoint.c.note)
+    .where(_checkpoint.c.thread == bindparam("thread"), _checkpoint.c.size > bindparam("after"))
+    .order_by(_checkpoint.c.size)
+    .limit(bindparam("batch"))
+)
+
+
+class LedgerTamperedError(VerificationError):
+    """The database does not match what its entries prove. ``thread`` and ``seq`` (None when
+    no single entry is to blame) name the first place found."""
+
+    def __init__(self, thread: str, seq: int | None, problem: str) -> None:
+        self.thread = thread
+        self.seq = seq
+        where = f"thread {thread}" + (f" seq {seq}" if seq is not None else "")
+        super().__init__(f"{where}: {problem}")
+
+
+class SeqGapError(LedgerTamperedError):
+    """Entry rows out of sequence: a gap, a duplicate, or a missing entry."""
+
+
+class LeafHashMismatchError(LedgerTamperedError):
+    """A stored leaf hash that is not the hash of the stored leaf."""
+
+
+class EntryRejectedError(LedgerTamperedError):
+    """A stored leaf that :func:`attest.entry.open_entry` refuses (cause chained)."""
+
+
+class EntryMismatchError(LedgerTamperedError):
+    """A valid entry stored in the wrong place, or with columns that do not copy it."""
+
+
+class PrevRootMismatchError(LedgerTamperedError):
+    """An entry whose ``prev.root`` is not the root of the entries before it."""
+
+
+class SubtreeMismatchError(LedgerTamperedError):
+    """A stored subtree hash that differs from the recomputed one, or one too many."""
+
+
+class HeadMismatchError(LedgerTamperedError):
+    """A thread head (size, root, frontier) that differs from the recomputed tree."""
+
+
+class CheckpointMismatchError(LedgerTamperedError):
+    """A stored checkpoint that does not verify or does not match the recomputed tree."""
+
+
+@dataclass(frozen=True)
+class ThreadReport:
+    """What verification established for one thread."""
+
+    thread: str
+    origin: str
+    size: int
+    root: bytes
+    checkpoints: int
+
+
+def verify_database(
+    ledger: Ledger,
+    *,
+    thread: str | None = None,
+    keys: Sequence[Verifier] | None = None,
+    batch: int = 1000,
+) -> list[ThreadReport]:
+    """Verify every thread (or only ``thread``) of ``ledger``; return one report per thread.
+
+    ``keys``: the verifier keys to trust (default: the keys stored in the database). Raises a
+    LedgerTamperedError subclass at the first failure; UnknownThreadError for an unknown
+    ``thread``.
+    """
+    trusted = list(keys) if keys is not None else ledger.stored_keys()
+    with read_transaction(ledger.engine, snapshot=True) as conn:
+        query = select(
+            _thread.c.id, _thread.c.origin, _thread.c.size, _thread.c.root, _thread.c.frontier
+        ).order_by(_thread.c.id)
+        if thread is not None:
+            query = query.where(_thread.c.id == thread)
+        heads = conn.execute(query).all()
+        if thread is not None and not heads:
+            raise UnknownThreadError(f"no thread {thread!r} in this database")
+        return [
+            _verify_thread(
+                conn,
+                trusted,
+                str(h.id),
+                str(h.origin),
+                int(h.size),
+                bytes(h.root),
+                bytes(h.frontier),
+                batch,
+            )
+            for h in heads
+        ]
+
+
+def _verify_thread(
+    conn: Connection,
+    keys: list[Verifier],
+    thread: str,
+    origin: str,
+    size: int,
+    root: bytes,
+    frontier: bytes,
+    batch: int,
+) -> ThreadReport:
+    # 1. head row: origin LOGNAME/ID for a trusted key's name
+    log_keys = [key for key in keys if origin == f"{key.name}/{thread}"]
+    if not log_keys:
+        raise HeadMismatchError(
+            thread, None, f"origin {origin!r} is not NAME/{thread} for any trusted key"
+        )
+    tree = CompactRange()
+    while True:
+        rows = conn.execute(_ROWS, {"thread": thread, "start": tree.size, "batch": batch}).all()
+        if not rows:
+            break
+        first = tree.size
+        completed: dict[tuple[int, int], bytes] = {}
+        for row in rows:
+            _check_row(row, tree, keys, thread, origin, size, completed)
+        # 6. stored subtrees completed by this batch
+        _check_subtrees(conn, thread, first, tree.size, completed)
+    # 7. head
+    if tree.size != size:
+        raise SeqGapError(thread, tree.size, f"entry missing; the head says {size} entries")
+    if tree.root() != root:
+        raise HeadMismatchError(thread, None, "stored head root differs from the recomputed root")
+    if split_frontier(frontier) != tree.hashes():
+        raise HeadMismatchError(thread, None, "stored frontier differs from the recomputed one")
+    expected_rows = sum(size >> level for level in range(size.bit_length()))
+    stored_rows = conn.execute(_SUBTREE_COUNT, {"thread": thread}).scalar_one()
+    if stored_rows != expected_rows:
+        raise SubtreeMismatchError(
+            thread, None, f"{stored_rows} subtree rows stored; the tree has {expected_rows}"
+        )
+    # 8. checkpoints
+    count = _check_checkpoints(conn, thread, origin, size, log_keys, batch)
+    return ThreadReport(thread, origin, size, root, count)
+
+
+def _check_row(
+    row: object,
+    tree: CompactRange,
+    keys: list[Verifier],
+    thread: str,
+    origin: str,
+    size: int,
+    completed: dict[tuple[int, int], bytes],
+) -> None:
+    seq = tree.size
+    stored_seq = int(row.seq)  # type: ignore[attr-defined]
+    leaf = _blob(row.leaf, thread, seq, "leaf")  # type: ignore[attr-defined]
+    # 2. sequence continuity, within the head
+    if stored_seq != seq:
+        raise SeqGapError(thread, seq, f"entry missing (next stored entry is {stored_seq})")
+    if seq >= size:
+        raise HeadMismatchError(thread, seq, f"entry beyond the head size {size}")
+    # 3. leaf hash
+    digest = leaf_hash(leaf)
+    if _blob(row.leaf_hash, thread, seq, "leaf hash") != digest:  # type: ignore[attr-defined]
+        raise LeafHashMismatchError(thread, seq, "stored leaf hash is not H(0x00 ‖ leaf)")
+    # 4. the entry itself
+    try:
+        entry = open_entry(leaf, keys)
+    except RegistreError as exc:
+        raise EntryRejectedError(thread, seq, f"entry refused: {exc}") from exc
+    if entry.thread != thread or entry.log != origin or entry.seq != seq:
+        raise EntryMismatchError(
+            thread, seq, f"the leaf is entry {entry.seq} of {entry.log}, stored in the wrong place"
+        )
+    if entry.kind != row.kind or entry.time != row.time:  # type: ignore[attr-defined]
+        raise EntryMismatchError(thread, seq, "kind/time columns differ from the signed entry")
+    # 5. prev binding
+    if entry.prev_root != tree.root():
+        raise PrevRootMismatchError(
+            thread, seq, "prev.root is not the root of the entries before it"
+        )
+    for level, index, node in tree.append(digest):
+        completed[(level, index)] = node
+
+
+def _blob(value: object, thread: str, seq: int, what: str) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise EntryMismatchError(thread, seq, f"stored {what} is a {type(value).__name__}, not bytes")
+
+
+def _check_subtrees(
+    conn: Connection, thread: str, start: int, stop: int, expected: dict[tuple[int, int], bytes]
+) -> None:
+    # Subtrees completed by appending leaves start..stop-1: at each level, the indices whose
+    # end (index + 1) << level lies in (start, stop].
+    stored: dict[tuple[int, int], bytes] = {}
+    for level in range(stop.bit_length()):
+        low, high = start >> level, (stop >> level) - 1
+        if low <= high:
+            rows = conn.execute(
+                _SUBTREES, {"thread": thread, "level": level, "low": low, "high": high}
+            )
+            stored.update(((level, int(r.idx)), bytes(r.hash)) for r in rows)
+    for (level, index), node in expected.items():
+        found = stored.pop((level, index), None)
+        if found != node:
+            first_leaf = index << level
+            problem = "missing" if found is None else "differs from the recomputed hash"
+            raise SubtreeMismatchError(
+                thread,
+                first_leaf,
+                f"stored subtree (level {level}, index {index}) covering seq {first_leaf}.."
+                f"{((index + 1) << level) - 1} is {problem}",
+            )
+    if stored:
+        level, index = min(stored)
+        raise SubtreeMismatchError(
+            thread, index << level, f"unexpected stored subtree (level {level}, index {index})"
+        )
+
+
+def _check_checkpoints(
+    conn: Connection, thread: str, origin: str, size: int, log_keys: list[Verifier], batch: int
+) -> int:
+    source = StoredHashSource(conn, thread, size)  # its hashes were all checked in step 6
+    count = 0
+    after = -1
+    while True:
+        rows = conn.execute(_CHECKPOINTS, {"thread": thread, "after": after, "batch": batch}).all()
+        if not rows:
+            return count
+        for row in rows:
+            after = int(row.size)
+            _check_checkpoint(
+                thread, origin, size, log_keys, source, after, bytes(row.root), str(row.note)
+            )
+            count += 1
+
+
+def _check_checkpoint(
+    thread: str,
+    origin: str,
+    size: int,
+    log_keys: Iterable[Verifier],
+    source: StoredHashSource,
+    at: int,
+    root: bytes,
+    note: str,
+) -> None:
+    if at > size:
+        raise CheckpointMismatchError(thread, at, f"checkpoint beyond the head size {size}")
+    failure: RegistreError | None = None
+    for key in log_keys:
+        try:
+            checkpoint = open_checkpoint(note, key, origin=origin).checkpoint
+            break
+        except RegistreError as exc:
+            failure = exc
+    else:
+        raise CheckpointMismatchError(
+            thread, None, f"checkpoint at size {at} does not verify: {failure}"
+        ) from failure
+    if checkpoint.size != at or checkpoint.root != root:
+        raise CheckpointMismatchError(
+            thread,
+            None,
+            f"checkpoint stored at size {at} states size {checkpoint.size}"
+            " or a root other than its row's",
+        )
+    if root_at(source, at) != root:
+        raise CheckpointMismatchError(
+            thread, None, f"signed checkpoint at size {at} has a root the entries do not give"
+        )
