@@ -49,6 +49,7 @@ from attest.strict_json import (
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "MAX_DEPTH_LIMIT",
     "MAX_SAFE_INTEGER",
     "ByteOrderMarkError",
     "ControlCharacterError",

@@ -146,6 +146,11 @@ def float_in_integer_gap(number: float) -> bool:
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # A string body up to the first character that ends the fast path: quote, backslash or control.
 _STRING_CHUNK = re.compile(r'([^"\\\x00-\x1f]*)(["\\\x00-\x1f])')
+# An object key without escapes and the ':' after it, with any whitespace around the colon.
+_PLAIN_KEY_AND_COLON = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
+# After a member or element: ',' and the whitespace after it (group 1), or the closing bracket.
+_OBJECT_STEP = re.compile(r"[ \t\n\r]*(?:(,)[ \t\n\r]*|\})")
+_ARRAY_STEP = re.compile(r"[ \t\n\r]*(?:(,)[ \t\n\r]*|\])")
 _NUMBER_TOKEN = re.compile(r"[-+0-9.eE]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
@@ -161,6 +166,7 @@ _SIMPLE_ESCAPES = {
 }
 _LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None}
 _MAX_INT_DIGITS = len(str(MAX_SAFE_INTEGER))
+_INCOMPLETE = "unexpected end of input: the JSON value is incomplete"
 
 
 class _Failure(Exception):
@@ -175,6 +181,12 @@ class _Failure(Exception):
 
 def _fail(error: type[JSONFormatError], message: str, index: int) -> NoReturn:
     raise _Failure(error, message, index)
+
+
+def _fail_expected(text: str, i: int, message: str) -> NoReturn:
+    """Fail at the next non-whitespace character, or at the end of an incomplete input."""
+    i = _skip_whitespace(text, i)
+    _fail(JSONSyntaxError, message if i < len(text) else _INCOMPLETE, i)
 
 
 def _skip_whitespace(text: str, i: int) -> int:
@@ -220,28 +232,35 @@ def _read_object(text: str, start: int, depth: int, max_depth: int) -> tuple[Any
     if text[i] == "}":
         return result, i + 1
     while True:
-        if text[i] != '"':
-            _fail(JSONSyntaxError, "expected a string key in double quotes", i)
-        key, after_key = _read_string(text, i)
+        key_start = i
+        member = _PLAIN_KEY_AND_COLON.match(text, i)
+        if member is not None:  # the common case: a key without escapes
+            key, i = member.group(1), member.end()
+        else:
+            key, i = _read_key_and_colon(text, i)
         if key in result:
             _fail(
                 DuplicateKeyError,
                 f"duplicate object key {key!r}: each key may appear once in an object",
-                i,
+                key_start,
             )
-        i = _skip_whitespace(text, after_key)
-        if text[i] != ":":
-            _fail(JSONSyntaxError, "expected ':' after an object key", i)
-        i = _skip_whitespace(text, i + 1)
         result[key], i = _read_value(text, i, depth, max_depth)
-        i = _skip_whitespace(text, i)
-        char = text[i]
-        if char == ",":
-            i = _skip_whitespace(text, i + 1)
-        elif char == "}":
-            return result, i + 1
-        else:
-            _fail(JSONSyntaxError, "expected ',' or '}' after an object member", i)
+        step = _OBJECT_STEP.match(text, i)
+        if step is None:
+            _fail_expected(text, i, "expected ',' or '}' after an object member")
+        i = step.end()
+        if step.group(1) is None:  # '}'
+            return result, i
+
+
+def _read_key_and_colon(text: str, i: int) -> tuple[str, int]:
+    if text[i] != '"':
+        _fail(JSONSyntaxError, "expected a string key in double quotes", i)
+    key, i = _read_string(text, i)
+    i = _skip_whitespace(text, i)
+    if text[i] != ":":
+        _fail(JSONSyntaxError, "expected ':' after an object key", i)
+    return key, _skip_whitespace(text, i + 1)
 
 
 def _read_array(text: str, start: int, depth: int, max_depth: int) -> tuple[Any, int]:
@@ -252,14 +271,12 @@ def _read_array(text: str, start: int, depth: int, max_depth: int) -> tuple[Any,
     while True:
         value, i = _read_value(text, i, depth, max_depth)
         result.append(value)
-        i = _skip_whitespace(text, i)
-        char = text[i]
-        if char == ",":
-            i = _skip_whitespace(text, i + 1)
-        elif char == "]":
-            return result, i + 1
-        else:
-            _fail(JSONSyntaxError, "expected ',' or ']' after an array element", i)
+        step = _ARRAY_STEP.match(text, i)
+        if step is None:
+            _fail_expected(text, i, "expected ',' or ']' after an array element")
+        i = step.end()
+        if step.group(1) is None:  # ']'
+            return result, i
 
 
 def _read_string(text: str, start: int) -> tuple[str, int]:
@@ -409,9 +426,7 @@ def parse_strict(
         try:
             value, i = _read_value(text, i, 0, max_depth)
         except IndexError:
-            raise JSONSyntaxError(
-                "unexpected end of input: the JSON value is incomplete", size
-            ) from None
+            raise JSONSyntaxError(_INCOMPLETE, size) from None
         i = _skip_whitespace(text, i)
         if i != len(text):
             _fail(
