@@ -26,7 +26,15 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `cli`.
+    import ledger.cli.append as _append  # noqa: F401
+    import ledger.cli.checkpoint as _checkpoint  # noqa: F401
     import ledger.cli.importcmd  # noqa: F401
+    import ledger.cli.init as _init  # noqa: F401
+    import ledger.cli.key as _key  # noqa: F401
+    import ledger.cli.log as _log  # noqa: F401
+    import ledger.cli.prove as _prove  # noqa: F401
+    import ledger.cli.thread as _thread  # noqa: F401
+    import ledger.cli.verify as _verify  # noqa: F401
     from ledger.cli import demo  # noqa: F401
 
 
