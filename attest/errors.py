@@ -10,10 +10,17 @@ Three families, kept apart because callers react to them differently:
   append that would break the ledger). CLI exit code 2.
 
 Every check raises its own subclass with a message a person can act on; nothing in registre
-returns a boolean that a caller could forget to look at.
+returns a boolean that a caller could forget to look at. The classes shared across modules are
+here; a check that only one module makes defines its class next to it (e.g.
+``attest.strict_json.DuplicateKeyError``, ``attest.entry.EntrySignatureError``), always under
+one of these families.
 """
 
 from __future__ import annotations
+
+# The roots live in the lowest package so that lifecycle, which may import nothing else of
+# registre, shares the one hierarchy.
+from lifecycle.errors import MalformedError, RefusedError, RegistreError, VerificationError
 
 __all__ = [
     "BadKeyError",
@@ -38,29 +45,7 @@ __all__ = [
 ]
 
 
-class RegistreError(Exception):
-    """Root of every error registre raises on purpose."""
-
-    exit_code: int = 2
-
-
 # --- malformed input -------------------------------------------------------------------
-
-
-class MalformedError(RegistreError, ValueError):
-    """Input that cannot be read as what it claims to be.
-
-    ``position`` is the byte offset (or line number, where the message says so) of the
-    problem when one is known.
-    """
-
-    exit_code = 2
-
-    def __init__(self, message: str, position: int | None = None) -> None:
-        self.position = position
-        if position is not None:
-            message = f"{message} (at byte {position})"
-        super().__init__(message)
 
 
 class BadKeyError(MalformedError):
@@ -84,12 +69,6 @@ class CheckpointFormatError(MalformedError):
 
 
 # --- failed verification ---------------------------------------------------------------
-
-
-class VerificationError(RegistreError):
-    """Well-formed input that failed a check."""
-
-    exit_code = 1
 
 
 class ProofBoundsError(VerificationError):
@@ -130,12 +109,3 @@ class CosignatureError(VerificationError):
 
 class QuorumNotMetError(VerificationError):
     """Fewer valid cosignatures from pinned witnesses than the policy requires."""
-
-
-# --- refused requests ------------------------------------------------------------------
-
-
-class RefusedError(RegistreError):
-    """A well-formed request that the rules refuse; nothing was changed."""
-
-    exit_code = 2
