@@ -36,9 +36,12 @@ test: lint typecheck unit
 # Benchmarks are measured, never asserted. Sizes may be overridden: make bench BENCH_SIZES=1000,100000
 BENCH_SIZES ?= 1000,100000,1000000
 bench: $(VENV)/.installed-test
+	mkdir -p .benchmarks
 	REGISTRE_BENCH_SIZES=$(BENCH_SIZES) $(BIN)/pytest tests/benchmarks -q \
 		--benchmark-only --benchmark-columns=min,median,mean,ops,rounds \
-		--benchmark-group-by=group --benchmark-sort=name
+		--benchmark-group-by=group --benchmark-sort=name \
+		--benchmark-json=.benchmarks/latest.json
+	$(BIN)/python -m bench.sidebyside .benchmarks/latest.json --markdown
 
 clean:
 	rm -rf $(VENV) .registre .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks
