@@ -22,32 +22,41 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection
 
 from attest.entry import Entry, sign_entry
 from attest.keys import Signer
 from attest.merkle import HASH_SIZE, CompactRange
 from ledger.errors import ForeignThreadError, StoreCorruptError, UnknownThreadError
-from ledger.store.schema import tables
 
 __all__ = ["AppendItem", "append_entries", "read_head", "split_frontier"]
 
 AppendItem = tuple[str, Any, str]
 """``(kind, body, actor)``: one entry to append."""
 
-_thread = tables.thread
-_LOCK_HEAD = (
-    select(_thread.c.origin, _thread.c.size, _thread.c.root, _thread.c.frontier)
-    .where(_thread.c.id == bindparam("thread"))
-    .with_for_update()
-)
-_MOVE_HEAD = (
-    update(_thread)
-    .where(_thread.c.id == bindparam("b_thread"), _thread.c.size == bindparam("b_old_size"))
-    .values(size=bindparam("b_size"), root=bindparam("b_root"), frontier=bindparam("b_frontier"))
-)
-_INSERT_ENTRY = tables.entry.insert()
-_INSERT_SUBTREE = tables.subtree.insert()
+# The append path runs these four statements on the driver's own cursor, inside the
+# transaction SQLAlchemy opened: Core's per-statement machinery costs more than the rest of an
+# append together, and an append is the operation whose rate matters. They name the tables
+# and columns of ledger.store.schema; "?" becomes "%s" for psycopg.
+_SQL = {
+    "lock_head": "SELECT origin, size, root, frontier FROM thread WHERE id = ?",
+    "insert_entry": (
+        "INSERT INTO entry (thread, seq, leaf, leaf_hash, kind, time) VALUES (?, ?, ?, ?, ?, ?)"
+    ),
+    "insert_subtree": "INSERT INTO subtree (thread, level, idx, hash) VALUES (?, ?, ?, ?)",
+    "move_head": "UPDATE thread SET size = ?, root = ?, frontier = ? WHERE id = ? AND size = ?",
+}
+_DIALECT_SQL: dict[str, dict[str, str]] = {
+    "sqlite": _SQL,
+    "postgresql": {
+        name: sql.replace("?", "%s") + (" FOR UPDATE" if name == "lock_head" else "")
+        for name, sql in _SQL.items()
+    },
+}
+
+
+def _statements(conn: Connection) -> dict[str, str]:
+    return _DIALECT_SQL[conn.dialect.name]
 
 
 def split_frontier(blob: bytes) -> list[bytes]:
@@ -60,16 +69,22 @@ def split_frontier(blob: bytes) -> list[bytes]:
 def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
     """Lock the thread row and return ``(origin, frontier)``; the frontier's root must equal
     the stored root (StoreCorruptError otherwise); UnknownThreadError if there is no thread."""
-    row = conn.execute(_LOCK_HEAD, {"thread": thread}).one_or_none()
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(_statements(conn)["lock_head"], (thread,))
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
     if row is None:
         raise UnknownThreadError(f"no thread {thread!r}; create it with `registre thread create`")
-    frontier = CompactRange.restore(int(row.size), split_frontier(bytes(row.frontier)))
-    if frontier.root() != bytes(row.root):
+    origin, size, root, frontier_blob = row
+    frontier = CompactRange.restore(int(size), split_frontier(bytes(frontier_blob)))
+    if frontier.root() != bytes(root):
         raise StoreCorruptError(
             f"thread {thread}: the stored head root does not match the stored frontier; "
             "run `registre verify --db`"
         )
-    return str(row.origin), frontier
+    return str(origin), frontier
 
 
 def append_entries(
@@ -91,8 +106,8 @@ def append_entries(
         )
     old_size = frontier.size
     entries: list[Entry] = []
-    entry_rows: list[dict[str, Any]] = []
-    subtree_rows: list[dict[str, Any]] = []
+    entry_rows: list[tuple[Any, ...]] = []
+    subtree_rows: list[tuple[Any, ...]] = []
     root = frontier.root()
     for kind, body, actor in items:
         entry = sign_entry(
@@ -105,33 +120,21 @@ def append_entries(
             prev_root=root,
         )
         entries.append(entry)
-        entry_rows.append(
-            {
-                "thread": thread,
-                "seq": entry.seq,
-                "leaf": entry.leaf,
-                "leaf_hash": entry.leaf_hash,
-                "kind": entry.kind,
-                "time": entry.time,
-            }
-        )
+        entry_rows.append((thread, entry.seq, entry.leaf, entry.leaf_hash, kind, entry.time))
         for level, index, digest in frontier.append(entry.leaf_hash):
-            subtree_rows.append({"thread": thread, "level": level, "idx": index, "hash": digest})
+            subtree_rows.append((thread, level, index, digest))
         root = frontier.root()
     if not entries:
         return entries
-    conn.execute(_INSERT_ENTRY, entry_rows)
-    conn.execute(_INSERT_SUBTREE, subtree_rows)
-    moved = conn.execute(
-        _MOVE_HEAD,
-        {
-            "b_thread": thread,
-            "b_old_size": old_size,
-            "b_size": frontier.size,
-            "b_root": root,
-            "b_frontier": b"".join(frontier.hashes()),
-        },
-    )
-    if moved.rowcount != 1:
-        raise StoreCorruptError(f"thread {thread}: the head moved during an append")
+    sql = _statements(conn)
+    cursor = conn.connection.cursor()
+    try:
+        cursor.executemany(sql["insert_entry"], entry_rows)
+        cursor.executemany(sql["insert_subtree"], subtree_rows)
+        frontier_blob = b"".join(frontier.hashes())
+        cursor.execute(sql["move_head"], (frontier.size, root, frontier_blob, thread, old_size))
+        if cursor.rowcount != 1:
+            raise StoreCorruptError(f"thread {thread}: the head moved during an append")
+    finally:
+        cursor.close()
     return entries

@@ -116,7 +116,10 @@ def _mark_writes(engine: Engine, begin: tuple[str, str] | None) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql(write_begin if write else read_begin)
+        # Straight to the driver: this runs once per transaction, appends included.
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.execute(write_begin if write else read_begin)
 
 
 @contextmanager
