@@ -69,3 +69,9 @@ def test_too_many_hashes_fail() -> None:
     text = format_inclusion_proof(0, [b"\x00" * 32] * 64, vector()["signed_checkpoint"])
     with pytest.raises(ProofTextError, match="more than 63"):
         parse_inclusion_proof(text)
+
+
+def test_spec_example_is_the_vector() -> None:
+    spec = (VECTORS.parents[1] / "proof-format.md").read_text(encoding="utf-8")
+    example = spec.split("Example (the public test vector", 1)[1].split("```text\n", 1)[1]
+    assert example.split("```", 1)[0] == vector()["tlog_proof"]

@@ -1,0 +1,62 @@
+"""specs/storage.md section 10: the worked example is what the ledger really stores."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import attest.entry
+from attest.entry import open_entry
+from attest.keys import Signer, Verifier
+from ledger.ledger import Ledger
+from tests.ledger.helpers import dump
+
+SPEC = Path(__file__).resolve().parents[2] / "specs" / "storage.md"
+TIMES = ["2026-11-30T08:30:18.123456Z", "2026-11-30T08:30:19.000001Z"]
+
+
+def example() -> tuple[str, list[bytes], list[tuple[int, int, bytes]], bytes]:
+    section = SPEC.read_text(encoding="utf-8").split("## 10. Worked example", 1)[1]
+    blocks = re.findall(r"```text\n(.*?)```", section, re.DOTALL)
+    vkey = blocks[0].strip()
+    leaves = [line.encode() for line in blocks[1].strip().splitlines()]
+    subtrees = []
+    for line in blocks[2].strip().splitlines():
+        level, index, digest = line.split()
+        subtrees.append((int(level), int(index), bytes.fromhex(digest)))
+    root = re.search(r"`([A-Za-z0-9+/]{43}=)` in base64", section)
+    assert root is not None
+    return vkey, leaves, subtrees, base64.b64decode(root.group(1))
+
+
+@pytest.fixture
+def fixed_times(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    times = iter(TIMES)
+    monkeypatch.setattr(attest.entry, "format_time", lambda moment=None: next(times))
+    yield
+
+
+def test_worked_example_is_what_the_store_holds(db_url: str, fixed_times: None) -> None:
+    vkey, leaves, subtrees, root = example()
+    signer = Signer.from_seed("example.com/ledger", bytes(range(32)))
+    assert signer.vkey() == vkey
+    with Ledger.open(db_url, signer) as ledger:
+        thread = ledger.create_thread("q3-review")
+        thread.append("turn", {"role": "user", "text": "Reconcile the Q3 figures."}, "alice")
+        thread.append("turn", {"role": "assistant", "text": "Reading the extract."}, "agent")
+        rows = dump(ledger.engine)
+    assert [row[2] for row in rows["entry"]] == leaves
+    assert [row[1:] for row in rows["subtree"]] == subtrees
+    ((_, _, size, head_root, frontier, _),) = rows["thread"]
+    assert (size, head_root, frontier) == (2, root, root)
+
+
+def test_worked_example_leaves_verify_with_the_published_key() -> None:
+    vkey, leaves, subtrees, _ = example()
+    for seq, leaf in enumerate(leaves):
+        entry = open_entry(leaf, [Verifier.from_vkey(vkey)])
+        assert entry.seq == seq and entry.leaf_hash == subtrees[seq][2]
