@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, Row, bindparam, func, select
 
 from attest.checkpoint import open_checkpoint
 from attest.entry import open_entry
@@ -219,7 +220,7 @@ def _verify_thread(
 
 
 def _check_row(
-    row: object,
+    row: Row[Any, Any, Any, Any, Any],
     tree: CompactRange,
     keys: list[Verifier],
     thread: str,
@@ -228,8 +229,8 @@ def _check_row(
     completed: dict[tuple[int, int], bytes],
 ) -> None:
     seq = tree.size
-    stored_seq = int(row.seq)  # type: ignore[attr-defined]
-    leaf = _blob(row.leaf, thread, seq, "leaf")  # type: ignore[attr-defined]
+    stored_seq = int(row.seq)
+    leaf = _blob(row.leaf, thread, seq, "leaf")
     # 2. sequence continuity, within the head
     if stored_seq != seq:
         raise SeqGapError(thread, seq, f"entry missing (next stored entry is {stored_seq})")
@@ -237,7 +238,7 @@ def _check_row(
         raise HeadMismatchError(thread, seq, f"entry beyond the head size {size}")
     # 3. leaf hash
     digest = leaf_hash(leaf)
-    if _blob(row.leaf_hash, thread, seq, "leaf hash") != digest:  # type: ignore[attr-defined]
+    if _blob(row.leaf_hash, thread, seq, "leaf hash") != digest:
         raise LeafHashMismatchError(thread, seq, "stored leaf hash is not H(0x00 ‖ leaf)")
     # 4. the entry itself
     try:
@@ -248,7 +249,7 @@ def _check_row(
         raise EntryMismatchError(
             thread, seq, f"the leaf is entry {entry.seq} of {entry.log}, stored in the wrong place"
         )
-    if entry.kind != row.kind or entry.time != row.time:  # type: ignore[attr-defined]
+    if entry.kind != row.kind or entry.time != row.time:
         raise EntryMismatchError(thread, seq, "kind/time columns differ from the signed entry")
     # 5. prev binding
     if entry.prev_root != tree.root():

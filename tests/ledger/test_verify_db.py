@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
 
 from attest.checkpoint import Checkpoint, sign_checkpoint
@@ -26,6 +28,7 @@ from ledger.verify_db import (
     EntryRejectedError,
     HeadMismatchError,
     LeafHashMismatchError,
+    LedgerTamperedError,
     PrevRootMismatchError,
     SeqGapError,
     SubtreeMismatchError,
@@ -251,3 +254,22 @@ def test_checkpoint_with_wrong_root_fail(filled: Ledger, signer: Signer) -> None
     )
     with pytest.raises(CheckpointMismatchError, match="root the entries do not give"):
         verify_database(filled)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_corrupted_leaf_fail(filled: Ledger, data: st.DataObject) -> None:
+    # Every example restores the leaf it corrupted, so examples share one database.
+    seq = data.draw(st.integers(min_value=0, max_value=SIZE - 1), label="seq")
+    original = leaf(filled, seq)
+    position = data.draw(st.integers(min_value=0, max_value=len(original) - 1), label="byte")
+    flip = data.draw(st.integers(min_value=1, max_value=255), label="xor")
+    corrupted = bytearray(original)
+    corrupted[position] ^= flip
+    store_leaf(filled, seq, bytes(corrupted))
+    try:
+        with pytest.raises(LedgerTamperedError) as info:
+            verify_database(filled)
+        assert info.value.seq == seq
+    finally:
+        store_leaf(filled, seq, original)
