@@ -8,7 +8,7 @@ Proofs read O(log n) stored subtree hashes (:class:`ledger.store.nodes.StoredHas
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -18,6 +18,7 @@ from sqlalchemy import Connection, bindparam, select
 from attest.checkpoint import Checkpoint, sign_checkpoint
 from attest.entry import Entry, open_entry
 from attest.merkle import root_at
+from attest.note import DuplicateSignatureError, append_signature
 from attest.proofs import consistency_proof, inclusion_proof
 from ledger.append import AppendItem, append_entries, read_head
 from ledger.errors import EntryNotFoundError, StoreCorruptError
@@ -157,6 +158,35 @@ class Thread:
                 )
             )
             return StoredCheckpoint(self.id, size, root, note)
+
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> StoredCheckpoint:
+        """Append witness cosignature ``lines`` to the stored checkpoint at ``size``; return it.
+
+        One transaction. A line from a key (name and key id) the note already carries is
+        skipped, so the first cosignature of each witness is kept. Lines are checked for form
+        only (NoteFormatError): verifying them against pinned witness keys is the caller's job
+        (:mod:`ledger.witness.logside`). EntryNotFoundError if no checkpoint is stored at
+        ``size``. The signed checkpoint itself never changes (the store's trigger refuses it).
+        """
+        with write_transaction(self._ledger.engine) as conn:
+            stored = conn.execute(
+                _CHECKPOINT_AT.with_for_update(), {"thread": self.id, "size": size}
+            ).one_or_none()
+            if stored is None:
+                raise EntryNotFoundError(f"thread {self.id} has no checkpoint at size {size}")
+            old_note = note = str(stored.note)
+            for line in lines:
+                try:
+                    note = append_signature(note, line)
+                except DuplicateSignatureError:
+                    continue  # this witness's cosignature is already there
+            if note != old_note:
+                conn.execute(
+                    _checkpoint.update()
+                    .where(_checkpoint.c.thread == self.id, _checkpoint.c.size == size)
+                    .values(note=note)
+                )
+            return StoredCheckpoint(self.id, size, bytes(stored.root), note)
 
     # --- reading ------------------------------------------------------------------------
 

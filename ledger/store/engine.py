@@ -31,7 +31,7 @@ from sqlalchemy.pool import StaticPool
 
 from ledger.errors import LedgerNotFoundError, SchemaVersionError
 from ledger.store.schema import SCHEMA_VERSION, metadata, tables
-from ledger.store.triggers import trigger_ddl
+from ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -48,10 +48,17 @@ BUSY_TIMEOUT_MS = 60_000
 _WRITE = "registre_write"
 _SCHEMA_LOCK = 0x72656769  # pg_advisory_xact_lock key serialising schema creation
 
+
+def _checkpoint_notes_grow(conn: Connection) -> str:
+    """Version 1 -> 2: checkpoint notes may grow by cosignature lines (a trigger change)."""
+    for statement in upgrade_checkpoint_triggers_ddl(conn.dialect.name):
+        conn.exec_driver_sql(statement)
+    return "checkpoint notes may grow by witness cosignature lines"
+
+
 # Upgrade steps: MIGRATIONS[v] takes a database from schema version v to v + 1, inside one
-# write transaction, and returns a one-line description. Version 1 is the first schema, so
-# there are none yet; specs/storage.md says how to add one.
-MIGRATIONS: dict[int, Callable[[Connection], str]] = {}
+# write transaction, and returns a one-line description; specs/storage.md says how to add one.
+MIGRATIONS: dict[int, Callable[[Connection], str]] = {1: _checkpoint_notes_grow}
 
 
 def database_url(target: str | os.PathLike[str]) -> str:
@@ -168,7 +175,7 @@ def prepare_schema(engine: Engine, *, create: bool) -> int:
                     f"{_describe(engine)} holds no registre ledger; run `registre init`"
                 )
             metadata.create_all(conn)
-            for statement in trigger_ddl(engine.dialect.name):
+            for statement in trigger_ddl(engine.dialect.name, version=SCHEMA_VERSION):
                 conn.exec_driver_sql(statement)
             _record_version(conn, SCHEMA_VERSION, "initial schema: tables and triggers")
             return 0

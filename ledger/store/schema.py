@@ -1,4 +1,4 @@
-"""The ledger's tables (schema version 1), declared with SQLModel. specs/storage.md is the
+"""The ledger's tables (schema version 2), declared with SQLModel. specs/storage.md is the
 normative description; this module is its code.
 
 * ``schema_version`` -- one row per applied schema version; the highest is current.
@@ -10,11 +10,13 @@ normative description; this module is its code.
 * ``subtree`` -- the hash of every complete subtree (level, index) the thread's tree has
   completed, exactly what :meth:`attest.merkle.CompactRange.append` returned; proofs read
   O(log n) of them.
-* ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size).
+* ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size). Witness cosignature
+  lines are appended to ``note`` as they are collected; nothing else ever changes.
 
 ``entry``, ``subtree``, ``checkpoint``, ``public_key`` and ``schema_version`` are append-only
-(see :mod:`ledger.store.triggers`). The tables live in their own SQLAlchemy ``MetaData`` so
-other packages' models never end up in the ledger database by accident.
+(see :mod:`ledger.store.triggers`; a checkpoint note may only grow). The tables live in their
+own SQLAlchemy ``MetaData`` so other packages' models never end up in the ledger database by
+accident.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: checkpoint notes may grow by cosignature lines (triggers only)
 
 
 class LedgerModel(SQLModel, registry=registry()):

@@ -5,6 +5,9 @@
   ``DELETE FROM t`` is refused like any DELETE).
 * ``thread``: DELETE (and TRUNCATE) refused; UPDATE refused unless it keeps ``id`` and
   ``origin`` and does not make ``size`` smaller -- the head only moves forward.
+* ``checkpoint`` (schema version 2): UPDATE refused unless it keeps every column but ``note``
+  and the new note starts with the old one -- witness cosignature lines are appended, the
+  signed checkpoint is never changed (:func:`checkpoint_note_grows_ddl`).
 
 Every refusal message starts with ``registre: append-only``. The triggers stop edits made
 through SQL by mistake or by a careless tool; someone who can drop triggers can still edit,
@@ -13,25 +16,81 @@ which ``registre verify --db`` then finds by sequence number.
 
 from __future__ import annotations
 
-__all__ = ["APPEND_ONLY_TABLES", "REFUSAL_MARK", "trigger_ddl"]
+__all__ = [
+    "APPEND_ONLY_TABLES",
+    "REFUSAL_MARK",
+    "checkpoint_note_grows_ddl",
+    "trigger_ddl",
+    "upgrade_checkpoint_triggers_ddl",
+]
 
 APPEND_ONLY_TABLES = ("entry", "subtree", "checkpoint", "public_key", "schema_version")
 REFUSAL_MARK = "registre: append-only"
 
 
-def trigger_ddl(dialect: str) -> list[str]:
-    """The statements that install the triggers on a database of ``dialect``."""
+def trigger_ddl(dialect: str, *, version: int = 2) -> list[str]:
+    """The statements that install the triggers of schema ``version`` on a database of
+    ``dialect``. Version 1 refused every UPDATE of ``checkpoint``; version 2 lets its note
+    grow (kept so that upgrades can be tested from a version-1 database)."""
     if dialect == "sqlite":
-        return _sqlite()
+        statements = _sqlite(grow_notes=version >= 2)
+    elif dialect == "postgresql":
+        statements = _postgresql(grow_notes=version >= 2)
+    else:
+        raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
+    if version >= 2:
+        statements += checkpoint_note_grows_ddl(dialect)
+    return statements
+
+
+def checkpoint_note_grows_ddl(dialect: str) -> list[str]:
+    """The trigger of schema version 2 on ``checkpoint``: an UPDATE must keep ``thread``,
+    ``size``, ``root`` and ``created`` and may only append to ``note`` (cosignature lines)."""
+    if dialect == "sqlite":
+        return [
+            "CREATE TRIGGER checkpoint_note_grows BEFORE UPDATE ON checkpoint "
+            "WHEN NEW.thread IS NOT OLD.thread OR NEW.size IS NOT OLD.size "
+            "OR NEW.root IS NOT OLD.root OR NEW.created IS NOT OLD.created "
+            "OR substr(NEW.note, 1, length(OLD.note)) IS NOT OLD.note "
+            f"BEGIN SELECT RAISE(ABORT, '{REFUSAL_MARK}: a checkpoint note only grows "
+            "(cosignature lines appended)'); END"
+        ]
     if dialect == "postgresql":
-        return _postgresql()
+        return [
+            "CREATE FUNCTION registre_checkpoint_note_grows() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN IF NEW.thread IS DISTINCT FROM OLD.thread "
+            "OR NEW.size IS DISTINCT FROM OLD.size OR NEW.root IS DISTINCT FROM OLD.root "
+            "OR NEW.created IS DISTINCT FROM OLD.created "
+            "OR left(NEW.note, length(OLD.note)) IS DISTINCT FROM OLD.note THEN "
+            f"RAISE EXCEPTION '{REFUSAL_MARK}: a checkpoint note only grows "
+            "(cosignature lines appended)'; END IF; RETURN NEW; END $$",
+            "CREATE TRIGGER checkpoint_note_grows BEFORE UPDATE ON checkpoint "
+            "FOR EACH ROW EXECUTE FUNCTION registre_checkpoint_note_grows()",
+        ]
     raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
 
 
-def _sqlite() -> list[str]:
+def upgrade_checkpoint_triggers_ddl(dialect: str) -> list[str]:
+    """Schema version 1 -> 2: replace the trigger refusing every UPDATE of ``checkpoint`` by
+    :func:`checkpoint_note_grows_ddl` (DELETE and TRUNCATE stay refused)."""
+    if dialect == "sqlite":
+        return ["DROP TRIGGER checkpoint_refuse_update", *checkpoint_note_grows_ddl(dialect)]
+    if dialect == "postgresql":
+        return [
+            "DROP TRIGGER checkpoint_refuse_change ON checkpoint",
+            "CREATE TRIGGER checkpoint_refuse_change BEFORE DELETE ON checkpoint "
+            "FOR EACH ROW EXECUTE FUNCTION registre_refuse_change()",
+            *checkpoint_note_grows_ddl(dialect),
+        ]
+    raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
+
+
+def _sqlite(*, grow_notes: bool) -> list[str]:
     statements = []
     for table in APPEND_ONLY_TABLES:
         for operation in ("UPDATE", "DELETE"):
+            if grow_notes and table == "checkpoint" and operation == "UPDATE":
+                continue
             statements.append(
                 f"CREATE TRIGGER {table}_refuse_{operation.lower()} BEFORE {operation} "
                 f"ON {table} BEGIN SELECT RAISE(ABORT, "
@@ -49,7 +108,7 @@ def _sqlite() -> list[str]:
     return statements
 
 
-def _postgresql() -> list[str]:
+def _postgresql(*, grow_notes: bool) -> list[str]:
     # Run through the driver with (empty) parameters: a literal % is written %%.
     statements = [
         "CREATE FUNCTION registre_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ "
@@ -61,8 +120,9 @@ def _postgresql() -> list[str]:
         "RETURN NEW; END $$",
     ]
     for table in APPEND_ONLY_TABLES:
+        operations = "DELETE" if grow_notes and table == "checkpoint" else "UPDATE OR DELETE"
         statements.append(
-            f"CREATE TRIGGER {table}_refuse_change BEFORE UPDATE OR DELETE ON {table} "
+            f"CREATE TRIGGER {table}_refuse_change BEFORE {operations} ON {table} "
             "FOR EACH ROW EXECUTE FUNCTION registre_refuse_change()"
         )
     for table in (*APPEND_ONLY_TABLES, "thread"):
