@@ -1,0 +1,656 @@
+"""Audit bundles (``specs/bundle.md``): write one zip from plain data, read one back safely.
+
+A bundle is a deterministic zip (:mod:`attest.bundle_zip`) holding
+
+* ``manifest.json`` -- format, origin, disclosure (``full`` or ``partial``), tree size, entry
+  count, checkpoint sizes, and the byte size and SHA-256 of every other member;
+* ``entries.jsonl`` -- the leaves, byte for byte, each followed by ``\\n`` (canonical JSON
+  has no raw newline); in seq order;
+* ``checkpoints/<size, 20 digits>.note`` -- signed checkpoint notes with any cosignatures;
+* ``proofs.json`` -- only in a partial bundle: an inclusion proof for each disclosed entry
+  against the head checkpoint, and consistency proofs between sizes.
+
+:func:`bundle_bytes` / :func:`write_bundle` take plain data (an origin, leaf bytes, signed
+notes, proofs) so an exporter needs no more than its database rows; :func:`build_proofs`
+makes the proofs from any :class:`~attest.merkle.HashSource`. :func:`read_bundle` is step 1
+of the verifier (``specs/verify.md``): the container checks of :func:`attest.bundle_zip.read_zip`,
+then the manifest, then every member against it. Nothing read here is trusted yet: keys in
+the manifest are informational only, and signatures are the verifier's job.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+from attest.bundle_zip import DEFAULT_LIMITS, ZipLimits, deterministic_zip, read_zip
+from attest.canonical import canonical_bytes, parse_strict
+from attest.checkpoint import Checkpoint
+from attest.errors import MalformedError, RefusedError, VerificationError
+from attest.merkle import HASH_SIZE, HashSource
+from attest.note import parse_note
+from attest.proofs import MAX_PROOF_HASHES, consistency_proof, inclusion_proof
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "ENTRIES_MEMBER",
+    "FORMAT",
+    "MANIFEST_MEMBER",
+    "MAX_MANIFEST_BYTES",
+    "MAX_NOTE_BYTES",
+    "PROOFS_MEMBER",
+    "Bundle",
+    "BundleProofs",
+    "BundleWriteError",
+    "EntriesFormatError",
+    "InclusionProof",
+    "Manifest",
+    "ManifestFormatError",
+    "ManifestMismatchError",
+    "MemberDigestMismatchError",
+    "MissingMemberError",
+    "ProofsFormatError",
+    "UnexpectedMemberError",
+    "build_proofs",
+    "bundle_bytes",
+    "checkpoint_member",
+    "read_bundle",
+    "write_bundle",
+]
+
+FORMAT = "registre-bundle/1"
+MANIFEST_MEMBER = "manifest.json"
+ENTRIES_MEMBER = "entries.jsonl"
+PROOFS_MEMBER = "proofs.json"
+CHECKPOINT_DIR = "checkpoints/"
+MAX_MANIFEST_BYTES = 16 << 20
+MAX_NOTE_BYTES = 1 << 20
+
+_CHECKPOINT_NAME = re.compile(r"checkpoints/([0-9]{20})\.note")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_MANIFEST_FIELDS = (
+    "format",
+    "origin",
+    "disclosure",
+    "tree_size",
+    "entry_count",
+    "checkpoint_sizes",
+    "members",
+)
+
+Disclosure = Literal["full", "partial"]
+
+
+class BundleWriteError(RefusedError):
+    """Writer input that cannot make a valid bundle; nothing was written."""
+
+
+class ManifestFormatError(MalformedError):
+    """``manifest.json`` that does not follow the manifest schema."""
+
+
+class ProofsFormatError(MalformedError):
+    """``proofs.json`` that does not follow its schema."""
+
+
+class EntriesFormatError(MalformedError):
+    """``entries.jsonl`` that is not one leaf per ``\\n``-terminated line."""
+
+
+class UnexpectedMemberError(MalformedError):
+    """A zip member whose name the bundle format does not define."""
+
+
+class MissingMemberError(VerificationError):
+    """A member the manifest lists, or the format requires, that the zip does not hold."""
+
+
+class MemberDigestMismatchError(VerificationError):
+    """A member whose size or SHA-256 differs from what the manifest records (or is unlisted)."""
+
+
+class ManifestMismatchError(VerificationError):
+    """A manifest whose counts or sizes disagree with the members they describe."""
+
+
+def checkpoint_member(size: int) -> str:
+    """The member name of the checkpoint of ``size``: ``checkpoints/`` + 20 digits + ``.note``."""
+    return f"{CHECKPOINT_DIR}{size:020d}.note"
+
+
+# --- proofs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InclusionProof:
+    """The inclusion proof of the disclosed entry ``seq`` in the head checkpoint's tree."""
+
+    seq: int
+    hashes: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class BundleProofs:
+    """What ``proofs.json`` holds: one inclusion proof per disclosed entry (in line order) and
+    consistency proofs keyed by ``(old_size, new_size)``.
+
+    The verifier takes every size it checks against from a signed checkpoint, a disclosed
+    entry's signed ``seq`` or its own state file, and only looks proofs up by those sizes:
+    the numbers written here are an index, never trusted.
+    """
+
+    inclusion: tuple[InclusionProof, ...] = ()
+    consistency: Mapping[tuple[int, int], tuple[bytes, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inclusion": [
+                {"seq": proof.seq, "hashes": _b64_list(proof.hashes)} for proof in self.inclusion
+            ],
+            "consistency": [
+                {"old_size": old, "new_size": new, "hashes": _b64_list(hashes)}
+                for (old, new), hashes in sorted(self.consistency.items())
+            ],
+        }
+
+
+def build_proofs(
+    source: HashSource,
+    *,
+    tree_size: int,
+    seqs: Sequence[int],
+    consistency_from: Iterable[int] = (),
+) -> BundleProofs:
+    """Proofs for a partial bundle of the tree of ``tree_size`` leaves behind ``source``.
+
+    Gives an inclusion proof for each disclosed seq, a consistency proof from every
+    disclosed ``seq > 0`` to ``tree_size`` (it proves the entry's ``prev.root``, which a
+    verifier cannot recompute without the leaves before it), and one from every size in
+    ``consistency_from`` (earlier checkpoints in the bundle, sizes a verifier may hold).
+    Raises ProofBoundsError for a seq or size outside the tree.
+    """
+    inclusion = tuple(
+        InclusionProof(seq, tuple(inclusion_proof(source, seq, tree_size))) for seq in seqs
+    )
+    olds = {seq for seq in seqs if seq > 0} | {size for size in consistency_from if size > 0}
+    consistency = {
+        (old, tree_size): tuple(consistency_proof(source, old, tree_size))
+        for old in sorted(olds)
+        if old < tree_size
+    }
+    return BundleProofs(inclusion, consistency)
+
+
+# --- the manifest ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The parsed ``manifest.json``. ``members`` maps each other member to (bytes, sha256 hex);
+    ``informational`` holds keys the exporter named, which the verifier never trusts."""
+
+    origin: str
+    disclosure: Disclosure
+    tree_size: int
+    entry_count: int
+    checkpoint_sizes: tuple[int, ...]
+    members: Mapping[str, tuple[int, str]]
+    informational: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "format": FORMAT,
+            "origin": self.origin,
+            "disclosure": self.disclosure,
+            "tree_size": self.tree_size,
+            "entry_count": self.entry_count,
+            "checkpoint_sizes": list(self.checkpoint_sizes),
+            "members": {
+                name: {"bytes": size, "sha256": digest}
+                for name, (size, digest) in sorted(self.members.items())
+            },
+        }
+        if self.informational:
+            document["informational"] = dict(self.informational)
+        return document
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle that passed step 1: members present, hashed and sized as the manifest says.
+
+    ``leaves`` are the lines of ``entries.jsonl``; ``checkpoints`` maps each size to its note
+    bytes; ``proofs`` is set exactly for a partial bundle. Nothing here is verified beyond
+    the container: signatures, proofs and sizes are the verifier's steps 2 to 7.
+    """
+
+    manifest: Manifest
+    leaves: list[bytes]
+    checkpoints: dict[int, bytes]
+    proofs: BundleProofs | None
+
+    @property
+    def origin(self) -> str:
+        return self.manifest.origin
+
+    @property
+    def is_partial(self) -> bool:
+        return self.manifest.disclosure == "partial"
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def bundle_bytes(
+    *,
+    origin: str,
+    leaves: Sequence[bytes],
+    checkpoints: Sequence[str | bytes],
+    seqs: Sequence[int] | None = None,
+    proofs: BundleProofs | None = None,
+    informational: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The zip bytes of a bundle. Deterministic: the same arguments give the same bytes.
+
+    ``leaves`` are entry leaf bytes in seq order. A *full* bundle (``seqs`` is None) holds
+    leaves ``0 .. n-1`` and its largest checkpoint must have size ``n``. A *partial* bundle
+    gives the disclosed ``seqs`` (strictly increasing, one per leaf) and ``proofs`` with
+    exactly one inclusion proof per seq, in order. ``checkpoints`` are signed notes (any
+    order) for ``origin``, with distinct sizes; the largest is the bundle's head.
+    ``informational`` (e.g. ``{"log_key": vkey}``) is copied into the manifest for people;
+    verifiers ignore it. Raises :class:`BundleWriteError` (nothing is produced) for input
+    that cannot make a valid bundle; signatures are not checked here.
+    """
+    notes = _checkpoints_by_size(origin, checkpoints)
+    head = max(notes)
+    for index, leaf in enumerate(leaves):
+        if not isinstance(leaf, bytes) or not leaf or b"\n" in leaf or b"\r" in leaf:
+            raise BundleWriteError(
+                f"leaf {index} is empty or holds a raw newline; leaves are canonical JSON"
+            )
+    disclosure: Disclosure = "full" if seqs is None else "partial"
+    if seqs is None:
+        if proofs is not None:
+            raise BundleWriteError("a full bundle carries no proofs.json; pass seqs for partial")
+        if len(leaves) != head:
+            raise BundleWriteError(
+                f"a full bundle holds every entry of its head checkpoint: {head} expected, "
+                f"{len(leaves)} given"
+            )
+    else:
+        _check_partial_input(seqs, leaves, proofs, head)
+    members: dict[str, bytes] = {ENTRIES_MEMBER: b"".join(leaf + b"\n" for leaf in leaves)}
+    for size, note in notes.items():
+        members[checkpoint_member(size)] = note
+    if proofs is not None:
+        members[PROOFS_MEMBER] = canonical_bytes(proofs.to_json())
+    manifest = Manifest(
+        origin=origin,
+        disclosure=disclosure,
+        tree_size=head,
+        entry_count=len(leaves),
+        checkpoint_sizes=tuple(sorted(notes)),
+        members={
+            name: (len(data), hashlib.sha256(data).hexdigest()) for name, data in members.items()
+        },
+        informational=dict(informational or {}),
+    )
+    members[MANIFEST_MEMBER] = canonical_bytes(manifest.to_json())
+    return deterministic_zip(members)
+
+
+def write_bundle(
+    path: str | os.PathLike[str],
+    *,
+    origin: str,
+    leaves: Sequence[bytes],
+    checkpoints: Sequence[str | bytes],
+    seqs: Sequence[int] | None = None,
+    proofs: BundleProofs | None = None,
+    informational: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> int:
+    """Write :func:`bundle_bytes` to ``path`` safely; return the number of bytes written.
+
+    The zip goes to a temporary file in the target folder, is flushed and fsynced, then
+    renamed over ``path`` (``overwrite=True``) or linked to it only if ``path`` does not
+    exist yet (:class:`BundleWriteError` if it does); the folder is fsynced after. A crash
+    leaves either no bundle or a complete one, never a torn file.
+    """
+    data = bundle_bytes(
+        origin=origin,
+        leaves=leaves,
+        checkpoints=checkpoints,
+        seqs=seqs,
+        proofs=proofs,
+        informational=informational,
+    )
+    target = Path(path)
+    if not overwrite and target.exists():
+        raise BundleWriteError(f"{target} exists; choose another name or allow overwriting")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if overwrite:
+            os.replace(temporary, target)
+        else:
+            try:
+                os.link(temporary, target)
+            except FileExistsError:
+                raise BundleWriteError(
+                    f"{target} appeared while writing; nothing was replaced"
+                ) from None
+            os.unlink(temporary)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    _fsync_directory(target.parent)
+    return len(data)
+
+
+def _fsync_directory(folder: Path) -> None:
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _checkpoints_by_size(origin: str, checkpoints: Sequence[str | bytes]) -> dict[int, bytes]:
+    if not checkpoints:
+        raise BundleWriteError("a bundle needs at least one signed checkpoint")
+    notes: dict[int, bytes] = {}
+    for note in checkpoints:
+        data = note.encode("utf-8") if isinstance(note, str) else bytes(note)
+        try:
+            text, _ = parse_note(data)
+            checkpoint = Checkpoint.parse(text)
+        except MalformedError as exc:
+            raise BundleWriteError(f"a checkpoint is not a signed checkpoint note: {exc}") from exc
+        if checkpoint.origin != origin:
+            raise BundleWriteError(
+                f"checkpoint of size {checkpoint.size} has origin {checkpoint.origin!r}, "
+                f"not the bundle's {origin!r}"
+            )
+        if checkpoint.size in notes:
+            raise BundleWriteError(f"two checkpoints of size {checkpoint.size}")
+        notes[checkpoint.size] = data
+    return dict(sorted(notes.items()))
+
+
+def _check_partial_input(
+    seqs: Sequence[int], leaves: Sequence[bytes], proofs: BundleProofs | None, head: int
+) -> None:
+    if len(seqs) != len(leaves):
+        raise BundleWriteError(f"{len(seqs)} seqs for {len(leaves)} leaves; give one per leaf")
+    if any(b <= a for a, b in pairwise(seqs)) or any(not 0 <= seq < head for seq in seqs):
+        raise BundleWriteError(
+            f"disclosed seqs must be strictly increasing and inside the head tree of {head}"
+        )
+    if proofs is None or [proof.seq for proof in proofs.inclusion] != list(seqs):
+        raise BundleWriteError(
+            "a partial bundle needs one inclusion proof per disclosed seq, in order "
+            "(see build_proofs)"
+        )
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def read_bundle(
+    source: bytes | str | os.PathLike[str], limits: ZipLimits = DEFAULT_LIMITS
+) -> Bundle:
+    """Step 1 of verification: read the zip safely and check every member against the manifest.
+
+    1.1-1.3 the container (:func:`attest.bundle_zip.read_zip`: bounded, safe names, no links,
+        no duplicates, stored/deflate only, sizes enforced while streaming, CRC-32);
+    1.4 every name is one the format defines (:class:`UnexpectedMemberError`);
+    1.5 ``manifest.json`` is present and strict JSON following its schema
+        (:class:`MissingMemberError`, a JSONFormatError, :class:`ManifestFormatError`);
+    1.6 the members are exactly those the manifest lists, plus ``proofs.json`` exactly for a
+        partial bundle (:class:`MissingMemberError`, :class:`MemberDigestMismatchError`);
+    1.7 every member's byte size and SHA-256 equal the manifest's
+        (:class:`MemberDigestMismatchError`);
+    1.8 ``entries.jsonl`` is one non-empty line per leaf, ``entry_count`` of them; the
+        checkpoint members are exactly ``checkpoint_sizes``, the largest equal to
+        ``tree_size``; a full bundle has ``tree_size`` entries (:class:`EntriesFormatError`,
+        :class:`ManifestMismatchError`);
+    1.9 ``proofs.json`` (partial) is strict JSON following its schema, one inclusion proof
+        per line with strictly increasing seqs (:class:`ProofsFormatError`).
+    """
+    members = read_zip(source, limits)
+    # 1.4 only names the format defines
+    for name in members:
+        if name not in (MANIFEST_MEMBER, ENTRIES_MEMBER, PROOFS_MEMBER) and not (
+            _CHECKPOINT_NAME.fullmatch(name)
+        ):
+            raise UnexpectedMemberError(
+                f"member {name!r} is not part of the bundle format ({FORMAT}): expected "
+                f"{MANIFEST_MEMBER}, {ENTRIES_MEMBER}, {PROOFS_MEMBER} and "
+                f"{CHECKPOINT_DIR}<size as 20 digits>.note"
+            )
+    # 1.5 the manifest
+    if MANIFEST_MEMBER not in members:
+        raise MissingMemberError(f"the bundle has no {MANIFEST_MEMBER}")
+    manifest = _parse_manifest(members[MANIFEST_MEMBER])
+    # 1.6 exactly the members the manifest lists
+    listed = set(manifest.members)
+    present = set(members) - {MANIFEST_MEMBER}
+    required = {ENTRIES_MEMBER} | {checkpoint_member(s) for s in manifest.checkpoint_sizes}
+    if manifest.disclosure == "partial":
+        required.add(PROOFS_MEMBER)
+    for name in sorted(required | listed):
+        if name not in present:
+            raise MissingMemberError(f"the bundle lacks {name!r}, which the manifest requires")
+    for name in sorted(present - listed):
+        raise MemberDigestMismatchError(
+            f"member {name!r} is not listed in the manifest, so nothing vouches for it"
+        )
+    if manifest.disclosure == "full" and PROOFS_MEMBER in present:
+        raise ManifestMismatchError(f"a full bundle carries no {PROOFS_MEMBER}")
+    # 1.7 sizes and digests
+    for name, (size, digest) in sorted(manifest.members.items()):
+        data = members[name]
+        actual = hashlib.sha256(data).hexdigest()
+        if len(data) != size or actual != digest:
+            raise MemberDigestMismatchError(
+                f"member {name!r} is {len(data)} bytes with SHA-256 {actual}; the manifest "
+                f"records {size} bytes with SHA-256 {digest}: the member was changed"
+            )
+    # 1.8 entries and checkpoints agree with the manifest's counts
+    leaves = _split_entries(members[ENTRIES_MEMBER])
+    if len(leaves) != manifest.entry_count:
+        raise ManifestMismatchError(
+            f"{ENTRIES_MEMBER} holds {len(leaves)} entries; the manifest says "
+            f"{manifest.entry_count}"
+        )
+    if manifest.disclosure == "full" and manifest.entry_count != manifest.tree_size:
+        raise ManifestMismatchError(
+            f"a full bundle holds every entry of its tree: {manifest.tree_size} expected, "
+            f"the manifest counts {manifest.entry_count}"
+        )
+    checkpoints = {}
+    for size in manifest.checkpoint_sizes:
+        note = members[checkpoint_member(size)]
+        if len(note) > MAX_NOTE_BYTES:
+            raise ManifestMismatchError(
+                f"checkpoint {size} is {len(note)} bytes; a note is at most {MAX_NOTE_BYTES}"
+            )
+        checkpoints[size] = note
+    # 1.9 proofs
+    proofs = None
+    if manifest.disclosure == "partial":
+        proofs = _parse_proofs(members[PROOFS_MEMBER], len(leaves))
+    return Bundle(manifest, leaves, checkpoints, proofs)
+
+
+def _split_entries(data: bytes) -> list[bytes]:
+    if not data:
+        return []
+    if not data.endswith(b"\n"):
+        raise EntriesFormatError(
+            f"{ENTRIES_MEMBER} must end with a newline after its last leaf", len(data)
+        )
+    leaves = data[:-1].split(b"\n")
+    for index, leaf in enumerate(leaves):
+        if not leaf:
+            raise EntriesFormatError(f"{ENTRIES_MEMBER} line {index + 1} is empty")
+    return leaves
+
+
+def _parse_manifest(data: bytes) -> Manifest:
+    value = parse_strict(data, max_depth=8, max_bytes=MAX_MANIFEST_BYTES)
+    if not isinstance(value, dict):
+        raise ManifestFormatError("the manifest must be a JSON object")
+    missing = [name for name in _MANIFEST_FIELDS if name not in value]
+    extra = sorted(set(value) - set(_MANIFEST_FIELDS) - {"informational"})
+    if missing or extra:
+        raise ManifestFormatError(f"manifest fields: missing {missing}, unexpected {extra}")
+    if value["format"] != FORMAT:
+        raise ManifestFormatError(
+            f"manifest format {value['format']!r} is not {FORMAT!r}; this verifier reads "
+            f"{FORMAT} only"
+        )
+    origin = value["origin"]
+    if not isinstance(origin, str) or not origin:
+        raise ManifestFormatError("manifest origin must be a non-empty string")
+    disclosure = value["disclosure"]
+    if disclosure not in ("full", "partial"):
+        raise ManifestFormatError('manifest disclosure must be "full" or "partial"')
+    tree_size = _count(value["tree_size"], "tree_size")
+    entry_count = _count(value["entry_count"], "entry_count")
+    sizes = value["checkpoint_sizes"]
+    if not isinstance(sizes, list) or not sizes:
+        raise ManifestFormatError("manifest checkpoint_sizes must be a non-empty list")
+    checked = tuple(_count(size, "checkpoint_sizes[]") for size in sizes)
+    if any(b <= a for a, b in pairwise(checked)):
+        raise ManifestFormatError("manifest checkpoint_sizes must be strictly increasing")
+    if checked[-1] != tree_size:
+        raise ManifestFormatError(
+            f"manifest tree_size {tree_size} is not its largest checkpoint size {checked[-1]}"
+        )
+    informational = value.get("informational", {})
+    if not isinstance(informational, dict):
+        raise ManifestFormatError("manifest informational must be an object")
+    return Manifest(
+        origin=origin,
+        disclosure=disclosure,
+        tree_size=tree_size,
+        entry_count=entry_count,
+        checkpoint_sizes=checked,
+        members=_parse_members(value["members"]),
+        informational=informational,
+    )
+
+
+def _parse_members(value: object) -> dict[str, tuple[int, str]]:
+    if not isinstance(value, dict):
+        raise ManifestFormatError("manifest members must be an object")
+    members: dict[str, tuple[int, str]] = {}
+    for name, record in value.items():
+        if name == MANIFEST_MEMBER:
+            raise ManifestFormatError("the manifest cannot list itself")
+        if not isinstance(record, dict) or set(record) != {"bytes", "sha256"}:
+            raise ManifestFormatError(
+                f'manifest member {name!r} must be {{"bytes": N, "sha256": HEX}}'
+            )
+        digest = record["sha256"]
+        if not isinstance(digest, str) or not _SHA256_HEX.fullmatch(digest):
+            raise ManifestFormatError(f"manifest member {name!r}: sha256 must be 64 hex digits")
+        members[name] = (_count(record["bytes"], f"members[{name!r}].bytes"), digest)
+    return members
+
+
+def _count(value: object, name: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ManifestFormatError(f"manifest {name} must be a non-negative integer")
+    return value
+
+
+def _parse_proofs(data: bytes, entry_count: int) -> BundleProofs:
+    value = parse_strict(data, max_depth=8)
+    if not isinstance(value, dict) or set(value) != {"inclusion", "consistency"}:
+        raise ProofsFormatError(
+            f'{PROOFS_MEMBER} must be {{"inclusion": [...], "consistency": [...]}}'
+        )
+    inclusion_list, consistency_list = value["inclusion"], value["consistency"]
+    if not isinstance(inclusion_list, list) or not isinstance(consistency_list, list):
+        raise ProofsFormatError(f"{PROOFS_MEMBER}: inclusion and consistency must be lists")
+    if len(inclusion_list) != entry_count:
+        raise ProofsFormatError(
+            f"{PROOFS_MEMBER} has {len(inclusion_list)} inclusion proofs for {entry_count} "
+            "disclosed entries; one per entry, in line order"
+        )
+    inclusion: list[InclusionProof] = []
+    for index, item in enumerate(inclusion_list):
+        where = f"inclusion[{index}]"
+        if not isinstance(item, dict) or set(item) != {"seq", "hashes"}:
+            raise ProofsFormatError(f'{PROOFS_MEMBER} {where} must be {{"seq", "hashes"}}')
+        seq = _proof_int(item["seq"], f"{where}.seq")
+        if inclusion and seq <= inclusion[-1].seq:
+            raise ProofsFormatError(f"{PROOFS_MEMBER} {where}: seqs must strictly increase")
+        inclusion.append(InclusionProof(seq, _hashes(item["hashes"], where)))
+    consistency: dict[tuple[int, int], tuple[bytes, ...]] = {}
+    for index, item in enumerate(consistency_list):
+        where = f"consistency[{index}]"
+        if not isinstance(item, dict) or set(item) != {"old_size", "new_size", "hashes"}:
+            raise ProofsFormatError(
+                f'{PROOFS_MEMBER} {where} must be {{"old_size", "new_size", "hashes"}}'
+            )
+        pair = (
+            _proof_int(item["old_size"], f"{where}.old_size"),
+            _proof_int(item["new_size"], f"{where}.new_size"),
+        )
+        if pair in consistency:
+            raise ProofsFormatError(f"{PROOFS_MEMBER} {where}: sizes {pair} given twice")
+        consistency[pair] = _hashes(item["hashes"], where)
+    return BundleProofs(tuple(inclusion), consistency)
+
+
+def _proof_int(value: object, where: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ProofsFormatError(f"{PROOFS_MEMBER} {where} must be a non-negative integer")
+    return value
+
+
+def _hashes(value: object, where: str) -> tuple[bytes, ...]:
+    if not isinstance(value, list):
+        raise ProofsFormatError(f"{PROOFS_MEMBER} {where}.hashes must be a list")
+    if len(value) > MAX_PROOF_HASHES:
+        raise ProofsFormatError(
+            f"{PROOFS_MEMBER} {where} has {len(value)} hashes; no valid proof has more than "
+            f"{MAX_PROOF_HASHES}"
+        )
+    hashes = []
+    for index, text in enumerate(value):
+        try:
+            raw = base64.b64decode(text, validate=True) if isinstance(text, str) else b""
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != HASH_SIZE or base64.b64encode(raw).decode("ascii") != text:
+            raise ProofsFormatError(
+                f"{PROOFS_MEMBER} {where}.hashes[{index}] must be a 32-byte hash in canonical "
+                "base64"
+            )
+        hashes.append(raw)
+    return tuple(hashes)
+
+
+def _b64_list(hashes: Sequence[bytes]) -> list[str]:
+    return [base64.b64encode(value).decode("ascii") for value in hashes]

@@ -1,0 +1,421 @@
+"""Verify an audit bundle offline, in the numbered steps of ``specs/verify.md``.
+
+:func:`verify_bundle` trusts only what the caller pins (:class:`TrustPolicy`: the log's
+verifier key, witness keys and a quorum) and, optionally, its own state file. It runs
+
+1. **container** -- :func:`attest.bundle.read_bundle`: a safe zip, every member as the
+   manifest records it;
+2. **checkpoints** -- every checkpoint signed by the pinned log key, for the bundle's origin,
+   which is a thread of that log; named by its signed size; the head (largest) cosigned by a
+   quorum of pinned witnesses;
+3. **entries** -- :func:`attest.verify_entries.check_entries`: canonical bytes, signature by
+   the pinned key, origin, seq, prev binding;
+4. **tree** -- the head's root recomputed (full) or every disclosed entry's inclusion proof
+   against it, each entry's ``prev.root`` and each earlier checkpoint proved consistent with
+   it (partial); every size comes from a signed checkpoint or a signed entry;
+5. **history** -- :func:`attest.verify_history.check_history` against the state file;
+6. **semantics** -- :func:`attest.verify_semantics.check_semantics`;
+7. **claims** -- :func:`attest.verify_semantics.check_claims`;
+
+and writes the state file (atomically) only once all seven passed. It returns a
+:class:`~attest.verify_report.VerifyReport`; at the first failure it raises that check's own
+:class:`~attest.errors.RegistreError` subclass with the report attached
+(:func:`~attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys it
+names are informational, and its proofs are looked up by sizes taken from signed data.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from attest.bundle import Bundle, read_bundle
+from attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
+from attest.checkpoint import Checkpoint, check_origin, open_checkpoint
+from attest.cosignature import CosignatureVerifier
+from attest.errors import (
+    ConsistencyProofError,
+    RegistreError,
+    RootMismatchError,
+    VerificationError,
+)
+from attest.keys import Verifier
+from attest.merkle import CompactRange, leaf_hash
+from attest.proofs import verify_consistency, verify_inclusion
+from attest.verify_entries import (
+    EntriesChecked,
+    EntriesProgress,
+    PrevRootMismatchError,
+    check_entries,
+)
+from attest.verify_history import (
+    MissingProofError,
+    TrustedHead,
+    TrustedState,
+    check_history,
+    load_state,
+    save_state,
+)
+from attest.verify_report import Failure, StepResult, VerifyReport, attach
+from attest.verify_semantics import (
+    SemanticHooks,
+    SemanticsChecked,
+    SemanticsProgress,
+    check_claims,
+    check_semantics,
+)
+
+__all__ = [
+    "CheckpointConsistencyError",
+    "CheckpointNameError",
+    "CheckpointRootMismatchError",
+    "TreeRootMismatchError",
+    "TrustPolicy",
+    "verify_bundle",
+]
+
+
+class CheckpointNameError(VerificationError):
+    """A checkpoint stored under a size other than the size it signs."""
+
+
+class TreeRootMismatchError(RootMismatchError):
+    """A full bundle whose recomputed root is not the root its head checkpoint signs."""
+
+
+class CheckpointRootMismatchError(RootMismatchError):
+    """An earlier checkpoint whose root is not the recomputed root at its size."""
+
+
+class CheckpointConsistencyError(ConsistencyProofError):
+    """An earlier checkpoint not proved consistent with the head (partial bundles)."""
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    """What the verifier trusts: the log's key, pinned witnesses and how many must cosign."""
+
+    log_key: Verifier
+    witnesses: tuple[CosignatureVerifier, ...] = ()
+    quorum: int = 0
+
+
+def verify_bundle(
+    source: bytes | str | os.PathLike[str],
+    policy: TrustPolicy,
+    *,
+    state_file: str | os.PathLike[str] | None = None,
+    jobs: int = 1,
+    hooks: SemanticHooks | None = None,
+    limits: ZipLimits = DEFAULT_LIMITS,
+) -> VerifyReport:
+    """Run steps 1-7 on the bundle ``source`` (zip bytes or a path); see the module docstring.
+
+    Returns the report of a verified bundle. Raises the failing check's RegistreError (its
+    ``exit_code`` is 2 for unreadable input, 1 for a failed check) with the report attached.
+    ``jobs`` processes share the signature checks of step 3.
+    """
+    name = "<bytes>" if isinstance(source, bytes | bytearray | memoryview) else os.fspath(source)
+    run = _Verification(source, policy, state_file, jobs, hooks or SemanticHooks(), limits)
+    return run.run(str(name))
+
+
+class _Verification:
+    """One run of the seven steps; each ``_stepN`` fills its :class:`StepResult` or raises."""
+
+    def __init__(
+        self,
+        source: bytes | str | os.PathLike[str],
+        policy: TrustPolicy,
+        state_file: str | os.PathLike[str] | None,
+        jobs: int,
+        hooks: SemanticHooks,
+        limits: ZipLimits,
+    ) -> None:
+        self.source = source
+        self.policy = policy
+        self.state_file = state_file
+        self.jobs = jobs
+        self.hooks = hooks
+        self.limits = limits
+        self.seq: int | None = None
+        # filled in as the steps run
+        self.bundle: Bundle
+        self.head: Checkpoint
+        self.checkpoints: dict[int, Checkpoint] = {}
+        self.entries: EntriesChecked
+        self.semantics: SemanticsChecked
+        self.new_state: TrustedState | None = None
+
+    def run(self, name: str) -> VerifyReport:
+        self.report = VerifyReport(bundle=name)
+        steps: Sequence[Callable[[StepResult], None]] = (
+            self._step1_container,
+            self._step2_checkpoints,
+            self._step3_entries,
+            self._step4_tree,
+            self._step5_history,
+            self._step6_semantics,
+            self._step7_claims,
+        )
+        for number, step in enumerate(steps, start=1):
+            result = self.report.step(number)
+            self.seq = None
+            try:
+                step(result)
+            except RegistreError as error:
+                result.status = "failed"
+                self.report.failure = Failure(
+                    number, self.seq, type(error).__name__, str(error), error.exit_code
+                )
+                attach(error, self.report)
+                raise
+            if result.status == "not run":
+                result.status = "passed"
+        if self.state_file is not None and self.new_state is not None:
+            save_state(self.state_file, self.new_state)
+        return self.report
+
+    # 1. container ----------------------------------------------------------------------
+
+    def _step1_container(self, result: StepResult) -> None:
+        bundle = self.bundle = read_bundle(self.source, self.limits)
+        manifest = bundle.manifest
+        report = self.report
+        report.origin, report.disclosure = manifest.origin, manifest.disclosure
+        report.tree_size, report.entries = manifest.tree_size, manifest.entry_count
+        report.checkpoints = len(manifest.checkpoint_sizes)
+        result.checked.append(
+            f"{len(manifest.members) + 1} members: safe names, no links, sizes within limits "
+            "and as declared, CRC-32 intact"
+        )
+        result.checked.append("every member's size and SHA-256 equal the manifest's")
+        named = manifest.informational.get("log_key")
+        if named is not None and named != self.policy.log_key.vkey():
+            report.notes.append(
+                f"the bundle names log key {str(named)[:120]!r}, not the pinned key; keys "
+                "inside a bundle are informational and were ignored"
+            )
+
+    # 2. checkpoints --------------------------------------------------------------------
+
+    def _step2_checkpoints(self, result: StepResult) -> None:
+        bundle, policy = self.bundle, self.policy
+        head_size = bundle.manifest.tree_size
+        cosigners: list[str] = []
+        for size, note in bundle.checkpoints.items():
+            is_head = size == head_size
+            # 2.1 the pinned log key signed it, for this origin (witnesses: 2.4)
+            opened = open_checkpoint(
+                note,
+                policy.log_key,
+                origin=bundle.origin,
+                witnesses=policy.witnesses,
+                quorum=policy.quorum if is_head else 0,
+            )
+            # 2.2 the origin is a thread of the pinned log
+            check_origin(opened.checkpoint, policy.log_key.name)
+            # 2.3 stored under the size it signs
+            if opened.checkpoint.size != size:
+                raise CheckpointNameError(
+                    f"the checkpoint stored as size {size} signs size {opened.checkpoint.size}"
+                )
+            self.checkpoints[size] = opened.checkpoint
+            if is_head:
+                cosigners = [f"{name} (time {time})" for name, time in opened.cosignatures]
+        self.head = self.checkpoints[head_size]
+        result.checked.append(
+            f"{len(self.checkpoints)} checkpoint(s) signed by {policy.log_key.name}+"
+            f"{policy.log_key.key_id.hex()} for {bundle.origin}; head size {head_size}"
+        )
+        if policy.quorum:
+            result.checked.append(
+                f"head cosigned by {len(cosigners)} pinned witness(es), quorum "
+                f"{policy.quorum}: {', '.join(cosigners)}"
+            )
+        else:
+            result.not_checked.append("witness cosignatures: no quorum was asked for")
+
+    # 3. entries ------------------------------------------------------------------------
+
+    def _step3_entries(self, result: StepResult) -> None:
+        bundle = self.bundle
+        leaves = bundle.leaves
+        full = bundle.proofs is None
+        if bundle.proofs is None:
+            seqs: Sequence[int] = range(len(leaves))
+        else:
+            seqs = [proof.seq for proof in bundle.proofs.inclusion]
+        progress = EntriesProgress()
+        try:
+            self.entries = check_entries(
+                leaves,
+                seqs=seqs,
+                full=full,
+                origin=bundle.origin,
+                keys=[self.policy.log_key],
+                root_sizes=self.checkpoints,
+                jobs=self.jobs,
+                progress=progress,
+            )
+        finally:
+            if progress.line is not None:
+                self.seq = seqs[progress.line]
+        self.report.kinds = dict(self.entries.kinds)
+        result.checked.append(
+            f"{len(leaves)} entries: canonical bytes, signed by the pinned key, origin "
+            f"{bundle.origin}"
+        )
+        if full:
+            result.checked.append(
+                f"seqs 0..{len(leaves) - 1} without gap or duplicate; every prev.root recomputed"
+            )
+        else:
+            result.checked.append("seqs as disclosed in proofs.json (prev roots: step 4)")
+
+    # 4. tree ---------------------------------------------------------------------------
+
+    def _step4_tree(self, result: StepResult) -> None:
+        if self.bundle.proofs is None:
+            self._tree_full(result)
+        else:
+            self._tree_partial(result)
+
+    def _tree_full(self, result: StepResult) -> None:
+        head, roots = self.head, self.entries.roots
+        # 4.1 the head's root, recomputed over all leaves
+        if roots[head.size] != head.root:
+            raise TreeRootMismatchError(
+                f"the {head.size} entries hash to root {_b64(roots[head.size])}, but the head "
+                f"checkpoint signs {_b64(head.root)}"
+            )
+        # 4.2 every earlier checkpoint's root, recomputed at its size
+        for size, checkpoint in self.checkpoints.items():
+            if roots[size] != checkpoint.root:
+                raise CheckpointRootMismatchError(
+                    f"the first {size} entries hash to root {_b64(roots[size])}, but the "
+                    f"checkpoint of size {size} signs {_b64(checkpoint.root)}"
+                )
+        result.checked.append(f"root of {head.size} entries recomputed = head checkpoint root")
+        result.checked.append(f"{len(self.checkpoints) - 1} earlier checkpoint root(s) recomputed")
+
+    def _tree_partial(self, result: StepResult) -> None:
+        head, bundle = self.head, self.bundle
+        proofs = bundle.proofs
+        assert proofs is not None
+        consistency = proofs.consistency
+        # 4.3 each disclosed leaf is in the head's tree at its signed seq
+        for leaf, proof in zip(bundle.leaves, proofs.inclusion, strict=True):
+            self.seq = proof.seq
+            verify_inclusion(leaf_hash(leaf), proof.seq, head.size, proof.hashes, head.root)
+        # 4.4 each disclosed entry's prev.root is the head tree's root at its seq
+        for proof, prev_root in zip(proofs.inclusion, self.entries.prev_roots, strict=True):
+            self.seq = seq = proof.seq
+            hashes = _proof(consistency, seq, head.size) if seq else ()
+            try:
+                verify_consistency(seq, head.size, hashes, prev_root, head.root)
+            except VerificationError as exc:
+                raise PrevRootMismatchError(
+                    f"entry seq {seq} signs prev.root {_b64(prev_root)}, which is not the root "
+                    f"of the first {seq} entries of the head tree ({exc})"
+                ) from exc
+        self.seq = None
+        # 4.5 each earlier checkpoint is consistent with the head
+        for size, checkpoint in self.checkpoints.items():
+            if size == head.size:
+                continue
+            hashes = _proof(consistency, size, head.size) if size else ()
+            try:
+                verify_consistency(size, head.size, hashes, checkpoint.root, head.root)
+            except VerificationError as exc:
+                raise CheckpointConsistencyError(
+                    f"the checkpoint of size {size} is not consistent with the head of size "
+                    f"{head.size}: {exc}"
+                ) from exc
+        result.checked.append(
+            f"{len(bundle.leaves)} inclusion proof(s) against the head of size {head.size}"
+        )
+        result.checked.append("every disclosed prev.root proved by a consistency proof")
+        result.checked.append(
+            f"{len(self.checkpoints) - 1} earlier checkpoint(s) proved consistent with the head"
+        )
+        result.not_checked.append(
+            f"{head.size - len(bundle.leaves)} undisclosed entries (only their hashes are used)"
+        )
+
+    # 5. history ------------------------------------------------------------------------
+
+    def _step5_history(self, result: StepResult) -> None:
+        if self.state_file is None:
+            result.status = "skipped"
+            result.not_checked.append("rollback and fork protection: no state file given (--state)")
+            return
+        state = load_state(self.state_file)
+        origin, head = self.bundle.origin, self.head
+        new = TrustedHead(head.size, head.root)
+        sentence = check_history(
+            state.origins.get(origin),
+            new,
+            origin=origin,
+            root_at=self._root_at if self.bundle.proofs is None else None,
+            proofs={} if self.bundle.proofs is None else self.bundle.proofs.consistency,
+        )
+        result.checked.append(sentence)
+        if state.origins.get(origin) != new:
+            self.new_state = state.updated(origin, new)
+
+    def _root_at(self, size: int) -> bytes:
+        """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size)."""
+        tree = CompactRange()
+        for digest in self.entries.leaf_hashes[:size]:
+            tree.append(digest)
+        return tree.root()
+
+    # 6. semantics ----------------------------------------------------------------------
+
+    def _step6_semantics(self, result: StepResult) -> None:
+        progress = SemanticsProgress()
+        try:
+            self.semantics = check_semantics(
+                self.entries.records,
+                full=self.bundle.proofs is None,
+                leaves=self.bundle.leaves,
+                hooks=self.hooks,
+                progress=progress,
+            )
+        finally:
+            self.seq = progress.seq
+        result.checked.extend(self.semantics.checked)
+        result.not_checked.extend(self.semantics.not_checked)
+
+    # 7. claims -------------------------------------------------------------------------
+
+    def _step7_claims(self, result: StepResult) -> None:
+        progress = SemanticsProgress()
+        try:
+            claims = check_claims(self.semantics.events, progress)
+        finally:
+            self.seq = progress.seq
+        result.checked.append(
+            f"{claims.conclusions} conclusion(s) ({claims.finals} final) resolve to "
+            f"{claims.passages} source passage(s) registered by {claims.source_reads} "
+            "source.read entr(ies) in the bundle"
+        )
+
+
+def _proof(
+    consistency: Mapping[tuple[int, int], tuple[bytes, ...]], old_size: int, new_size: int
+) -> tuple[bytes, ...]:
+    proof = consistency.get((old_size, new_size))
+    if proof is None:
+        raise MissingProofError(
+            f"proofs.json carries no consistency proof from size {old_size} to {new_size}; "
+            "a partial bundle must prove what it does not disclose"
+        )
+    return proof
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")

@@ -1,0 +1,232 @@
+"""Step 5 of bundle verification: the new head must extend what this verifier trusted before.
+
+The verifier's memory is a small JSON state file (``specs/verify.md`` section 5)::
+
+    {"format": "registre-verifier-state/1",
+     "origins": {"example.com/log/thread-1": {"size": 1000, "root": "<base64 of 32 bytes>"}}}
+
+For the bundle's origin, with the last trusted head ``(m, r)`` and the bundle's signed head
+``(n, R)``:
+
+5.1 ``n < m``: the bundle rolls the thread back (:class:`RollbackError`), even if its
+    checkpoint is genuine -- an old checkpoint replayed;
+5.2 ``n == m``: ``R`` must equal ``r``, else two histories of one size exist
+    (:class:`ForkError`, a split view);
+5.3 ``n > m``: the tree of size ``m`` inside the bundle must have root ``r``: recomputed from
+    the leaves of a full bundle, or proved by the consistency proof ``(m, n)`` that a
+    partial bundle carries in ``proofs.json`` (:class:`MissingProofError` if it carries none,
+    :class:`ForkError` if the proof fails).
+
+An origin the file does not mention is trusted on first use. The file is only written by
+:func:`save_state`, after every step passed: to a temporary file in its folder, flushed,
+fsynced and renamed over the old one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attest.canonical import canonical_bytes, parse_strict
+from attest.errors import MalformedError, RegistreError, VerificationError
+from attest.merkle import HASH_SIZE
+from attest.proofs import verify_consistency
+
+__all__ = [
+    "STATE_FORMAT",
+    "ForkError",
+    "MissingProofError",
+    "RollbackError",
+    "StateFileError",
+    "TrustedHead",
+    "TrustedState",
+    "check_history",
+    "load_state",
+    "save_state",
+]
+
+STATE_FORMAT = "registre-verifier-state/1"
+_MAX_STATE_BYTES = 64 << 20
+
+
+class StateFileError(MalformedError):
+    """A verifier state file that cannot be read as one."""
+
+
+class RollbackError(VerificationError):
+    """A bundle whose head is smaller than the head this verifier already trusts."""
+
+
+class ForkError(VerificationError):
+    """A bundle whose tree is not an extension of the tree this verifier trusts (split view)."""
+
+
+class MissingProofError(VerificationError):
+    """A partial bundle lacking a proof the verifier needs (a promise instead of a proof)."""
+
+
+@dataclass(frozen=True)
+class TrustedHead:
+    """A tree head the verifier accepted: size and root."""
+
+    size: int
+    root: bytes
+
+
+@dataclass(frozen=True)
+class TrustedState:
+    """The last trusted head per origin."""
+
+    origins: Mapping[str, TrustedHead] = field(default_factory=dict)
+
+    def updated(self, origin: str, head: TrustedHead) -> TrustedState:
+        """A copy with ``origin`` now trusting ``head``."""
+        origins = dict(self.origins)
+        origins[origin] = head
+        return TrustedState(dict(sorted(origins.items())))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": STATE_FORMAT,
+            "origins": {
+                origin: {"size": head.size, "root": base64.b64encode(head.root).decode("ascii")}
+                for origin, head in sorted(self.origins.items())
+            },
+        }
+
+
+def load_state(path: str | os.PathLike[str]) -> TrustedState:
+    """Read the state file at ``path``; a file that does not exist is the empty state.
+
+    Raises :class:`StateFileError` for anything that is not a state file.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return TrustedState()
+    except OSError as exc:
+        raise StateFileError(f"cannot read state file {path}: {exc.strerror}") from None
+    try:
+        value = parse_strict(data, max_depth=8, max_bytes=_MAX_STATE_BYTES)
+    except MalformedError as exc:
+        raise StateFileError(f"state file {path} is not strict JSON: {exc}") from exc
+    if (
+        not isinstance(value, dict)
+        or value.get("format") != STATE_FORMAT
+        or set(value)
+        != {
+            "format",
+            "origins",
+        }
+    ):
+        raise StateFileError(
+            f'state file {path} must be {{"format": "{STATE_FORMAT}", "origins": {{...}}}}'
+        )
+    origins = value["origins"]
+    if not isinstance(origins, dict):
+        raise StateFileError(f"state file {path}: origins must be an object")
+    heads = {}
+    for origin, record in origins.items():
+        if not isinstance(record, dict) or set(record) != {"size", "root"}:
+            raise StateFileError(f'state file {path}: {origin!r} must be {{"size", "root"}}')
+        size, root = record["size"], record["root"]
+        if type(size) is not int or size < 0:
+            raise StateFileError(f"state file {path}: {origin!r} size must be an integer >= 0")
+        heads[origin] = TrustedHead(size, _root(root, f"state file {path}: {origin!r} root"))
+    return TrustedState(heads)
+
+
+def save_state(path: str | os.PathLike[str], state: TrustedState) -> None:
+    """Write ``state`` atomically: temporary file in the same folder, fsync, rename, fsync
+    the folder. Readers see the old file or the new one, never a torn one."""
+    target = Path(path)
+    data = canonical_bytes(state.to_json()) + b"\n"
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    descriptor = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def check_history(
+    trusted: TrustedHead | None,
+    new: TrustedHead,
+    *,
+    origin: str,
+    root_at: Callable[[int], bytes] | None,
+    proofs: Mapping[tuple[int, int], tuple[bytes, ...]],
+) -> str:
+    """Steps 5.1-5.3: raise unless ``new`` extends ``trusted``; return a sentence saying why.
+
+    ``root_at(m)`` recomputes the root of the first ``m`` leaves (full bundles); for a
+    partial bundle it is None and ``proofs`` must hold the consistency proof ``(m, n)``.
+    """
+    if trusted is None:
+        return f"{origin} not seen before: head {new.size} trusted on first use"
+    old_root = base64.b64encode(trusted.root).decode("ascii")
+    # 5.1 no rollback
+    if new.size < trusted.size:
+        raise RollbackError(
+            f"the bundle's head has size {new.size}, but this verifier already trusts size "
+            f"{trusted.size} for {origin}: an older checkpoint was replayed or the thread "
+            "was truncated"
+        )
+    # 5.2 one root per size
+    if new.size == trusted.size:
+        if new.root != trusted.root:
+            raise ForkError(
+                f"the bundle's head of size {new.size} has another root than the trusted "
+                f"head of that size ({old_root}): two histories of {origin} exist"
+            )
+        return f"head {new.size} is the head already trusted"
+    # 5.3 the trusted tree is a prefix of the new one
+    if root_at is not None:
+        recomputed = root_at(trusted.size)
+        if recomputed != trusted.root:
+            raise ForkError(
+                f"the bundle's first {trusted.size} entries have root "
+                f"{base64.b64encode(recomputed).decode('ascii')}, not the trusted root "
+                f"{old_root}: the bundle forks from the history this verifier trusts"
+            )
+        return f"extends trusted head {trusted.size} (recomputed from the entries)"
+    proof = proofs.get((trusted.size, new.size))
+    if proof is None:
+        raise MissingProofError(
+            f"this verifier trusts size {trusted.size} of {origin}; the partial bundle carries "
+            f"no consistency proof from {trusted.size} to {new.size}: ask the exporter for "
+            f"one from size {trusted.size}"
+        )
+    try:
+        verify_consistency(trusted.size, new.size, proof, trusted.root, new.root)
+    except RegistreError as exc:
+        raise ForkError(
+            f"the consistency proof from trusted head {trusted.size} to {new.size} fails "
+            f"({exc}): the bundle forks from the history this verifier trusts"
+        ) from exc
+    return f"extends trusted head {trusted.size} (consistency proof)"
+
+
+def _root(value: object, where: str) -> bytes:
+    try:
+        raw = base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != HASH_SIZE or base64.b64encode(raw).decode("ascii") != value:
+        raise StateFileError(f"{where} must be a 32-byte hash in canonical base64")
+    return raw

@@ -1,0 +1,327 @@
+"""Build valid audit bundles in memory for the tests: no database, only attest and lifecycle.
+
+A :class:`Thread` signs entries with :func:`attest.entry.sign_entry`, keeps the RFC 9162 tree
+with :mod:`attest.merkle`, decides lifecycle events with :func:`lifecycle.step` (so every
+recorded outcome is the one the rules give) and signs checkpoints with
+:mod:`attest.checkpoint`. Bundles come out of :func:`attest.bundle.bundle_bytes`, exactly as
+an exporter would write them. Tamper helpers (:func:`rezip`, :meth:`Thread.forge`) change a
+bundle the way an attacker could.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from attest.bodies import BodySchemaError
+from attest.bundle import (
+    ENTRIES_MEMBER,
+    MANIFEST_MEMBER,
+    build_proofs,
+    bundle_bytes,
+)
+from attest.bundle_zip import deterministic_zip, read_zip
+from attest.canonical import canonical_bytes
+from attest.checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
+from attest.cosignature import CosignatureSigner
+from attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, open_entry, sign_entry
+from attest.keys import Signer
+from attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
+from attest.verifier import TrustPolicy
+from lifecycle import (
+    ComputeRequest,
+    FinalRequest,
+    LifecycleState,
+    PinRequest,
+    ReadRequest,
+    Request,
+    SourceRef,
+    Statement,
+    UpsertRequest,
+    event_to_body,
+    pin_set_sha256,
+    step,
+)
+
+__all__ = [
+    "ATTACKER",
+    "LOG",
+    "THREAD",
+    "TIME",
+    "WITNESSES",
+    "Thread",
+    "build_thread",
+    "members",
+    "policy",
+    "rezip",
+]
+
+LOG = Signer.from_seed("registre.test/log", bytes(range(32)))
+ATTACKER = Signer.from_seed("registre.test/log", bytes(range(100, 132)))
+WITNESSES = [
+    CosignatureSigner.from_seed(f"witness-{n}.test", bytes([n + 1]) * 32) for n in range(3)
+]
+THREAD = "thread-1"
+TIME = "2026-11-30T08:30:18.123456Z"
+COSIGN_TIME = 1_796_000_000
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def ref(name: str) -> SourceRef:
+    return SourceRef(name, "report.pdf", f"p. {name}", digest(f"passage {name}"))
+
+
+@dataclass
+class Thread:
+    """A thread being written: entries, tree and lifecycle state, all in memory."""
+
+    signer: Signer = LOG
+    thread: str = THREAD
+    entries: list[Entry] = field(default_factory=list)
+    tree: MemoryHashSource = field(default_factory=MemoryHashSource)
+    frontier: CompactRange = field(default_factory=CompactRange)
+    state: LifecycleState = field(default_factory=LifecycleState.empty)
+
+    @property
+    def origin(self) -> str:
+        return f"{self.signer.name}/{self.thread}"
+
+    @property
+    def leaves(self) -> list[bytes]:
+        return [entry.leaf for entry in self.entries]
+
+    @property
+    def size(self) -> int:
+        return len(self.entries)
+
+    def _add(self, entry: Entry) -> Entry:
+        self.entries.append(entry)
+        self.tree.append(entry.leaf_hash)
+        self.frontier.append(entry.leaf_hash)
+        return entry
+
+    def append(self, kind: str, body: Mapping[str, Any], actor: str = "agent") -> Entry:
+        """Sign and append one entry (its body must pass its schema)."""
+        entry = sign_entry(
+            self.signer,
+            thread=self.thread,
+            seq=self.size,
+            kind=kind,
+            actor=actor,
+            body=dict(body),
+            prev_root=self.frontier.root(),
+            time=TIME,
+        )
+        return self._add(entry)
+
+    def turn(self, text: str = "hello", role: str = "user") -> Entry:
+        return self.append("turn", {"role": role, "text": text})
+
+    def decide(self, request: Request) -> Entry:
+        """Decide ``request`` with the lifecycle rules and append the resulting event."""
+        event, self.state = step(self.state, request)
+        return self.append(event.kind, event_to_body(event))
+
+    def forge(self, kind: str, body: Mapping[str, Any]) -> Entry:
+        """Sign an entry with the thread's key WITHOUT the body schema check (an attacker
+        holding the key, or a buggy writer); the leaf is canonical and correctly bound."""
+        envelope = {
+            "v": 1,
+            "log": self.origin,
+            "thread": self.thread,
+            "seq": self.size,
+            "time": TIME,
+            "kind": kind,
+            "actor": "agent",
+            "body": dict(body),
+            "prev": {
+                "size": self.size,
+                "root": base64.b64encode(self.frontier.root()).decode("ascii"),
+            },
+            "key": self.signer.key_id.hex(),
+        }
+        signed = canonical_bytes(envelope)
+        signature = self.signer.sign(ENTRY_SIGNATURE_PREFIX + signed)
+        leaf = canonical_bytes({"entry": envelope, "sig": base64.b64encode(signature).decode()})
+        try:
+            entry = open_entry(leaf, [self.signer.verifier()])
+        except BodySchemaError:  # the body fails its schema: build the Entry by hand
+            entry = Entry(
+                self.origin,
+                self.thread,
+                self.size,
+                TIME,
+                kind,
+                "agent",
+                dict(body),
+                self.size,
+                self.frontier.root(),
+                self.signer.key_id.hex(),
+                signature,
+                leaf,
+                leaf_hash(leaf),
+            )
+        return self._add(entry)
+
+    # --- checkpoints and bundles ----------------------------------------------------------
+
+    def checkpoint(
+        self,
+        size: int | None = None,
+        *,
+        witnesses: Sequence[CosignatureSigner] = (),
+        signer: Signer | None = None,
+    ) -> str:
+        """The signed checkpoint of the first ``size`` entries (default all), cosigned by
+        ``witnesses``."""
+        size = self.size if size is None else size
+        signer = signer or self.signer
+        checkpoint = Checkpoint(self.origin, size, root_at(self.tree, size))
+        note = sign_checkpoint(checkpoint, signer)
+        for witness in witnesses:
+            note = cosign_checkpoint(note, signer.verifier(), witness, COSIGN_TIME)
+        return note
+
+    def full_bundle(
+        self,
+        *,
+        checkpoint_sizes: Iterable[int] = (),
+        witnesses: Sequence[CosignatureSigner] = (),
+        informational: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        notes = [self.checkpoint(witnesses=witnesses)]
+        notes += [self.checkpoint(size) for size in checkpoint_sizes if size != self.size]
+        return bundle_bytes(
+            origin=self.origin,
+            leaves=self.leaves,
+            checkpoints=notes,
+            informational=informational or {"log_key": self.signer.vkey()},
+        )
+
+    def partial_bundle(
+        self,
+        seqs: Sequence[int],
+        *,
+        checkpoint_sizes: Iterable[int] = (),
+        consistency_from: Iterable[int] = (),
+        witnesses: Sequence[CosignatureSigner] = (),
+    ) -> bytes:
+        sizes = [size for size in checkpoint_sizes if size != self.size]
+        notes = [self.checkpoint(witnesses=witnesses)] + [self.checkpoint(s) for s in sizes]
+        proofs = build_proofs(
+            self.tree,
+            tree_size=self.size,
+            seqs=seqs,
+            consistency_from=[*sizes, *consistency_from],
+        )
+        return bundle_bytes(
+            origin=self.origin,
+            leaves=[self.entries[seq].leaf for seq in seqs],
+            checkpoints=notes,
+            seqs=seqs,
+            proofs=proofs,
+            informational={"log_key": self.signer.vkey()},
+        )
+
+
+def build_thread(
+    n: int = 12, *, signer: Signer = LOG, thread: str = THREAD, story: bool = True
+) -> Thread:
+    """A thread of ``n`` entries (at least 10 with ``story``): a small investigation --
+    source reads, evidence, a compute, a final, a pin, a compaction and a model call --
+    then turns up to ``n``."""
+    result = Thread(signer=signer, thread=thread)
+    if story:
+        result.turn("Reconcile the Q3 figures.")  # 0
+        result.decide(ReadRequest((ref("r1"), ref("r2"))))  # 1
+        result.decide(
+            UpsertRequest(
+                (Statement("Impairment is 4.2m", ("r1",)), Statement("Stage 2 grew", ("r2",)))
+            )
+        )  # 2: ev-1, ev-2
+        result.decide(ComputeRequest("Ratio is 12 per mille", ("ev-1",)))  # 3: cc-1
+        result.decide(PinRequest("definition", "Stage 2 means SICR", 0))  # 4: pin-1
+        result.decide(FinalRequest("Q3 impairment reconciles", ("cc-1", "ev-2")))  # 5: cc-2
+        result.turn("noted", role="assistant")  # 6
+        result.append(
+            "context.compaction",
+            {
+                "folded": {"from": 0, "to": 3},
+                "summary": [{"text": "Read the report, admitted evidence.", "pointers": [1, 2]}],
+                "summarizer": {"name": "registre.extractive", "version": "1"},
+                "policy": {"high_water_permille": 800},
+                "tokens_before": 900,
+                "tokens_after": 200,
+                "pin_set_sha256": pin_set_sha256(result.state),
+            },
+        )  # 7
+        result.append(
+            "model.call",
+            {
+                "model": "test/model",
+                "projection_sha256": digest("projection"),
+                "at_seq": 7,
+                "budget_tokens": 32000,
+                "policy": {"keep_recent_turns": 6},
+                "token_counter": "registre.default/1",
+            },
+        )  # 8
+        result.turn("done", role="assistant")  # 9
+    while result.size < n:
+        result.turn(f"turn {result.size}")
+    return result
+
+
+def policy(*, witnesses: int = 0, quorum: int = 0, signer: Signer = LOG) -> TrustPolicy:
+    """The pinned trust of a regulator: the log's key and the first ``witnesses`` witnesses."""
+    return TrustPolicy(
+        log_key=signer.verifier(),
+        witnesses=tuple(w.verifier() for w in WITNESSES[:witnesses]),
+        quorum=quorum,
+    )
+
+
+def members(bundle: bytes) -> dict[str, bytes]:
+    """The members of a bundle, read with the safe reader."""
+    return read_zip(bundle)
+
+
+def rezip(
+    bundle: bytes,
+    changes: Mapping[str, bytes | None],
+    *,
+    fix_manifest: bool = True,
+    manifest_changes: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The bundle with members replaced (``None`` deletes), re-zipped deterministically.
+
+    With ``fix_manifest`` the manifest's sizes and digests (and entry count) are recomputed
+    for the new members -- what an attacker who knows the format would do -- so the
+    tampering must be caught by the checks behind the manifest. ``manifest_changes`` sets
+    top-level manifest fields afterwards.
+    """
+    contents = dict(read_zip(bundle))
+    for name, data in changes.items():
+        if data is None:
+            contents.pop(name, None)
+        else:
+            contents[name] = data
+    manifest = json.loads(contents[MANIFEST_MEMBER])
+    if fix_manifest:
+        manifest["members"] = {
+            name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            for name, data in sorted(contents.items())
+            if name != MANIFEST_MEMBER
+        }
+        entries = contents.get(ENTRIES_MEMBER, b"")
+        manifest["entry_count"] = entries.count(b"\n")
+    manifest.update(manifest_changes or {})
+    contents[MANIFEST_MEMBER] = canonical_bytes(manifest)
+    return deterministic_zip(contents)
