@@ -45,6 +45,7 @@ from attest.errors import MalformedError
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "BundleFileError",
     "BundleTooLargeError",
     "CompressionMethodError",
     "ContainerError",
@@ -90,6 +91,10 @@ DEFAULT_LIMITS = ZipLimits()
 
 class ContainerError(MalformedError):
     """The bundle file is not a zip registre can read safely."""
+
+
+class BundleFileError(ContainerError):
+    """The bundle file cannot be opened or read."""
 
 
 class ZipFormatError(ContainerError):
@@ -165,12 +170,17 @@ def read_zip(
     """Every member of the zip ``source`` (bytes or a path), checked as the module says.
 
     Returns ``{name: data}`` sorted by name. Raises a :class:`ContainerError` subclass for
-    the first problem; ``OSError`` if a path cannot be read.
+    the first problem (:class:`BundleFileError` if a path cannot be read).
     """
     if isinstance(source, bytes | bytearray | memoryview):
         return _read(io.BytesIO(bytes(source)), limits)
-    with open(source, "rb") as handle:
-        return _read(handle, limits)
+    try:
+        with open(source, "rb") as handle:
+            return _read(handle, limits)
+    except OSError as exc:
+        raise BundleFileError(
+            f"cannot read bundle file {os.fspath(source)}: {exc.strerror or exc}"
+        ) from None
 
 
 def _read(handle: BinaryIO, limits: ZipLimits) -> dict[str, bytes]:

@@ -1,0 +1,153 @@
+"""``python -m attest verify BUNDLE.zip --key VKEY``: the regulator's offline verifier.
+
+Needs only attest, lifecycle, cryptography, rfc8785 and click: no database, no network.
+Exit status: 0 verified, 1 a check failed, 2 unusable input (a bad key, a file that is not a
+bundle, malformed members). The report goes to standard output (``--json`` for the JSON form
+of ``specs/verify.md``); an error is one line on standard error, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from attest.cosignature import CosignatureVerifier
+from attest.errors import BadKeyError, RegistreError
+from attest.keys import Verifier
+from attest.verifier import TrustPolicy, verify_bundle
+from attest.verify_report import VerifyReport, report_of
+
+__all__ = ["cli", "main"]
+
+_PROGRAM = "attest"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """registre's offline tools for auditors."""
+
+
+@cli.command("verify")
+@click.argument("bundle", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--key", "key_text", help="The log's verifier key to pin (NAME+KEYID+BASE64).")
+@click.option(
+    "--key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file holding the log's verifier key line (as `registre key export` writes it).",
+)
+@click.option(
+    "--witness",
+    "witness_keys",
+    multiple=True,
+    help="A witness verifier key to pin (cosignature/v1); repeatable.",
+)
+@click.option(
+    "--quorum",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Cosignatures from pinned witnesses the head needs. Default: every --witness.",
+)
+@click.option(
+    "--state",
+    "state_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trusted-state file: refuse rollbacks and forks, record the new head if verified.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1, max=256),
+    default=1,
+    show_default=True,
+    help="Processes that share the signature checks.",
+)
+def verify(
+    bundle: Path,
+    key_text: str | None,
+    key_file: Path | None,
+    witness_keys: tuple[str, ...],
+    quorum: int | None,
+    state_file: Path | None,
+    as_json: bool,
+    jobs: int,
+) -> None:
+    """Verify an audit bundle against pinned keys, offline."""
+    policy = TrustPolicy(
+        log_key=_log_key(key_text, key_file),
+        witnesses=tuple(CosignatureVerifier.from_vkey(text) for text in witness_keys),
+        quorum=len(witness_keys) if quorum is None else quorum,
+    )
+    try:
+        report = verify_bundle(bundle, policy, state_file=state_file, jobs=jobs)
+    except RegistreError as error:
+        failed = report_of(error)
+        if failed is not None:
+            _print(failed, as_json)
+            if failed.failure is not None:
+                raise _Reported(failed.failure.sentence(), error.exit_code) from error
+        raise
+    _print(report, as_json)
+
+
+def _log_key(key_text: str | None, key_file: Path | None) -> Verifier:
+    if (key_text is None) == (key_file is None):
+        raise click.UsageError("pin the log's key with exactly one of --key and --key-file")
+    if key_file is not None:
+        try:
+            key_text = key_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadKeyError(f"cannot read key file {key_file}: {exc}") from None
+    assert key_text is not None
+    return Verifier.from_vkey(key_text)
+
+
+def _print(report: VerifyReport, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(report.render(), nl=False)
+
+
+class _Reported(Exception):
+    """A failure whose report was printed; main prints its one line and exits."""
+
+    def __init__(self, line: str, exit_code: int) -> None:
+        super().__init__(line)
+        self.exit_code = exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the CLI: one line on standard error per error, exit 0, 1 or 2, no traceback."""
+    try:
+        cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name=_PROGRAM,
+            standalone_mode=False,
+        )
+    except _Reported as reported:
+        _fail(str(reported), reported.exit_code)
+    except RegistreError as error:
+        _fail(str(error), error.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except click.ClickException as error:
+        hint = " (see --help)" if isinstance(error, click.UsageError) else ""
+        _fail(error.format_message() + hint, 2)
+    except OSError as error:
+        _fail(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), 2)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int) -> None:
+    line = " ".join(message.split())
+    click.echo(f"{_PROGRAM}: error: {line}", err=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
