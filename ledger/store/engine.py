@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from ledger.errors import LedgerNotFoundError, SchemaVersionError
+from ledger.store.fold import add_lifecycle_tables
 from ledger.store.schema import SCHEMA_VERSION, metadata, tables
 from ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
 
@@ -58,7 +59,10 @@ def _checkpoint_notes_grow(conn: Connection) -> str:
 
 # Upgrade steps: MIGRATIONS[v] takes a database from schema version v to v + 1, inside one
 # write transaction, and returns a one-line description; specs/storage.md says how to add one.
-MIGRATIONS: dict[int, Callable[[Connection], str]] = {1: _checkpoint_notes_grow}
+MIGRATIONS: dict[int, Callable[[Connection], str]] = {
+    1: _checkpoint_notes_grow,
+    2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
+}
 
 
 def database_url(target: str | os.PathLike[str]) -> str:

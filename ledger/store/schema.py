@@ -1,4 +1,4 @@
-"""The ledger's tables (schema version 2), declared with SQLModel. specs/storage.md is the
+"""The ledger's tables (schema version 3), declared with SQLModel. specs/storage.md is the
 normative description; this module is its code.
 
 * ``schema_version`` -- one row per applied schema version; the highest is current.
@@ -12,6 +12,9 @@ normative description; this module is its code.
   O(log n) of them.
 * ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size). Witness cosignature
   lines are appended to ``note`` as they are collected; nothing else ever changes.
+
+The derived lifecycle tables (version 3) are declared in :mod:`ledger.store.derived`, on the
+same ``MetaData``: caches of the lifecycle fold, not append-only.
 
 ``entry``, ``subtree``, ``checkpoint``, ``public_key`` and ``schema_version`` are append-only
 (see :mod:`ledger.store.triggers`; a checkpoint note may only grow). The tables live in their
@@ -38,7 +41,9 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 2  # 2: checkpoint notes may grow by cosignature lines (triggers only)
+SCHEMA_VERSION = 3
+# 2: checkpoint notes may grow by cosignature lines (triggers only)
+# 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
 
 
 class LedgerModel(SQLModel, registry=registry()):
