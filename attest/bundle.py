@@ -429,8 +429,9 @@ def read_bundle(
         (:class:`MemberDigestMismatchError`);
     1.8 ``entries.jsonl`` is one non-empty line per leaf, ``entry_count`` of them; the
         checkpoint members are exactly ``checkpoint_sizes``, the largest equal to
-        ``tree_size``; a full bundle has ``tree_size`` entries (:class:`EntriesFormatError`,
-        :class:`ManifestMismatchError`);
+        ``tree_size`` (:class:`EntriesFormatError`, :class:`ManifestMismatchError`). That a
+        full bundle holds all ``tree_size`` entries is step 4's check, after step 3 has
+        named any gap or duplicate precisely;
     1.9 ``proofs.json`` (partial) is strict JSON following its schema, one inclusion proof
         per line with strictly increasing seqs (:class:`ProofsFormatError`).
     """
@@ -479,11 +480,6 @@ def read_bundle(
         raise ManifestMismatchError(
             f"{ENTRIES_MEMBER} holds {len(leaves)} entries; the manifest says "
             f"{manifest.entry_count}"
-        )
-    if manifest.disclosure == "full" and manifest.entry_count != manifest.tree_size:
-        raise ManifestMismatchError(
-            f"a full bundle holds every entry of its tree: {manifest.tree_size} expected, "
-            f"the manifest counts {manifest.entry_count}"
         )
     checkpoints = {}
     for size in manifest.checkpoint_sizes:

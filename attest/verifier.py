@@ -10,7 +10,7 @@ verifier key, witness keys and a quorum) and, optionally, its own state file. It
    quorum of pinned witnesses;
 3. **entries** -- :func:`attest.verify_entries.check_entries`: canonical bytes, signature by
    the pinned key, origin, seq, prev binding;
-4. **tree** -- the head's root recomputed (full) or every disclosed entry's inclusion proof
+4. **tree** -- the head's size and root recomputed (full) or every disclosed entry's inclusion proof
    against it, each entry's ``prev.root`` and each earlier checkpoint proved consistent with
    it (partial); every size comes from a signed checkpoint or a signed entry;
 5. **history** -- :func:`attest.verify_history.check_history` against the state file;
@@ -72,6 +72,7 @@ __all__ = [
     "CheckpointNameError",
     "CheckpointRootMismatchError",
     "TreeRootMismatchError",
+    "TreeSizeMismatchError",
     "TrustPolicy",
     "verify_bundle",
 ]
@@ -79,6 +80,10 @@ __all__ = [
 
 class CheckpointNameError(VerificationError):
     """A checkpoint stored under a size other than the size it signs."""
+
+
+class TreeSizeMismatchError(VerificationError):
+    """A full bundle holding fewer or more entries than its head checkpoint's size."""
 
 
 class TreeRootMismatchError(RootMismatchError):
@@ -285,6 +290,13 @@ class _Verification:
 
     def _tree_full(self, result: StepResult) -> None:
         head, roots = self.head, self.entries.roots
+        # 4.0 every entry of the head, no more
+        count = len(self.bundle.leaves)
+        if count != head.size:
+            raise TreeSizeMismatchError(
+                f"the full bundle holds {count} entries, but its head checkpoint covers "
+                f"{head.size}: entries were {'cut off' if count < head.size else 'added'}"
+            )
         # 4.1 the head's root, recomputed over all leaves
         if roots[head.size] != head.root:
             raise TreeRootMismatchError(

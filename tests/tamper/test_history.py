@@ -1,0 +1,133 @@
+"""Split views, rollbacks and replays (THREATS rows 4, 6, 7): the verifier's state file and
+the witness quorum. A failed verification must leave the state file untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attest.bundle import checkpoint_member
+from attest.checkpoint import Checkpoint, sign_checkpoint
+from attest.cosignature import CosignatureSigner
+from attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
+from attest.merkle import root_at
+from attest.note import NoteSignature, parse_note
+from attest.verify_history import ForkError, MissingProofError, RollbackError
+from tests.bundles import LOG, WITNESSES, Thread, build_thread, policy, rezip
+from tests.tamper.helpers import fails, passes
+
+
+def turns(n: int) -> Thread:
+    return build_thread(n, story=False)
+
+
+def forked(n: int, at: int) -> Thread:
+    """A thread equal to ``turns(n)`` for its first ``at`` entries, then different."""
+    fork = turns(at)
+    while fork.size < n:
+        fork.turn(f"forked {fork.size}")
+    return fork
+
+
+def trusting(tmp_path: Path, bundle: bytes) -> Path:
+    """A state file that has accepted ``bundle``."""
+    state = tmp_path / "state.json"
+    passes(bundle, state_file=state)
+    return state
+
+
+def test_older_checkpoint_replayed_fail(tmp_path: Path) -> None:
+    """A genuine, older bundle shown to a verifier that already trusts a larger head."""
+    state = trusting(tmp_path, turns(20).full_bundle())
+    before = state.read_bytes()
+    old = turns(10).full_bundle()
+    passes(old)  # genuine on its own
+    fails(old, RollbackError, step=5, state_file=state)
+    assert state.read_bytes() == before
+
+
+def test_forked_checkpoint_fail(tmp_path: Path) -> None:
+    """Same size, another root: a second history signed by the same log (split view)."""
+    state = trusting(tmp_path, turns(12).full_bundle())
+    before = state.read_bytes()
+    fork = forked(12, at=8).full_bundle()
+    passes(fork)
+    fails(fork, ForkError, step=5, state_file=state)
+    assert state.read_bytes() == before
+
+
+def test_fork_behind_larger_head_fail(tmp_path: Path) -> None:
+    """A larger head whose first entries are not the ones the verifier trusts."""
+    state = trusting(tmp_path, turns(10).full_bundle())
+    fails(forked(16, at=6).full_bundle(), ForkError, step=5, state_file=state)
+    passes(turns(16).full_bundle(), state_file=state)  # the honest continuation is accepted
+
+
+def test_fork_with_failing_consistency_proof_fail(tmp_path: Path) -> None:
+    """A partial bundle of a fork carrying a consistency proof from the trusted size."""
+    state = trusting(tmp_path, turns(10).full_bundle())
+    fork = forked(16, at=6).partial_bundle([12], consistency_from=[10])
+    fails(fork, ForkError, step=5, state_file=state)
+    passes(turns(16).partial_bundle([12], consistency_from=[10]), state_file=state)
+
+
+def test_partial_bundle_without_proof_from_trusted_size_fail(tmp_path: Path) -> None:
+    """A partial bundle that cannot show it extends the head the verifier holds."""
+    state = trusting(tmp_path, turns(10).full_bundle())
+    fails(turns(16).partial_bundle([12]), MissingProofError, step=5, state_file=state)
+
+
+def test_state_records_new_head_only_after_success(tmp_path: Path) -> None:
+    """The state file moves to the new head once verification passed, and not before."""
+    state = trusting(tmp_path, turns(10).full_bundle())
+    text = state.read_text()
+    assert '"size":10' in text
+    passes(turns(14).full_bundle(), state_file=state)
+    assert '"size":14' in state.read_text()
+
+
+def test_cosignatures_only_from_unknown_witnesses_fail() -> None:
+    """The head is cosigned, but by witnesses the verifier did not pin."""
+    strangers = [
+        CosignatureSigner.from_seed(f"stranger-{n}.test", bytes([90 + n]) * 32) for n in range(2)
+    ]
+    thread = turns(8)
+    passes(thread.full_bundle(witnesses=WITNESSES[:2]), policy(witnesses=2, quorum=2))
+    fails(
+        thread.full_bundle(witnesses=strangers),
+        QuorumNotMetError,
+        policy(witnesses=2, quorum=1),
+        step=2,
+    )
+
+
+def test_quorum_short_by_one_fail() -> None:
+    """One pinned witness cosigned where two are required."""
+    bundle = turns(8).full_bundle(witnesses=WITNESSES[:1])
+    passes(bundle, policy(witnesses=2, quorum=1))
+    fails(bundle, QuorumNotMetError, policy(witnesses=2, quorum=2), step=2)
+
+
+def test_forged_cosignature_fail() -> None:
+    """A pinned witness's cosignature line copied from another checkpoint."""
+    thread = turns(8)
+    other = turns(7).checkpoint(witnesses=WITNESSES[:1])
+    _, lines = parse_note(other)
+    witness_line = next(line for line in lines if line.name == WITNESSES[0].name)
+    note = (
+        thread.checkpoint()
+        + NoteSignature(witness_line.name, witness_line.key_id, witness_line.signature).line()
+    )
+    forged = rezip(thread.full_bundle(), {checkpoint_member(8): note.encode()})
+    fails(forged, CosignatureError, policy(witnesses=1, quorum=1), step=2)
+
+
+def test_checkpoint_of_another_log_fail() -> None:
+    """A checkpoint signed by the pinned key for an origin outside its log."""
+    thread = turns(8)
+    alien = Checkpoint("other.example/thread-1", 8, root_at(thread.tree, 8))
+    forged = rezip(
+        thread.full_bundle(),
+        {checkpoint_member(8): sign_checkpoint(alien, LOG).encode()},
+        manifest_changes={"origin": "other.example/thread-1"},
+    )
+    fails(forged, OriginMismatchError, step=2)

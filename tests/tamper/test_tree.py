@@ -1,0 +1,167 @@
+"""Attacks on the tree and its proofs (THREATS rows 1, 3, 8, 9, 13): mostly partial bundles,
+where the verifier must rely on proofs and take every size from signed data."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from attest.bundle import PROOFS_MEMBER, MissingMemberError, checkpoint_member
+from attest.canonical import canonical_bytes
+from attest.entry import sign_entry
+from attest.errors import InclusionProofError, ProofLengthError
+from attest.merkle import leaf_hash, node_hash, root_at
+from attest.proofs import inclusion_proof, verify_inclusion
+from attest.strict_json import InvalidUTF8Error
+from attest.verifier import (
+    CheckpointConsistencyError,
+    CheckpointNameError,
+    CheckpointRootMismatchError,
+)
+from attest.verify_entries import DisclosedSeqMismatchError, PrevRootMismatchError
+from attest.verify_history import MissingProofError
+from tests.bundles import LOG, TIME, Thread, build_thread, members, rezip
+from tests.tamper.helpers import fails, passes, with_entry_lines
+
+
+def proofs_of(bundle: bytes) -> dict[str, list[dict[str, object]]]:
+    document: dict[str, list[dict[str, object]]] = json.loads(members(bundle)[PROOFS_MEMBER])
+    return document
+
+
+def with_proofs(bundle: bytes, document: dict[str, list[dict[str, object]]]) -> bytes:
+    return rezip(bundle, {PROOFS_MEMBER: canonical_bytes(document)})
+
+
+def b64(values: list[bytes]) -> list[str]:
+    return [base64.b64encode(value).decode("ascii") for value in values]
+
+
+def turns(n: int) -> Thread:
+    return build_thread(n, story=False)
+
+
+def test_interior_node_as_leaf_fail() -> None:
+    """Leaves 2 and 3's hashes offered as one disclosed leaf, with the proof of their parent."""
+    thread = turns(8)
+    genuine = thread.partial_bundle([2])
+    passes(genuine)
+    left, right = thread.entries[2].leaf_hash, thread.entries[3].leaf_hash
+    node_bytes = left + right
+    assert b"\n" not in node_bytes and b"\r" not in node_bytes
+    parent_proof = inclusion_proof(thread.tree, 2, 8)[1:]  # the proof of node (level 1, index 1)
+    document = proofs_of(genuine)
+    document["inclusion"][0]["hashes"] = b64(parent_proof)
+    forged = with_proofs(with_entry_lines(genuine, [node_bytes]), document)
+    fails(forged, InvalidUTF8Error, step=3, seq=2)
+    # and the tree itself refuses it: as a leaf those bytes hash with the 0x00 prefix
+    root = root_at(thread.tree, 8)
+    assert node_hash(left, right) != leaf_hash(node_bytes)
+    try:
+        verify_inclusion(leaf_hash(node_bytes), 1, 4, parent_proof, root)
+    except InclusionProofError:
+        return
+    raise AssertionError("an interior node was accepted as a leaf")
+
+
+def test_proof_index_and_size_confused_fail() -> None:
+    """A genuine proof for leaf 2 in the tree of 4 offered against the signed tree of 3."""
+    thread = turns(3)
+    genuine = thread.partial_bundle([2])
+    passes(genuine)
+    thread.turn("one more")
+    document = proofs_of(genuine)
+    document["inclusion"][0]["hashes"] = b64(inclusion_proof(thread.tree, 2, 4))
+    fails(with_proofs(genuine, document), ProofLengthError, step=4, seq=2)
+
+
+def test_proof_for_another_index_fail() -> None:
+    """Two disclosed entries' inclusion proofs swapped (same length, wrong path)."""
+    genuine = turns(8).partial_bundle([1, 6])
+    passes(genuine)
+    document = proofs_of(genuine)
+    first, second = document["inclusion"]
+    first["hashes"], second["hashes"] = second["hashes"], first["hashes"]
+    fails(with_proofs(genuine, document), InclusionProofError, step=4, seq=1)
+
+
+def test_disclosed_seq_relabelled_fail() -> None:
+    """proofs.json claims another seq for a disclosed line than the entry signs."""
+    genuine = turns(8).partial_bundle([1, 6])
+    document = proofs_of(genuine)
+    document["inclusion"][1]["seq"] = 5
+    fails(with_proofs(genuine, document), DisclosedSeqMismatchError, step=3, seq=5)
+
+
+def test_promise_without_proof_fail() -> None:
+    """A partial bundle with its proofs removed: only a promise that the entries belong."""
+    genuine = turns(8).partial_bundle([3])
+    passes(genuine)
+    fails(rezip(genuine, {PROOFS_MEMBER: None}), MissingMemberError, step=1)
+
+
+def test_inclusion_proof_emptied_fail() -> None:
+    """An inclusion proof with no hashes at all."""
+    genuine = turns(8).partial_bundle([3])
+    document = proofs_of(genuine)
+    document["inclusion"][0]["hashes"] = []
+    fails(with_proofs(genuine, document), ProofLengthError, step=4, seq=3)
+
+
+def test_prev_root_proof_missing_fail() -> None:
+    """The consistency proof that binds a disclosed entry's prev.root is left out."""
+    genuine = turns(8).partial_bundle([3])
+    document = proofs_of(genuine)
+    document["consistency"] = []
+    fails(with_proofs(genuine, document), MissingProofError, step=4, seq=3)
+
+
+def test_prev_root_rebound_in_partial_bundle_fail() -> None:
+    """A disclosed entry signed after another history: its prev.root cannot be proved."""
+    thread = turns(5)
+    entry = sign_entry(
+        LOG,
+        thread=thread.thread,
+        seq=5,
+        kind="turn",
+        actor="agent",
+        body={"role": "user", "text": "rebound"},
+        prev_root=root_at(thread.tree, 4),
+        time=TIME,
+    )
+    thread.entries.append(entry)
+    thread.tree.append(entry.leaf_hash)
+    thread.frontier.append(entry.leaf_hash)
+    thread.turn("after")
+    passes(thread.partial_bundle([4]))
+    fails(thread.partial_bundle([5]), PrevRootMismatchError, step=4, seq=5)
+
+
+def test_earlier_checkpoint_from_fork_partial_fail() -> None:
+    """A genuine checkpoint of a forked history beside the head, in a partial bundle."""
+    thread = turns(8)
+    genuine = thread.partial_bundle([6], checkpoint_sizes=[5])
+    passes(genuine)
+    fork = turns(4)
+    fork.turn("other")
+    forged = rezip(genuine, {checkpoint_member(5): fork.checkpoint(5).encode()})
+    fails(forged, CheckpointConsistencyError, step=4)
+
+
+def test_earlier_checkpoint_from_fork_full_fail() -> None:
+    """A genuine checkpoint of a forked history beside the head, in a full bundle."""
+    thread = turns(8)
+    genuine = thread.full_bundle(checkpoint_sizes=[5])
+    passes(genuine)
+    fork = turns(4)
+    fork.turn("other")
+    forged = rezip(genuine, {checkpoint_member(5): fork.checkpoint(5).encode()})
+    fails(forged, CheckpointRootMismatchError, step=4)
+
+
+def test_checkpoint_stored_under_other_size_fail() -> None:
+    """A genuine checkpoint of size 6 filed as the checkpoint of size 5."""
+    thread = turns(8)
+    genuine = thread.full_bundle(checkpoint_sizes=[5])
+    forged = rezip(genuine, {checkpoint_member(5): thread.checkpoint(6).encode()})
+    fails(forged, CheckpointNameError, step=2)
