@@ -1,0 +1,177 @@
+"""Hypothesis mutates valid bundles -- byte flips in the zip and in its members (re-zipped with
+correct manifests), truncations, member swaps, JSON edits of entries -- and the verifier
+always ends in a clean verification or a RegistreError: never another exception, never a
+hang, and never "verified" for a bundle whose entry bytes changed."""
+
+from __future__ import annotations
+
+import functools
+import json
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from attest.bundle import ENTRIES_MEMBER, MANIFEST_MEMBER, read_bundle
+from attest.bundle_zip import deterministic_zip
+from attest.canonical import canonical_bytes
+from attest.errors import RegistreError
+from attest.verifier import verify_bundle
+from tests.bundles import build_thread, members, policy, rezip
+
+SECONDS_PER_EXAMPLE = 20
+
+
+@functools.cache
+def originals() -> dict[str, bytes]:
+    thread = build_thread(14)
+    return {
+        "full": thread.full_bundle(checkpoint_sizes=[9]),
+        "partial": thread.partial_bundle([1, 2, 3, 5, 12], checkpoint_sizes=[7]),
+    }
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Turn a hang into a failure."""
+
+    def expired(signum: int, frame: Any) -> None:
+        raise AssertionError(f"verification did not finish within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def outcome(bundle: bytes, original: bytes) -> str:
+    """Verify; return "verified" or "refused". Anything else fails the test: another
+    exception, a hang, or a verification of changed entry bytes."""
+    with deadline(SECONDS_PER_EXAMPLE):
+        try:
+            verify_bundle(bundle, policy())
+        except RegistreError:
+            return "refused"
+    assert read_bundle(bundle).leaves == read_bundle(original).leaves, "changed entries verified"
+    return "verified"
+
+
+kinds = st.sampled_from(["full", "partial"])
+
+
+@given(
+    kind=kinds,
+    flips=st.lists(st.tuples(st.integers(0), st.integers(1, 255)), min_size=1, max_size=8),
+)
+def test_zip_byte_flips_never_verify_changed_entries(
+    kind: str, flips: list[tuple[int, int]]
+) -> None:
+    """Bytes flipped anywhere in the zip file."""
+    original = originals()[kind]
+    data = bytearray(original)
+    for position, mask in flips:
+        data[position % len(data)] ^= mask
+    event(outcome(bytes(data), original))
+
+
+@given(kind=kinds, keep=st.floats(0, 1, exclude_max=True))
+def test_truncated_zip_is_refused(kind: str, keep: float) -> None:
+    """The zip cut short anywhere."""
+    original = originals()[kind]
+    assert outcome(original[: int(len(original) * keep)], original) == "refused"
+
+
+def member_names(kind: str) -> list[str]:
+    return sorted(members(originals()[kind]))
+
+
+@given(data=st.data(), kind=kinds)
+def test_member_byte_flips_never_verify_changed_entries(data: st.DataObject, kind: str) -> None:
+    """Bytes of one member flipped, inserted or cut, the manifest recomputed to match."""
+    original = originals()[kind]
+    name = data.draw(st.sampled_from(member_names(kind)))
+    content = bytearray(members(original)[name])
+    edit = data.draw(st.sampled_from(["flip", "insert", "cut"]))
+    position = data.draw(st.integers(0, max(0, len(content) - 1)))
+    if edit == "flip":
+        content[position] ^= data.draw(st.integers(1, 255))
+    elif edit == "insert":
+        content[position:position] = data.draw(st.binary(min_size=1, max_size=8))
+    else:
+        del content[position : position + data.draw(st.integers(1, 64))]
+    fix = name != MANIFEST_MEMBER
+    tampered = (
+        rezip(original, {name: bytes(content)}, fix_manifest=fix)
+        if fix
+        else _raw(original, name, bytes(content))
+    )
+    result = outcome(tampered, original)
+    event(result)
+    if name == ENTRIES_MEMBER and bytes(content) != members(original)[name]:
+        assert result == "refused"
+
+
+def _raw(original: bytes, name: str, content: bytes) -> bytes:
+    contents = members(original)
+    contents[name] = content
+    return deterministic_zip(contents)
+
+
+@given(data=st.data(), kind=kinds)
+def test_member_swaps_never_verify_changed_entries(data: st.DataObject, kind: str) -> None:
+    """Two members' contents exchanged, the manifest recomputed to match."""
+    original = originals()[kind]
+    names = member_names(kind)
+    first = data.draw(st.sampled_from(names))
+    second = data.draw(st.sampled_from([n for n in names if n != first]))
+    contents = members(original)
+    swapped = {first: contents[second], second: contents[first]}
+    if MANIFEST_MEMBER in swapped:
+        tampered = deterministic_zip({**contents, **swapped})
+    else:
+        tampered = rezip(original, swapped)
+    result = outcome(tampered, original)
+    event(result)
+    if ENTRIES_MEMBER in swapped:
+        assert result == "refused"
+
+
+def json_edit(value: Any, draw: Callable[[Any], Any]) -> Any:
+    """A copy of ``value`` with one scalar somewhere replaced by another JSON scalar."""
+    if isinstance(value, dict) and value:
+        key = draw(st.sampled_from(sorted(value)))
+        return {**value, key: json_edit(value[key], draw)}
+    if isinstance(value, list) and value:
+        index = draw(st.integers(0, len(value) - 1))
+        return [*value[:index], json_edit(value[index], draw), *value[index + 1 :]]
+    return draw(
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(-(2**53) + 1, 2**53 - 1),
+            st.text(max_size=12),
+        ).filter(lambda new: new != value or type(new) is not type(value))
+    )
+
+
+@settings(deadline=None)
+@given(data=st.data(), kind=kinds)
+def test_entry_json_edits_are_refused(data: st.DataObject, kind: str) -> None:
+    """One value inside one entry changed and the entry re-serialised canonically."""
+    original = originals()[kind]
+    lines = members(original)[ENTRIES_MEMBER][:-1].split(b"\n")
+    index = data.draw(st.integers(0, len(lines) - 1))
+    edited = json_edit(json.loads(lines[index]), data.draw)
+    try:
+        lines[index] = canonical_bytes(edited)
+    except RegistreError:
+        return  # not representable (e.g. a lone surrogate drawn): nothing to send
+    tampered = rezip(original, {ENTRIES_MEMBER: b"".join(line + b"\n" for line in lines)})
+    if lines[index] != members(original)[ENTRIES_MEMBER][:-1].split(b"\n")[index]:
+        assert outcome(tampered, original) == "refused"
