@@ -50,6 +50,11 @@ _LEAF_HASH = select(_entry.c.leaf_hash).where(
 _CHECKPOINT_AT = select(_checkpoint.c.root, _checkpoint.c.note).where(
     _checkpoint.c.thread == bindparam("thread"), _checkpoint.c.size == bindparam("size")
 )
+_CHECKPOINTS = (
+    select(_checkpoint.c.size, _checkpoint.c.root, _checkpoint.c.note)
+    .where(_checkpoint.c.thread == bindparam("thread"))
+    .order_by(_checkpoint.c.size)
+)
 _LATEST_CHECKPOINT = (
     select(_checkpoint.c.size, _checkpoint.c.root, _checkpoint.c.note)
     .where(_checkpoint.c.thread == bindparam("thread"))
@@ -242,6 +247,12 @@ class Thread:
         if row is None:
             return None
         return StoredCheckpoint(self.id, int(row.size), bytes(row.root), str(row.note))
+
+    def checkpoints(self) -> list[StoredCheckpoint]:
+        """Every stored checkpoint of the thread, by size (notes with their cosignatures)."""
+        with read_transaction(self._ledger.engine) as conn:
+            rows = conn.execute(_CHECKPOINTS, {"thread": self.id}).all()
+        return [StoredCheckpoint(self.id, int(r.size), bytes(r.root), str(r.note)) for r in rows]
 
     # --- proving ------------------------------------------------------------------------
 

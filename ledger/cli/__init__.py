@@ -35,6 +35,7 @@ def _register() -> None:
     import ledger.cli.prove as _prove  # noqa: F401
     import ledger.cli.thread as _thread  # noqa: F401
     import ledger.cli.verify as _verify  # noqa: F401
+    import ledger.cli.witness as _witness  # noqa: F401
     from ledger.cli import demo  # noqa: F401
 
 

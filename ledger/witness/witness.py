@@ -1,0 +1,181 @@
+"""The witness: checks an ``add-checkpoint`` request in the order of C2SP ``tlog-witness`` and
+cosigns it only if every check passes.
+
+:meth:`Witness.add_checkpoint`, for a request already read by
+:meth:`~ledger.witness.protocol.AddCheckpointRequest.parse` (400/413 for bad form):
+
+1. some followed log covers the checkpoint's origin, else UnknownLogError (404);
+2. the note verifies under the keys of those logs -- at least one signature, none failing
+   (signatures from other keys are ignored) -- else LogSignatureError (403);
+3. ``old`` is at most the checkpoint's size, else OldSizeTooLargeError (400);
+
+then, in one write transaction (:meth:`ledger.witness.state.WitnessState.advance`):
+
+4. ``old`` equals the size held for the origin (0 if none), else OldSizeConflictError (409,
+   with the held size);
+5. if ``old`` equals the checkpoint's size, its root equals the held root, else
+   SplitViewError (409, a fork);
+6. the proof is an RFC 9162 consistency proof from the held (size, root) to the checkpoint's
+   (empty when ``old`` is 0; any tree extends the empty tree), else
+   InconsistentCheckpointError (422);
+7. the checkpoint is cosigned (``cosignature/v1``, time from the clock) and stored, and the
+   cosignature line returned.
+
+A checkpoint refused at step 5 or 6 carries a valid log signature: it is kept as evidence
+(:meth:`~ledger.witness.state.WitnessState.record_evidence`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from attest.cosignature import CosignatureSigner
+from attest.errors import RegistreError, VerificationError
+from attest.keys import Verifier
+from attest.note import open_note
+from attest.proofs import verify_consistency
+from ledger.witness.errors import (
+    InconsistentCheckpointError,
+    LogSignatureError,
+    OldSizeConflictError,
+    OldSizeTooLargeError,
+    SplitViewError,
+    UnknownLogError,
+    WitnessRefusal,
+)
+from ledger.witness.protocol import (
+    COSIGNATURE_CONTENT_TYPE,
+    SIZE_CONTENT_TYPE,
+    AddCheckpointRequest,
+    encode_size_body,
+)
+from ledger.witness.state import LatestCheckpoint, WitnessState
+
+__all__ = ["Witness", "WitnessResponse"]
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class WitnessResponse:
+    """An HTTP answer: status, body, content type, and the origin asked about (for logs)."""
+
+    status: int
+    body: bytes
+    content_type: str
+    origin: str | None = None
+
+
+class Witness:
+    """A witness: its cosigning key, its state, and a clock (POSIX seconds)."""
+
+    def __init__(
+        self,
+        signer: CosignatureSigner,
+        state: WitnessState,
+        clock: Callable[[], int] = lambda: int(time.time()),
+    ) -> None:
+        self.signer = signer
+        self.state = state
+        self.clock = clock
+        self._verifiers: dict[str, Verifier] = {}
+
+    def log_keys(self, origin: str) -> list[Verifier]:
+        """The keys of every followed log whose prefix covers ``origin`` (UnknownLogError if
+        none)."""
+        keys = [self._verifier(log.vkey) for log in self.state.followed() if log.covers(origin)]
+        if not keys:
+            raise UnknownLogError(
+                f"this witness follows no log for origin {origin!r}; its operator adds one "
+                "with `registre witness follow VKEY`"
+            )
+        return keys
+
+    def add_checkpoint(self, request: AddCheckpointRequest) -> str:
+        """Run steps 1-7 (module docstring); return the cosignature line. Raises the step's
+        WitnessRefusal error, with nothing cosigned or stored (evidence aside)."""
+        checkpoint = request.checkpoint
+        # 1. a followed log covers the origin
+        keys = self.log_keys(checkpoint.origin)
+        # 2. the log's signature
+        try:
+            text = open_note(request.note, keys).text
+        except VerificationError as exc:
+            raise LogSignatureError(
+                f"checkpoint for {checkpoint.origin} is not signed by a followed log key: {exc}"
+            ) from None
+        # 3. old size at most the checkpoint size
+        if request.old_size > checkpoint.size:
+            raise OldSizeTooLargeError(
+                f"old size {request.old_size} is larger than the checkpoint size {checkpoint.size}"
+            )
+
+        def check(held: LatestCheckpoint) -> None:
+            # 4. old size is the size held
+            if request.old_size != held.size:
+                raise OldSizeConflictError(
+                    f"this witness holds size {held.size} for {checkpoint.origin}, not "
+                    f"{request.old_size}",
+                    held.size,
+                )
+            # 5. same size, same root
+            if checkpoint.size == held.size and checkpoint.root != held.root:
+                raise SplitViewError(
+                    f"this witness holds another root for {checkpoint.origin} at size "
+                    f"{held.size}: the log shows two histories",
+                    held.size,
+                )
+            # 6. consistency proof from what is held
+            try:
+                verify_consistency(
+                    held.size, checkpoint.size, request.proof, held.root, checkpoint.root
+                )
+            except VerificationError as exc:
+                raise InconsistentCheckpointError(
+                    f"consistency proof from size {held.size} to {checkpoint.size} of "
+                    f"{checkpoint.origin} does not verify: {exc}"
+                ) from None
+
+        def cosign() -> tuple[str, int]:
+            # 7. cosign (stored by advance in the same transaction)
+            timestamp = self.clock()
+            return self.signer.cosign(text, timestamp), timestamp
+
+        try:
+            return self.state.advance(checkpoint, request.note, check, cosign)
+        except SplitViewError as exc:
+            self.state.record_evidence(checkpoint, request.note, "split-view", str(exc))
+            raise
+        except InconsistentCheckpointError as exc:
+            self.state.record_evidence(checkpoint, request.note, "bad-proof", str(exc))
+            raise
+
+    def handle(self, body: bytes) -> WitnessResponse:
+        """Answer one ``add-checkpoint`` body: 200 with the cosignature line, or the status of
+        the refusal (409 with the held size as ``text/x.tlog.size``). A busy database (lock
+        wait over) is 503; any other failure propagates (a bug: the server answers 500)."""
+        origin: str | None = None
+        try:
+            request = AddCheckpointRequest.parse(body)
+            origin = request.checkpoint.origin
+            line = self.add_checkpoint(request)
+        except (OldSizeConflictError, SplitViewError) as exc:
+            return WitnessResponse(
+                409, encode_size_body(exc.stored_size), SIZE_CONTENT_TYPE, origin
+            )
+        except RegistreError as exc:
+            if not isinstance(exc, WitnessRefusal):
+                raise
+            return WitnessResponse(exc.http_status, f"{exc}\n".encode(), _TEXT, origin)
+        except sqlite3.OperationalError as exc:
+            return WitnessResponse(503, f"witness busy: {exc}\n".encode(), _TEXT, origin)
+        return WitnessResponse(200, line.encode("utf-8"), COSIGNATURE_CONTENT_TYPE, origin)
+
+    def _verifier(self, vkey: str) -> Verifier:
+        verifier = self._verifiers.get(vkey)
+        if verifier is None:
+            verifier = self._verifiers[vkey] = Verifier.from_vkey(vkey)
+        return verifier
