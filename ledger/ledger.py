@@ -22,6 +22,7 @@ from attest.entry import check_thread_id
 from attest.keys import Signer, Verifier
 from attest.merkle import empty_root
 from ledger.errors import NoSignerError, ThreadExistsError, UnknownThreadError
+from ledger.lifecycle_store import LifecycleCache
 from ledger.store.engine import (
     database_url,
     make_engine,
@@ -47,6 +48,7 @@ class Ledger:
         self.signer = signer
         self._trusted = list(trusted)
         self._stored_keys: list[Verifier] | None = None
+        self.lifecycle = LifecycleCache()  # per-thread lifecycle folds (ledger.lifecycle_store)
 
     @classmethod
     def open(

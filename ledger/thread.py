@@ -22,6 +22,8 @@ from attest.note import DuplicateSignatureError, append_signature
 from attest.proofs import consistency_proof, inclusion_proof
 from ledger.append import AppendItem, append_entries, read_head
 from ledger.errors import EntryNotFoundError, StoreCorruptError
+from ledger.evidence import LifecycleAPI
+from ledger.lifecycle_store import append_checked, is_lifecycle_batch
 from ledger.store.engine import read_transaction, write_transaction
 from ledger.store.nodes import StoredHashSource
 from ledger.store.schema import tables
@@ -109,8 +111,10 @@ class ConsistencyProof:
     reads: int
 
 
-class Thread:
-    """Handle on thread ``id`` of ``ledger``; ``origin`` is ``LOGNAME/id``."""
+class Thread(LifecycleAPI):
+    """Handle on thread ``id`` of ``ledger``; ``origin`` is ``LOGNAME/id``. The lifecycle
+    calls (``read_source``, ``evidence``, ``conclude``, ...) come from
+    :class:`ledger.evidence.LifecycleAPI`."""
 
     def __init__(self, ledger: Ledger, thread_id: str, origin: str) -> None:
         self._ledger = ledger
@@ -134,8 +138,12 @@ class Thread:
         """Sign and store every ``(kind, body, actor)`` in one transaction: all or nothing.
 
         Every item is validated before anything is written; consecutive sequence numbers.
+        Lifecycle items must record exactly the rules' decision
+        (:func:`ledger.lifecycle_store.append_checked`; UndecidedOutcomeError otherwise).
         """
         batch = list(items)
+        if is_lifecycle_batch(batch):
+            return append_checked(self._ledger, self.id, batch)
         signer = self._ledger.require_signer()
         with write_transaction(self._ledger.engine) as conn:
             return append_entries(conn, signer, self.id, batch)

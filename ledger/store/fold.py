@@ -506,7 +506,7 @@ def add_lifecycle_tables(conn: Connection) -> str:
     history does not replay keeps empty tables (its writers and ``verify --db`` will name the
     bad entry); the upgrade itself never fails on history."""
     metadata.create_all(conn, tables=list(DERIVED_TABLES))
-    LIFECYCLE_ENTRY_INDEX.create(conn)
+    LIFECYCLE_ENTRY_INDEX.create(conn, checkfirst=True)
     heads = conn.execute(select(tables.thread.c.id, tables.thread.c.size)).all()
     skipped = 0
     for head in heads:

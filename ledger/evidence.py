@@ -1,0 +1,366 @@
+"""The thread's lifecycle API: read sources, admit and revise evidence, conclude, pin.
+
+Mixed into :class:`ledger.thread.Thread`::
+
+    thread.read_source([source_ref("r1", "report.pdf", "p. 4", passage=text)])
+    result = thread.evidence.upsert([{"text": "Revenue was EUR 4.2m.", "cites": ["r1"]}])
+    final = thread.conclude("final", "Revenue grew 10%.", ["ev-1"])
+    thread.evidence.revise("ev-1", {"text": "Revenue was EUR 4.3m.", "cites": ["r2"]})
+    thread.conclusions.list(stale=True)        # the final is now stale
+    thread.conclusions.revise(final.id, {...})  # the repair
+
+Every call that changes something is ONE ledger entry ``{"request": ..., "outcome": ...}``
+decided under the thread's write lock and written with its derived rows in one transaction
+(:func:`ledger.lifecycle_store.record`). Refusals are recorded too, so the ledger shows every
+request and what the rules made of it:
+
+* batches (``read_source``, ``evidence.upsert``) never raise for rejected items: the
+  :class:`BatchResult` lists what was accepted and what was rejected, with reasons;
+* single requests (``conclude``, ``evidence.revise``, ``conclusions.revise``, ``pin``,
+  ``unpin``) raise a :class:`LifecycleRefusedError` subclass whose message is the rule's
+  sentence and whose ``seq`` is the entry that recorded the refusal.
+
+Malformed requests raise LifecycleFormatError (a MalformedError) with nothing written.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from attest.errors import RefusedError
+from ledger.lifecycle_store import current_state, record
+from ledger.lifecycle_views import (
+    ConclusionRecord,
+    EvidenceRecord,
+    PinRecord,
+    ReferenceRecord,
+    TraceNode,
+    evidence_history,
+    get_conclusion,
+    get_evidence,
+    list_conclusions,
+    list_evidence,
+    list_pins,
+    list_references,
+    trace,
+)
+from lifecycle import (
+    Accepted,
+    ComputeRequest,
+    ConclusionReviseRequest,
+    EvidenceReviseRequest,
+    FinalRequest,
+    LifecycleFormatError,
+    LifecycleState,
+    PinRequest,
+    ReadOutcome,
+    ReadRequest,
+    Registered,
+    Rejected,
+    Request,
+    Revised,
+    SourceRef,
+    Statement,
+    UnpinRequest,
+    UpsertOutcome,
+    UpsertRequest,
+)
+
+if TYPE_CHECKING:
+    from ledger.ledger import Ledger
+
+__all__ = [
+    "DEFAULT_ACTOR",
+    "BatchResult",
+    "ConclusionBook",
+    "ConclusionRefusedError",
+    "EvidenceBank",
+    "LifecycleAPI",
+    "LifecycleRefusedError",
+    "PinRefusedError",
+    "RevisionRefusedError",
+    "StepResult",
+    "source_ref",
+]
+
+DEFAULT_ACTOR = "agent"
+
+
+class LifecycleRefusedError(RefusedError):
+    """A single lifecycle request the rules refused. The message is the rule's sentence;
+    ``reason`` its code; ``kind`` the entry kind; ``seq`` the entry recording the refusal
+    (the refusal is on the ledger; nothing else changed)."""
+
+    def __init__(self, kind: str, rejected: Rejected, seq: int) -> None:
+        self.kind = kind
+        self.reason = rejected.reason
+        self.seq = seq
+        super().__init__(rejected.message)
+
+
+class ConclusionRefusedError(LifecycleRefusedError):
+    """A ``conclusion.compute`` or ``conclusion.final`` the rules refused."""
+
+
+class RevisionRefusedError(LifecycleRefusedError):
+    """An ``evidence.revise`` or ``conclusion.revise`` the rules refused."""
+
+
+class PinRefusedError(LifecycleRefusedError):
+    """A ``context.pin`` or ``context.unpin`` the rules refused."""
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """A ``source.read`` or ``evidence.upsert`` recorded as entry ``seq``: one result per item,
+    in request order, in ``outcome.results``."""
+
+    seq: int
+    outcome: ReadOutcome | UpsertOutcome
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """The ids (upsert) or references (read) accepted, in request order."""
+        return tuple(
+            result.ref if isinstance(result, Registered) else result.id
+            for result in self.outcome.results
+            if not isinstance(result, Rejected)
+        )
+
+    @property
+    def rejected(self) -> tuple[tuple[int, Rejected], ...]:
+        """``(position in the request, rejection)`` of every rejected item."""
+        return tuple(
+            (index, result)
+            for index, result in enumerate(self.outcome.results)
+            if isinstance(result, Rejected)
+        )
+
+    @property
+    def all_accepted(self) -> bool:
+        """Whether no item was rejected."""
+        return not self.rejected
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """An accepted single request recorded as entry ``seq``. ``id`` is the conclusion or pin
+    created (compute, final, pin), the pin ended (unpin), or the item revised; for revisions
+    ``successor`` is the new version (None: retracted) and ``stale`` the conclusions the change
+    left stale."""
+
+    seq: int
+    outcome: Accepted | Revised
+
+    @property
+    def id(self) -> str:
+        return self.outcome.id
+
+    @property
+    def successor(self) -> str | None:
+        return self.outcome.successor if isinstance(self.outcome, Revised) else None
+
+    @property
+    def stale(self) -> tuple[str, ...]:
+        return self.outcome.stale if isinstance(self.outcome, Revised) else ()
+
+
+def source_ref(
+    ref: str, source: str, location: str, *, passage: str | None = None, sha256: str | None = None
+) -> SourceRef:
+    """A reference to ``location`` in ``source``, with the SHA-256 of the ``passage`` text
+    (UTF-8) or the given hex ``sha256``; exactly one of the two (LifecycleFormatError)."""
+    if (passage is None) == (sha256 is None):
+        raise LifecycleFormatError("sha256", "give either the passage text or its SHA-256")
+    digest = sha256 if passage is None else hashlib.sha256(passage.encode("utf-8")).hexdigest()
+    assert digest is not None
+    return SourceRef(ref, source, location, digest)
+
+
+class EvidenceBank:
+    """``thread.evidence``: admit, revise and read the thread's evidence entries."""
+
+    def __init__(self, ledger: Ledger, thread: str) -> None:
+        self._ledger = ledger
+        self._thread = thread
+
+    def upsert(
+        self, statements: Iterable[Statement | Mapping[str, Any]], *, actor: str = DEFAULT_ACTOR
+    ) -> BatchResult:
+        """Propose ``statements`` (``{"text", "cites": [ref, ...]}``); each is decided on its
+        own, so the batch may be partly accepted."""
+        items = tuple(_statement(s, f"statements[{i}]") for i, s in enumerate(statements))
+        seq, outcome = _record(self._ledger, self._thread, UpsertRequest(items), actor)
+        assert isinstance(outcome, UpsertOutcome)
+        return BatchResult(seq, outcome)
+
+    def revise(
+        self,
+        evidence_id: str,
+        replacement: Statement | Mapping[str, Any] | None = None,
+        *,
+        actor: str = DEFAULT_ACTOR,
+    ) -> StepResult:
+        """Supersede ``evidence_id`` by ``replacement``, or retract it when None.
+        RevisionRefusedError if refused (e.g. inactive evidence, a replacement citing an
+        unregistered reference): nothing changes but the recorded refusal."""
+        statement = None if replacement is None else _statement(replacement, "replacement")
+        request = EvidenceReviseRequest(evidence_id, statement)
+        return _single(self._ledger, self._thread, request, actor, RevisionRefusedError)
+
+    def list(self, status: str | None = None) -> builtins.list[EvidenceRecord]:
+        """Every entry, or those with ``status`` (active, superseded, retracted), by id."""
+        return list_evidence(self._ledger.engine, self._thread, status)
+
+    def get(self, evidence_id: str) -> EvidenceRecord:
+        """Entry ``evidence_id`` (UnknownItemError if the thread has none)."""
+        return get_evidence(self._ledger.engine, self._thread, evidence_id)
+
+    def history(self, evidence_id: str) -> builtins.list[EvidenceRecord]:
+        """The revision chain through ``evidence_id``, oldest first."""
+        return evidence_history(self._ledger.engine, self._thread, evidence_id)
+
+
+class ConclusionBook:
+    """``thread.conclusions``: revise and read the thread's conclusions."""
+
+    def __init__(self, ledger: Ledger, thread: str) -> None:
+        self._ledger = ledger
+        self._thread = thread
+
+    def revise(
+        self,
+        conclusion_id: str,
+        replacement: Statement | Mapping[str, Any] | None = None,
+        *,
+        actor: str = DEFAULT_ACTOR,
+    ) -> StepResult:
+        """A new version of ``conclusion_id`` (same kind) citing ``replacement["cites"]``, or
+        its retraction when None. RevisionRefusedError if refused."""
+        statement = None if replacement is None else _statement(replacement, "replacement")
+        request = ConclusionReviseRequest(conclusion_id, statement)
+        return _single(self._ledger, self._thread, request, actor, RevisionRefusedError)
+
+    def list(
+        self, *, stale: bool | None = None, status: str | None = None
+    ) -> builtins.list[ConclusionRecord]:
+        """Every conclusion version by id, filtered on ``stale`` / ``status`` if given."""
+        return list_conclusions(self._ledger.engine, self._thread, stale=stale, status=status)
+
+    def get(self, conclusion_id: str) -> ConclusionRecord:
+        """Conclusion version ``conclusion_id`` (UnknownItemError if none)."""
+        return get_conclusion(self._ledger.engine, self._thread, conclusion_id)
+
+
+class LifecycleAPI:
+    """The lifecycle methods of :class:`ledger.thread.Thread` (which provides ``_ledger`` and
+    ``id``)."""
+
+    _ledger: Ledger
+    id: str
+
+    @property
+    def evidence(self) -> EvidenceBank:
+        """The thread's evidence bank."""
+        return EvidenceBank(self._ledger, self.id)
+
+    @property
+    def conclusions(self) -> ConclusionBook:
+        """The thread's conclusions."""
+        return ConclusionBook(self._ledger, self.id)
+
+    def read_source(
+        self, refs: Iterable[SourceRef | Mapping[str, str]], *, actor: str = DEFAULT_ACTOR
+    ) -> BatchResult:
+        """Register passage references (``source.read``); each is decided on its own (a
+        reference id already registered with other fields is rejected)."""
+        items = tuple(_reference(ref, f"refs[{i}]") for i, ref in enumerate(refs))
+        seq, outcome = _record(self._ledger, self.id, ReadRequest(items), actor)
+        assert isinstance(outcome, ReadOutcome)
+        return BatchResult(seq, outcome)
+
+    def conclude(
+        self, kind: str, statement: str, evidence: Iterable[str], *, actor: str = DEFAULT_ACTOR
+    ) -> StepResult:
+        """Record a ``compute`` or ``final`` conclusion citing ``evidence`` (evidence ids; a
+        final may also cite computes). ConclusionRefusedError if refused."""
+        cites = tuple(evidence)
+        request: Request
+        if kind == "compute":
+            request = ComputeRequest(statement, cites)
+        elif kind == "final":
+            request = FinalRequest(statement, cites)
+        else:
+            raise LifecycleFormatError("kind", f"expected compute or final, got {kind!r:.80}")
+        return _single(self._ledger, self.id, request, actor, ConclusionRefusedError)
+
+    def pin(self, kind: str, text: str, seq: int, *, actor: str = DEFAULT_ACTOR) -> StepResult:
+        """Pin ``text`` (taken from entry ``seq``, which must be earlier) as a ``definition``,
+        ``decision``, ``task_parameter`` or ``open_question``. PinRefusedError if refused."""
+        request = PinRequest(kind, text, seq)  # type: ignore[arg-type]  # the codec checks it
+        return _single(self._ledger, self.id, request, actor, PinRefusedError)
+
+    def unpin(self, pin_id: str, reason: str, *, actor: str = DEFAULT_ACTOR) -> StepResult:
+        """Stop carrying pin ``pin_id``, saying why. PinRefusedError if refused."""
+        return _single(self._ledger, self.id, UnpinRequest(pin_id, reason), actor, PinRefusedError)
+
+    def references(self) -> list[ReferenceRecord]:
+        """Every registered source reference, in registration order."""
+        return list_references(self._ledger.engine, self.id)
+
+    def pins(self, *, live: bool | None = None) -> list[PinRecord]:
+        """Every pin (or only live / only unpinned ones), in pin order."""
+        return list_pins(self._ledger.engine, self.id, live=live)
+
+    def trace(self, conclusion_id: str) -> TraceNode:
+        """The tree from ``conclusion_id`` to the source reads behind it."""
+        return trace(self._ledger.engine, self.id, conclusion_id)
+
+    def lifecycle_state(self) -> LifecycleState:
+        """A copy of the lifecycle state at the head (O(size of the state))."""
+        return current_state(self._ledger, self.id)
+
+
+def _record(ledger: Ledger, thread: str, request: Request, actor: str) -> tuple[int, Any]:
+    entry, event = record(ledger, thread, request, actor)
+    return entry.seq, event.outcome
+
+
+def _single(
+    ledger: Ledger,
+    thread: str,
+    request: Request,
+    actor: str,
+    refused: type[LifecycleRefusedError],
+) -> StepResult:
+    seq, outcome = _record(ledger, thread, request, actor)
+    if isinstance(outcome, Rejected):
+        raise refused(request.kind, outcome, seq)
+    assert isinstance(outcome, (Accepted, Revised))
+    return StepResult(seq, outcome)
+
+
+def _statement(value: Statement | Mapping[str, Any], path: str) -> Statement:
+    if isinstance(value, Statement):
+        return value
+    if not isinstance(value, Mapping) or set(value) != {"text", "cites"}:
+        raise LifecycleFormatError(path, 'expected a Statement or {"text": ..., "cites": [...]}')
+    cites = value["cites"]
+    if not isinstance(cites, (list, tuple)):
+        raise LifecycleFormatError(f"{path}.cites", "expected a list of ids")
+    return Statement(value["text"], tuple(cites))
+
+
+def _reference(value: SourceRef | Mapping[str, str], path: str) -> SourceRef:
+    if isinstance(value, SourceRef):
+        return value
+    fields = ("ref", "source", "location", "sha256")
+    if not isinstance(value, Mapping) or set(value) != set(fields):
+        raise LifecycleFormatError(
+            path, 'expected a SourceRef or {"ref", "source", "location", "sha256"}'
+        )
+    return SourceRef(*(value[name] for name in fields))
