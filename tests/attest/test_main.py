@@ -1,0 +1,165 @@
+"""``python -m attest verify``: exit codes, one-line errors, the report, and a run with the
+database layers blocked from import (the regulator's machine has none of them)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attest.__main__ import main
+from tests.bundles import ATTACKER, LOG, WITNESSES, build_thread
+from tests.tamper.helpers import entry_lines, with_entry_lines
+
+BLOCKED = ("ledger", "sqlmodel", "sqlalchemy", "bench", "psycopg")
+BLOCKER = """
+import importlib.abc, runpy, sys
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ImportError("blocked for this test: " + name)
+        return None
+
+sys.meta_path.insert(0, Blocker())
+sys.argv = ["attest", *{args!r}]
+runpy.run_module("attest", run_name="__main__", alter_sys=True)
+"""
+
+
+@functools.cache
+def genuine() -> bytes:
+    return build_thread(12).full_bundle(witnesses=WITNESSES[:2])
+
+
+def bundle_file(tmp_path: Path, data: bytes | None = None) -> Path:
+    path = tmp_path / "thread-1.zip"
+    path.write_bytes(genuine() if data is None else data)
+    return path
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_verified_bundle_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["verify", str(bundle_file(tmp_path)), "--key", LOG.vkey()], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("registre bundle verification: VERIFIED")
+
+
+def test_key_file_witnesses_state_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key_file = tmp_path / "log.vkey"
+    key_file.write_text(LOG.vkey() + "\n")
+    state = tmp_path / "state.json"
+    args = ["verify", str(bundle_file(tmp_path)), "--key-file", str(key_file), "--json"]
+    args += ["--witness", WITNESSES[0].vkey(), "--witness", WITNESSES[1].vkey()]
+    code, out, _ = run([*args, "--state", str(state), "--jobs", "2"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["verified"] and report["steps"][4]["status"] == "passed"
+    assert "quorum 2" in " ".join(report["steps"][1]["checked"])
+    assert state.exists()
+
+
+def test_failed_check_exits_1_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = entry_lines(genuine())
+    lines[11] = lines[11].replace(b"turn 11", b"turn 99")
+    path = bundle_file(tmp_path, with_entry_lines(genuine(), lines))
+    code, out, err = run(["verify", str(path), "--key", LOG.vkey(), "--json"], capsys)
+    assert code == 1
+    assert json.loads(out)["failure"]["error"] == "EntrySignatureError"
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("attest: error: step 3 (entries), seq 11: EntrySignatureError:")
+
+
+def test_quorum_defaults_to_every_witness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["verify", str(bundle_file(tmp_path)), "--key", LOG.vkey()]
+    args += [arg for w in WITNESSES for arg in ("--witness", w.vkey())]
+    code, _, err = run(args, capsys)
+    assert code == 1 and "QuorumNotMetError" in err
+    code, _, _ = run([*args, "--quorum", "2"], capsys)
+    assert code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--key", "not-a-key"], "must have the form"),
+        ([], "exactly one of --key and --key-file"),
+        (["--key", LOG.vkey(), "--key-file", "x"], "exactly one of"),
+        (["--key-file", "/nonexistent/key"], "cannot read key file"),
+        (["--key", LOG.vkey(), "--witness", LOG.vkey()], "cosignature/v1"),
+        (["--key", LOG.vkey(), "--jobs", "0"], "--jobs"),
+    ],
+)
+def test_unusable_input_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, _, err = run(["verify", str(bundle_file(tmp_path)), *args], capsys)
+    assert code == 2 and message in err
+    assert err.count("\n") == 1 and err.startswith("attest: error:")
+
+
+def test_missing_or_broken_bundle_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["verify", str(tmp_path / "none.zip"), "--key", LOG.vkey()], capsys)
+    assert code == 2 and "BundleFileError" in err
+    broken = bundle_file(tmp_path, b"PK not really")
+    code, _, err = run(["verify", str(broken), "--key", LOG.vkey()], capsys)
+    assert code == 2 and "ZipFormatError" in err
+
+
+def test_bundle_signed_by_another_key_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forged = bundle_file(tmp_path, build_thread(12, signer=ATTACKER).full_bundle())
+    code, _, err = run(["verify", str(forged), "--key", LOG.vkey()], capsys)
+    assert code == 1 and "NoTrustedSignatureError" in err
+
+
+def blocked_run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    code = BLOCKER.format(blocked=BLOCKED, args=args)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_verifies_with_database_layers_blocked(tmp_path: Path) -> None:
+    """The regulator's path imports only attest, lifecycle, cryptography, rfc8785, click."""
+    probe = blocked_run(["--help"])
+    assert probe.returncode == 0
+    path = str(bundle_file(tmp_path))
+    for jobs in ("1", "2"):
+        result = blocked_run(["verify", path, "--key", LOG.vkey(), "--jobs", jobs])
+        assert result.returncode == 0, result.stderr
+        assert "VERIFIED" in result.stdout
+    # the blocker really blocks: importing the ledger under it fails
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            BLOCKER.format(blocked=BLOCKED, args=[]).split("sys.argv")[0] + "import ledger",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert check.returncode != 0 and "blocked for this test: ledger" in check.stderr

@@ -1,0 +1,147 @@
+"""attest.verifier: genuine bundles of every shape verify, the report says what was checked,
+the state file moves only on success, and the issue-5 hooks are wired. One case per attack
+is in tests/tamper/."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attest.checkpoint import WitnessPolicyError
+from attest.verifier import verify_bundle
+from attest.verify_report import STEP_NAMES, report_of
+from attest.verify_semantics import (
+    ModelCall,
+    PinSetDigestError,
+    ProjectionDigestError,
+    SemanticHooks,
+    UnresolvedClaimError,
+)
+from lifecycle import LifecycleState, pin_set_sha256
+from tests.bundles import WITNESSES, Thread, build_thread, digest, policy
+from tests.tamper.helpers import fails, passes
+
+CHAIN = [1, 2, 3, 5]  # source.read, evidence, compute, final of the story
+
+
+@functools.cache
+def story(n: int) -> Thread:
+    return build_thread(n)
+
+
+@settings(deadline=None)
+@given(
+    n=st.integers(11, 60),
+    data=st.data(),
+    witnesses=st.integers(0, 3),
+)
+def test_genuine_bundles_of_any_shape_verify(n: int, data: st.DataObject, witnesses: int) -> None:
+    thread = story(n)
+    sizes = data.draw(st.sets(st.integers(0, n), max_size=4))
+    quorum = data.draw(st.integers(0, witnesses))
+    trust = policy(witnesses=witnesses, quorum=quorum)
+    signed_by = WITNESSES[:witnesses]
+    full = passes(thread.full_bundle(checkpoint_sizes=sizes, witnesses=signed_by), trust)
+    assert full.entries == full.tree_size == n
+    extra = data.draw(st.sets(st.integers(10, n - 1), max_size=6))
+    chain = CHAIN if data.draw(st.booleans()) else []
+    seqs = sorted({*extra, *chain} or {n - 1})
+    partial = passes(
+        thread.partial_bundle(seqs, checkpoint_sizes=sizes, witnesses=signed_by), trust
+    )
+    assert partial.entries == len(seqs) and partial.tree_size == n
+
+
+def test_empty_thread_verifies() -> None:
+    report = passes(Thread().full_bundle())
+    assert report.entries == report.tree_size == 0
+
+
+def test_report_of_a_verified_bundle() -> None:
+    report = passes(story(12).full_bundle(checkpoint_sizes=[4]))
+    assert report.verified and report.failure is None
+    assert [step.status for step in report.steps] == ["passed"] * 4 + ["skipped"] + ["passed"] * 2
+    assert report.kinds["turn"] == 5 and report.kinds["context.compaction"] == 1
+    document = report.to_json()
+    assert json.loads(json.dumps(document)) == document
+    assert [step["name"] for step in document["steps"]] == list(STEP_NAMES.values())
+    assert set(document) == {
+        "verified", "bundle", "origin", "disclosure", "tree_size", "entries",
+        "checkpoints", "kinds", "steps", "failure", "notes",
+    }  # fmt: skip
+    text = report.render()
+    assert text.startswith("registre bundle verification: VERIFIED")
+    assert "not checked: 1 compaction pin-set digest(s)" in text
+
+
+def test_report_of_a_failed_bundle() -> None:
+    thread = story(12)
+    error = fails(thread.partial_bundle([2, 3, 5]), UnresolvedClaimError, step=7, seq=3)
+    report = report_of(error)
+    assert report is not None and report.failure is not None
+    assert [step.status for step in report.steps][5:] == ["passed", "failed"]
+    assert report.failure.sentence().startswith("step 7 (claims), seq 3: UnresolvedClaimError:")
+    assert report.to_json()["failure"]["exit_code"] == 1
+    assert "NOT VERIFIED" in report.render()
+
+
+def test_partial_report_names_what_it_could_not_check() -> None:
+    report = passes(story(20).partial_bundle([*CHAIN, 15]))
+    tree = report.step(4)
+    assert "15 undisclosed entries" in " ".join(tree.not_checked)
+    assert "lifecycle replay of 4 disclosed event(s)" in " ".join(report.step(6).not_checked)
+
+
+def test_verifies_a_file_and_records_the_state(tmp_path: Path) -> None:
+    path = tmp_path / "thread-1.zip"
+    path.write_bytes(story(12).full_bundle())
+    state = tmp_path / "state.json"
+    report = verify_bundle(path, policy(), state_file=state)
+    assert report.bundle == str(path) and report.step(5).status == "passed"
+    assert json.loads(state.read_text())["origins"]["registre.test/log/thread-1"]["size"] == 12
+
+
+def test_unsound_witness_policy_is_refused() -> None:
+    with pytest.raises(WitnessPolicyError):
+        verify_bundle(story(12).full_bundle(), policy(witnesses=1, quorum=2))
+
+
+# --- the issue-5 hooks -----------------------------------------------------------------
+
+
+def projection(call: ModelCall) -> str:
+    assert len(call.prefix) == call.body["at_seq"] + 1
+    return digest("projection")
+
+
+def test_hooks_reproduce_the_recorded_digests() -> None:
+    hooks = SemanticHooks(pin_set_sha256=pin_set_sha256, projection_sha256=projection)
+    report = passes(story(12).full_bundle(), hooks=hooks)
+    checked = " ".join(report.step(6).checked)
+    assert "1 compaction pin-set digest(s) reproduced" in checked
+    assert "1 model-call projection digest(s) reproduced" in checked
+    assert not report.step(6).not_checked
+
+
+def test_pin_set_digest_that_does_not_reproduce_fails() -> None:
+    def without_pins(state: LifecycleState) -> str:
+        return pin_set_sha256(LifecycleState.empty())
+
+    hooks = SemanticHooks(pin_set_sha256=without_pins)
+    fails(story(12).full_bundle(), PinSetDigestError, step=6, seq=7, hooks=hooks)
+
+
+def test_projection_digest_that_does_not_reproduce_fails() -> None:
+    hooks = SemanticHooks(projection_sha256=lambda call: digest("another projection"))
+    fails(story(12).full_bundle(), ProjectionDigestError, step=6, seq=8, hooks=hooks)
+
+
+def test_hooks_are_not_run_on_partial_bundles() -> None:
+    hooks = SemanticHooks(projection_sha256=lambda call: digest("another projection"))
+    report = passes(story(12).partial_bundle([7, 8]), hooks=hooks)
+    assert "a partial bundle lacks the prefix" in " ".join(report.step(6).not_checked)

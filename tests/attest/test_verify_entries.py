@@ -1,0 +1,144 @@
+"""attest.verify_entries: the fast leaf opener is exactly open_entry, and spreading step 3
+over processes changes nothing but the time."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import attest.verify_entries as verify_entries
+from attest.entry import Entry, EntrySignatureError, open_entry
+from attest.errors import RegistreError
+from attest.verifier import verify_bundle
+from attest.verify_entries import check_entries, open_leaf
+from attest.verify_report import report_of
+from tests.bundles import ATTACKER, LOG, build_thread, policy
+from tests.tamper.helpers import entry_lines, with_entry_lines
+
+KEYS = [LOG.verifier()]
+TEXTS = [
+    "plain",
+    'quote " backslash \\ slash /',
+    "controls \x00\x01\x1f\x7f and \n\r\t\b\f",
+    "separators \u2028\u2029",
+    "accents é ü and CJK 漢字",
+    "astral 😀 𝄞",
+]
+
+
+@functools.cache
+def sample_leaves() -> list[bytes]:
+    thread = build_thread(10)
+    for text in TEXTS:
+        thread.turn(text)
+    # JCS orders keys by UTF-16 units: U+1F600 (D83D DE00) sorts before U+FFFF
+    thread.append("tool.call", {"call_id": "c1", "name": "t", "arguments": {"\uffff": 1, "😀": 2}})
+    return thread.leaves
+
+
+def outcome(opener: Any, leaf: bytes) -> tuple[str, Any]:
+    try:
+        entry: Entry = opener(leaf, KEYS)
+    except RegistreError as error:
+        return type(error).__name__, str(error)
+    return "ok", entry
+
+
+def mutate(leaf: bytes, edits: list[tuple[str, int, bytes]]) -> bytes:
+    data = bytearray(leaf)
+    for kind, position, payload in edits:
+        position %= len(data) + 1
+        if kind == "flip" and position < len(data):
+            data[position] ^= payload[0] or 1
+        elif kind == "insert":
+            data[position:position] = payload
+        else:
+            del data[position : position + len(payload)]
+    return bytes(data)
+
+
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(["flip", "insert", "delete"]),
+        st.integers(0, 4000),
+        st.one_of(
+            st.binary(min_size=1, max_size=4),
+            st.sampled_from([b" ", b"1", b".0", b"e1", b'"', b"\\", b"\\u0041", b",", b"}"]),
+        ),
+    ),
+    max_size=3,
+)
+
+
+@given(index=st.integers(0, 16), changes=edits)
+def test_open_leaf_is_exactly_open_entry(index: int, changes: list[tuple[str, int, bytes]]) -> None:
+    leaves = sample_leaves()
+    leaf = mutate(leaves[index % len(leaves)], changes)
+    assert outcome(open_leaf, leaf) == outcome(open_entry, leaf)
+
+
+def test_typical_leaves_never_need_open_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path itself accepts every genuine leaf (astral text excepted)."""
+
+    def refuse(*_: Any) -> Entry:
+        raise AssertionError("fell back to open_entry")
+
+    monkeypatch.setattr(verify_entries, "open_entry", refuse)
+    for leaf in sample_leaves():
+        if "😀".encode() not in leaf and "𝄞".encode() not in leaf:
+            assert open_leaf(leaf, KEYS).leaf == leaf
+
+
+def test_unpinned_key_is_refused_by_both_paths() -> None:
+    leaf = build_thread(1, signer=ATTACKER, story=False).leaves[0]
+    assert outcome(open_leaf, leaf)[0] == outcome(open_entry, leaf)[0] == "UnknownEntryKeyError"
+
+
+@functools.cache
+def long_bundle() -> tuple[bytes, list[bytes]]:
+    bundle = build_thread(700).full_bundle()
+    return bundle, entry_lines(bundle)
+
+
+@pytest.mark.parametrize("line", [12, 300, 650])
+def test_jobs_give_the_same_first_failure(line: int) -> None:
+    bundle, lines = long_bundle()
+    lines = list(lines)
+    assert b"turn " in lines[line]
+    lines[line] = lines[line].replace(b"turn ", b"Turn ")
+    lines[line + 20] = lines[line + 20].replace(b"turn ", b"Turn ")  # a later failure too
+    tampered = with_entry_lines(bundle, lines)
+    failures = []
+    for jobs in (1, 2):
+        with pytest.raises(EntrySignatureError) as info:
+            verify_bundle(tampered, policy(), jobs=jobs)
+        report = report_of(info.value)
+        assert report is not None and report.failure is not None
+        failures.append((report.failure.seq, str(info.value)))
+    assert failures[0] == failures[1] == (line, failures[0][1])
+
+
+def test_jobs_give_the_same_facts() -> None:
+    bundle, lines = long_bundle()
+    reports = [verify_bundle(bundle, policy(), jobs=jobs).to_json() for jobs in (1, 2, 3)]
+    assert reports[0] == reports[1] == reports[2]
+    checked = check_entries(
+        lines,
+        seqs=range(700),
+        full=True,
+        origin=build_thread(1).origin,
+        keys=KEYS,
+        root_sizes=[0, 1, 700],
+        jobs=2,
+    )
+    assert sorted(checked.roots) == [0, 1, 700] and len(checked.leaf_hashes) == 700
+    assert [record.seq for record in checked.records] == [1, 2, 3, 4, 5, 7, 8]
+
+
+def test_jobs_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        check_entries([], seqs=[], full=True, origin="o", keys=KEYS, jobs=0)
