@@ -18,6 +18,10 @@ with the thread):
 8. **Checkpoints**: every stored checkpoint note verifies under the trusted key for the
    thread's log name with the thread's origin, states the row's size and root, and that root is
    the recomputed root at that size (CheckpointMismatchError; note errors chained).
+9. **Lifecycle**: the lifecycle entries, folded in seq order through ``lifecycle.apply``
+   (which re-decides every request), give exactly their recorded outcomes and pin only earlier
+   entries (LifecycleReplayError at the first that does not), and the derived tables hold
+   exactly the rows the fold gives (DerivedStateMismatchError naming the first difference).
 
 The first failure raises, naming the thread and the first bad sequence number. Which keys are
 trusted is the caller's choice: pinned verifier keys, or (by default) the keys stored in the
@@ -32,8 +36,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, select
 
+from attest.bodies import LIFECYCLE_KINDS
 from attest.checkpoint import open_checkpoint
-from attest.entry import open_entry
+from attest.entry import Entry, open_entry
 from attest.errors import RegistreError, VerificationError
 from attest.keys import Verifier
 from attest.merkle import CompactRange, leaf_hash, root_at
@@ -41,16 +46,24 @@ from ledger.append import split_frontier
 from ledger.errors import UnknownThreadError
 from ledger.ledger import Ledger
 from ledger.store.engine import read_transaction
+from ledger.store.fold import (
+    DerivedTablesDifferError,
+    LifecycleHistoryError,
+    ThreadFold,
+    compare_derived,
+)
 from ledger.store.nodes import StoredHashSource
 from ledger.store.schema import tables
 
 __all__ = [
     "CheckpointMismatchError",
+    "DerivedStateMismatchError",
     "EntryMismatchError",
     "EntryRejectedError",
     "HeadMismatchError",
     "LeafHashMismatchError",
     "LedgerTamperedError",
+    "LifecycleReplayError",
     "PrevRootMismatchError",
     "SeqGapError",
     "SubtreeMismatchError",
@@ -125,6 +138,16 @@ class CheckpointMismatchError(LedgerTamperedError):
     """A stored checkpoint that does not verify or does not match the recomputed tree."""
 
 
+class LifecycleReplayError(LedgerTamperedError):
+    """A signed lifecycle entry whose recorded outcome is not what the rules decide when the
+    thread's lifecycle is replayed (a forged or altered decision), or a pin of a later entry."""
+
+
+class DerivedStateMismatchError(LedgerTamperedError):
+    """A derived lifecycle table (evidence, references, conclusions, pins, transitions) that
+    differs from the fold of the entries; ``registre rebuild`` repairs it."""
+
+
 @dataclass(frozen=True)
 class ThreadReport:
     """What verification established for one thread."""
@@ -191,6 +214,7 @@ def _verify_thread(
             thread, None, f"origin {origin!r} is not NAME/{thread} for any trusted key"
         )
     tree = CompactRange()
+    fold = ThreadFold(thread, keep_rows=True)
     while True:
         rows = conn.execute(_ROWS, {"thread": thread, "start": tree.size, "batch": batch}).all()
         if not rows:
@@ -198,7 +222,8 @@ def _verify_thread(
         first = tree.size
         completed: dict[tuple[int, int], bytes] = {}
         for row in rows:
-            _check_row(row, tree, keys, thread, origin, size, completed)
+            entry = _check_row(row, tree, keys, thread, origin, size, completed)
+            _fold_entry(fold, entry)
         # 6. stored subtrees completed by this batch
         _check_subtrees(conn, thread, first, tree.size, completed)
     # 7. head
@@ -216,7 +241,23 @@ def _verify_thread(
         )
     # 8. checkpoints
     count = _check_checkpoints(conn, thread, origin, size, log_keys, batch)
+    # 9. derived lifecycle tables (the replay itself ran entry by entry in step 4)
+    assert fold.rows is not None
+    try:
+        compare_derived(conn, thread, fold.rows)
+    except DerivedTablesDifferError as exc:
+        raise DerivedStateMismatchError(thread, exc.seq, str(exc)) from exc
     return ThreadReport(thread, origin, size, root, count)
+
+
+def _fold_entry(fold: ThreadFold, entry: Entry) -> None:
+    # 9. lifecycle replay: every lifecycle decision is re-made and must equal the recorded one
+    if entry.kind not in LIFECYCLE_KINDS:
+        return
+    try:
+        fold.add_entry(entry.seq, entry.kind, entry.body)
+    except LifecycleHistoryError as exc:
+        raise LifecycleReplayError(entry.thread, entry.seq, exc.problem) from exc
 
 
 def _check_row(
@@ -227,7 +268,7 @@ def _check_row(
     origin: str,
     size: int,
     completed: dict[tuple[int, int], bytes],
-) -> None:
+) -> Entry:
     seq = tree.size
     stored_seq = int(row.seq)
     leaf = _blob(row.leaf, thread, seq, "leaf")
@@ -258,6 +299,7 @@ def _check_row(
         )
     for level, index, node in tree.append(digest):
         completed[(level, index)] = node
+    return entry
 
 
 def _blob(value: object, thread: str, seq: int, what: str) -> bytes:

@@ -116,7 +116,7 @@ class DerivedTablesDifferError(StoreCorruptError):
         self.table = table
         self.key = key
         self.seq = seq
-        super().__init__(f"{table} row {key!s} (from seq {seq}): {problem}")
+        super().__init__(f"{table} row {key!s}: {problem}")
 
 
 class PinSourceRefusedError(RefusedError):
