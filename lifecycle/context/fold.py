@@ -1,0 +1,516 @@
+"""The context fold: :class:`ContextState`, a deterministic fold over a thread's entries.
+
+The state holds exactly what a projection needs (``specs/context.md`` section 2):
+
+* the **pins**: a pins-only :class:`~lifecycle.state.LifecycleState` fed the thread's
+  ``context.pin`` / ``context.unpin`` events (pin ids depend on pin events only, so they are
+  the ids the full lifecycle gives), and the entry each pin was made by;
+* the **header**: the pins live at the last compaction, task parameters first, then the
+  others, each group in pin order. It changes only at a compaction;
+* the **live summaries**: the compactions whose lines are still shown, in history order.
+  Their folded ranges partition ``[0, boundary - 1]``;
+* the **tail**: every entry from ``boundary`` on, with its rendering, tool call/result
+  pairing, turn starts and stubs.
+
+:meth:`ContextState.apply` costs O(size of the entry) for every kind but a compaction, which
+costs O(entries it folds + tail it keeps + summaries it refolds): each entry leaves the tail
+once, so the fold is amortised O(1) per entry for a bounded tail. Rebuilding the state at an
+earlier ``at`` is :meth:`ContextState.replay` of the prefix: the fold is a function of the
+entries only.
+
+A compaction entry is applied only if its range starts and ends at fold boundaries, lies
+before the entry, and its stubs are tool results of the kept tail (raising
+:class:`~lifecycle.context.errors.CompactionRangeError` /
+:class:`~lifecycle.context.errors.CompactionStubError`; the state is unchanged then). The
+policy, lineage, pin and token rules are checked by
+:func:`lifecycle.context.events.validate_compaction`, which a verifier calls first.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from lifecycle.codec import parse_body
+from lifecycle.context.errors import CompactionRangeError, CompactionStubError
+from lifecycle.context.model import ContextEntry, Message, SummaryLine
+from lifecycle.context.record import CompactionRecord, parse_compaction
+from lifecycle.context.render import (
+    entry_text,
+    message_tokens,
+    pin_message,
+    stub_message,
+    summary_message,
+    tail_message,
+    unpin_message,
+)
+from lifecycle.context.tokens import TokenCounter
+from lifecycle.machine import apply as apply_event
+from lifecycle.model import Accepted, PinnedItem
+from lifecycle.pins import pin_set_sha256
+from lifecycle.state import LifecycleState
+
+__all__ = [
+    "ContextState",
+    "HeaderPin",
+    "LiveSummary",
+    "SummaryRun",
+    "TailItem",
+    "protected_start",
+    "safe_cuts",
+]
+
+SummaryRun = tuple[int, int, int | None]
+"""``(first, last, line)``: entries ``first..last`` of a summary's range are stood for by line
+``line`` (the lowest-numbered line pointing at them), or by no line (``None``)."""
+
+
+@dataclass(slots=True, eq=False)
+class TailItem:
+    """An entry of the tail. ``message`` is how it reads when shown (``None``: never shown);
+    ``control`` marks a pin or unpin, shown only when it comes after the header snapshot;
+    ``partner`` is the seq of the paired tool call or result; ``begins_turn`` marks a
+    ``turn`` or ``tool.call`` entry (``specs/context.md`` section 5); ``pin_id`` is the pin
+    an accepted ``context.pin`` made."""
+
+    seq: int
+    kind: str
+    actor: str
+    body: Mapping[str, object]
+    text: str
+    message: Message | None
+    control: bool = False
+    begins_turn: bool = False
+    call_id: str | None = None
+    partner: int | None = None
+    stub: Message | None = None
+    pin_id: str | None = None
+    _tokens: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def stubbed(self) -> bool:
+        """Whether a compaction replaced this tool result by a stub."""
+        return self.stub is not None
+
+    def shown(self, header_seq: int) -> Message | None:
+        """The message this entry contributes to the tail now, if any."""
+        if self.stub is not None:
+            return self.stub
+        if self.control and self.seq < header_seq:
+            return None
+        return self.message
+
+    def tokens(self, counter: TokenCounter, header_seq: int) -> int:
+        """Tokens of :meth:`shown` (0 when nothing is shown), cached per counter name."""
+        shown = self.shown(header_seq)
+        if shown is None:
+            return 0
+        key = counter.name if shown is self.message else f"stub:{counter.name}"
+        cached = self._tokens.get(key)
+        if cached is None:
+            cached = self._tokens[key] = message_tokens(shown, counter)
+        return cached
+
+    def verbatim_tokens(self, counter: TokenCounter) -> int:
+        """Tokens of the unstubbed message (0 if it has none), cached per counter name."""
+        if self.message is None:
+            return 0
+        cached = self._tokens.get(counter.name)
+        if cached is None:
+            cached = self._tokens[counter.name] = message_tokens(self.message, counter)
+        return cached
+
+    def clone(self) -> TailItem:
+        """An independent copy (the body and messages are immutable and shared)."""
+        return TailItem(
+            self.seq,
+            self.kind,
+            self.actor,
+            self.body,
+            self.text,
+            self.message,
+            self.control,
+            self.begins_turn,
+            self.call_id,
+            self.partner,
+            self.stub,
+            self.pin_id,
+            dict(self._tokens),
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HeaderPin:
+    """A pin of the header: the pin, the ``context.pin`` entry that made it, its message."""
+
+    pin: PinnedItem
+    entry_seq: int
+    message: Message
+    _tokens: dict[str, int] = field(default_factory=dict)
+
+    def tokens(self, counter: TokenCounter) -> int:
+        """Tokens of the pin's message, cached per counter name."""
+        cached = self._tokens.get(counter.name)
+        if cached is None:
+            cached = self._tokens[counter.name] = message_tokens(self.message, counter)
+        return cached
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LiveSummary:
+    """A compaction whose summary is shown: entry ``seq`` folded ``first..last`` into
+    ``lines``; ``runs`` partition ``first..last`` by the line standing for each entry."""
+
+    seq: int
+    first: int
+    last: int
+    lines: tuple[SummaryLine, ...]
+    message: Message
+    runs: tuple[SummaryRun, ...]
+    _tokens: dict[str, int] = field(default_factory=dict)
+
+    def tokens(self, counter: TokenCounter) -> int:
+        """Tokens of the summary's message, cached per counter name."""
+        cached = self._tokens.get(counter.name)
+        if cached is None:
+            cached = self._tokens[counter.name] = message_tokens(self.message, counter)
+        return cached
+
+    @classmethod
+    def build(cls, seq: int, first: int, last: int, lines: tuple[SummaryLine, ...]) -> LiveSummary:
+        """The live summary of compaction ``seq`` (renders the message, computes the runs)."""
+        return cls(
+            seq,
+            first,
+            last,
+            lines,
+            summary_message(seq, first, last, lines),
+            _runs(first, last, lines),
+        )
+
+
+class ContextState:
+    """The working-context fold of one thread up to entry ``at`` (``-1``: no entry yet).
+
+    Mutable: :meth:`apply` advances it in place (the ledger keeps one per thread as derived
+    state); :meth:`copy` forks it. Read it through the properties; the sequences they return
+    are views, not to be changed.
+    """
+
+    __slots__ = (
+        "_at",
+        "_boundary",
+        "_header",
+        "_header_seq",
+        "_open_calls",
+        "_pin_entry",
+        "_pins",
+        "_summaries",
+        "_tail",
+    )
+
+    def __init__(self) -> None:
+        self._at = -1
+        self._pins = LifecycleState.empty()
+        self._pin_entry: dict[str, int] = {}
+        self._header: tuple[HeaderPin, ...] = ()
+        self._header_seq = -1
+        self._summaries: list[LiveSummary] = []
+        self._tail: list[TailItem] = []
+        self._boundary = 0
+        self._open_calls: dict[str, TailItem] = {}
+
+    @classmethod
+    def replay(cls, entries: Iterable[ContextEntry]) -> ContextState:
+        """The state after ``entries`` (which must be seq 0, 1, 2, ... in order)."""
+        state = cls()
+        for entry in entries:
+            state.apply(entry)
+        return state
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def at(self) -> int:
+        """The seq of the last entry folded, ``-1`` before the first."""
+        return self._at
+
+    @property
+    def boundary(self) -> int:
+        """The first seq of the tail (entries before it are covered by live summaries)."""
+        return self._boundary
+
+    @property
+    def header_seq(self) -> int:
+        """The seq of the last compaction (``-1`` if none): the header is the pins live then."""
+        return self._header_seq
+
+    @property
+    def header(self) -> tuple[HeaderPin, ...]:
+        """The header pins, in the order they are shown."""
+        return self._header
+
+    @property
+    def summaries(self) -> Sequence[LiveSummary]:
+        """The live summaries in history order."""
+        return self._summaries
+
+    @property
+    def tail(self) -> Sequence[TailItem]:
+        """The tail: entries ``boundary..at`` in order (index = seq - boundary)."""
+        return self._tail
+
+    def live_pins(self) -> tuple[PinnedItem, ...]:
+        """The pins live now, in pin order."""
+        return self._pins.live_pins()
+
+    def pin_entry_seq(self, pin_id: str) -> int:
+        """The seq of the ``context.pin`` entry that made pin ``pin_id`` (KeyError if none)."""
+        return self._pin_entry[pin_id]
+
+    def pin_set_sha256(self) -> str:
+        """:func:`lifecycle.pins.pin_set_sha256` of the pins live now."""
+        return pin_set_sha256(self._pins)
+
+    def copy(self) -> ContextState:
+        """An independent state equal to this one. O(tail + summaries + pins)."""
+        other = ContextState()
+        other._at = self._at
+        other._pins = self._pins.copy()
+        other._pin_entry = dict(self._pin_entry)
+        other._header = self._header
+        other._header_seq = self._header_seq
+        other._summaries = list(self._summaries)
+        other._tail = [item.clone() for item in self._tail]
+        other._boundary = self._boundary
+        by_seq = {item.seq: item for item in other._tail}
+        other._open_calls = {
+            call_id: by_seq[item.seq] for call_id, item in self._open_calls.items()
+        }
+        return other
+
+    # --- folding ------------------------------------------------------------------------
+
+    def apply(self, entry: ContextEntry) -> None:
+        """Fold ``entry`` (which must be entry ``at + 1``).
+
+        Raises ValueError for an entry out of order,
+        :class:`~lifecycle.errors.LifecycleFormatError` for a body the context cannot read,
+        :class:`~lifecycle.errors.ReplayMismatchError` for a pin or unpin whose recorded
+        outcome the lifecycle rules do not give, and ``CompactionRangeError`` /
+        ``CompactionStubError`` / ``CompactionPointerError`` /
+        ``CompactionEmptySummaryError`` for a compaction that cannot be applied. On any
+        error the state is unchanged.
+        """
+        if entry.seq != self._at + 1:
+            raise ValueError(f"entry {entry.seq} folded after entry {self._at}; fold in order")
+        kind, body = entry.kind, entry.body
+        if kind == "context.compaction":
+            record = parse_compaction(entry.seq, body)
+            item = TailItem(entry.seq, kind, entry.actor, body, entry_text(kind, body), None)
+            self._apply_compaction(record)
+        elif kind in ("context.pin", "context.unpin"):
+            item = self._pin_item(entry)
+        else:
+            item = TailItem(
+                entry.seq,
+                kind,
+                entry.actor,
+                body,
+                entry_text(kind, body),
+                tail_message(kind, body),
+                begins_turn=kind in ("turn", "tool.call"),
+            )
+            if kind in ("tool.call", "tool.result"):
+                self._pair(item)
+        self._tail.append(item)
+        self._at = entry.seq
+
+    def _pin_item(self, entry: ContextEntry) -> TailItem:
+        event = parse_body(entry.kind, entry.body)
+        self._pins = apply_event(self._pins, event)
+        message = None
+        pin_id = None
+        if isinstance(event.outcome, Accepted):
+            pin_id = event.outcome.id
+            if entry.kind == "context.pin":
+                self._pin_entry[pin_id] = entry.seq
+                pin = self._pins.pin(pin_id)
+                assert pin is not None  # an accepted pin is in the table
+                message = pin_message(pin)
+            else:
+                message = unpin_message(pin_id, entry_text(entry.kind, entry.body))
+                pin_id = None
+        return TailItem(
+            entry.seq,
+            entry.kind,
+            entry.actor,
+            entry.body,
+            entry_text(entry.kind, entry.body),
+            message,
+            control=True,
+            pin_id=pin_id,
+        )
+
+    def _pair(self, item: TailItem) -> None:
+        call_id = item.body.get("call_id")
+        if not isinstance(call_id, str):
+            return
+        item.call_id = call_id
+        if item.kind == "tool.call":
+            self._open_calls.setdefault(call_id, item)
+            return
+        call = self._open_calls.pop(call_id, None)
+        if call is not None:
+            call.partner = item.seq
+            item.partner = call.seq
+
+    def _apply_compaction(self, record: CompactionRecord) -> None:
+        self._check_fold_bounds(record)
+        last_folded = -1 if record.folded is None else record.folded[1]
+        folds_tail = last_folded >= self._boundary
+        kept = self._tail[last_folded + 1 - self._boundary :] if folds_tail else self._tail
+        stub_items = self._stub_items(record, kept)
+        # Every check passed: change the state.
+        if record.folded is not None:
+            first, last = record.folded
+            remaining = [s for s in self._summaries if s.last < first or s.first > last]
+            position = sum(1 for s in remaining if s.last < first)
+            remaining.insert(position, LiveSummary.build(record.seq, first, last, record.lines))
+            self._summaries = remaining
+            if folds_tail:
+                for item in self._tail[: last + 1 - self._boundary]:
+                    if item.call_id is not None and self._open_calls.get(item.call_id) is item:
+                        del self._open_calls[item.call_id]
+                self._tail = list(kept)
+                self._boundary = last + 1
+        for item in stub_items:
+            item.stub = stub_message(item.seq, item.body)
+        self._header = _header(self._pins, self._pin_entry)
+        self._header_seq = record.seq
+
+    def _check_fold_bounds(self, record: CompactionRecord) -> None:
+        """Raise CompactionRangeError unless the folded range starts at the tail or at a live
+        summary, and ends inside the tail (before the compaction) or where a live summary
+        ends."""
+        if record.folded is None:
+            return
+        first, last = record.folded
+        where = f"compaction at seq {record.seq} folds {first}-{last}"
+        if last >= record.seq:
+            raise CompactionRangeError(f"{where}, which does not lie before the compaction itself")
+        starts = [index for index, s in enumerate(self._summaries) if s.first == first]
+        if first != self._boundary and not starts:
+            raise CompactionRangeError(
+                f"{where}: a range starts at the tail ({self._boundary}) or at the start of a "
+                f"live summary ({_firsts(self._summaries)})"
+            )
+        later = self._summaries[starts[0] :] if starts else []
+        if last < self._boundary and not any(s.last == last for s in later):
+            raise CompactionRangeError(
+                f"{where}: a range before the tail ends where a live summary ends "
+                f"({', '.join(str(s.last) for s in later)}) or inside the tail"
+            )
+
+    def _stub_items(self, record: CompactionRecord, kept: Sequence[TailItem]) -> list[TailItem]:
+        if not record.stubbed:
+            return []
+        start = kept[0].seq if kept else self._at + 1
+        items = []
+        for seq in record.stubbed:
+            index = seq - start
+            item = kept[index] if 0 <= index < len(kept) else None
+            if item is None or item.kind != "tool.result" or item.stubbed:
+                raise CompactionStubError(
+                    f"compaction at seq {record.seq} stubs entry {seq}, which is not an "
+                    "unstubbed tool.result of the tail it keeps"
+                )
+            items.append(item)
+        return items
+
+    def __repr__(self) -> str:
+        return (
+            f"ContextState(at={self._at}, pins={len(self.live_pins())}, "
+            f"summaries={len(self._summaries)}, tail={len(self._tail)})"
+        )
+
+
+# --- the tail's rules (shared by planning and verification) ---------------------------------
+
+
+def protected_start(tail: Sequence[TailItem], keep_recent_turns: int) -> int:
+    """The index of the first tail item of the ``keep_recent_turns`` most recent turns: the
+    K-th last item that begins a turn; ``len(tail)`` when K is 0; 0 when the tail has fewer
+    than K turn starts (then the whole tail is kept). O(tail)."""
+    if keep_recent_turns == 0:
+        return len(tail)
+    seen = 0
+    for index in range(len(tail) - 1, -1, -1):
+        if tail[index].begins_turn:
+            seen += 1
+            if seen == keep_recent_turns:
+                return index
+    return 0
+
+
+def safe_cuts(tail: Sequence[TailItem]) -> list[bool]:
+    """``cuts[k]`` is whether folding ``tail[0..k]`` keeps every tool call with its result:
+    no call in it is answered after ``k`` and no call in it is unanswered. O(tail)."""
+    cuts = []
+    pending = 0
+    unanswered = 0
+    for item in tail:
+        if item.kind == "tool.call" and item.call_id is not None:
+            if item.partner is None:
+                unanswered += 1
+            else:
+                pending += 1
+        elif item.kind == "tool.result" and item.partner is not None:
+            pending -= 1
+        cuts.append(pending == 0 and unanswered == 0)
+    return cuts
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _header(pins: LifecycleState, pin_entry: Mapping[str, int]) -> tuple[HeaderPin, ...]:
+    live = pins.live_pins()
+    ordered = [pin for pin in live if pin.kind == "task_parameter"]
+    ordered += [pin for pin in live if pin.kind != "task_parameter"]
+    return tuple(HeaderPin(pin, pin_entry[pin.id], pin_message(pin)) for pin in ordered)
+
+
+def _firsts(summaries: Sequence[LiveSummary]) -> str:
+    return ", ".join(str(s.first) for s in summaries) or "none"
+
+
+def _runs(first: int, last: int, lines: Sequence[SummaryLine]) -> tuple[SummaryRun, ...]:
+    """Partition ``first..last`` by the lowest-numbered line covering each entry. O(S log S)
+    in the number of spans."""
+    spans = sorted(
+        (span_first, span_last, index)
+        for index, line in enumerate(lines)
+        for span_first, span_last in line.pointers
+    )
+    points = sorted({first, last + 1} | {p for a, b, _ in spans for p in (a, b + 1)})
+    runs: list[SummaryRun] = []
+    heap: list[tuple[int, int]] = []  # (line index, span last)
+    next_span = 0
+    for start, stop in pairwise(points):
+        if start > last:
+            break
+        while next_span < len(spans) and spans[next_span][0] <= start:
+            _, span_last, index = spans[next_span]
+            heapq.heappush(heap, (index, span_last))
+            next_span += 1
+        while heap and heap[0][1] < start:
+            heapq.heappop(heap)
+        line = heap[0][0] if heap else None
+        if runs and runs[-1][2] == line and runs[-1][1] == start - 1:
+            runs[-1] = (runs[-1][0], stop - 1, line)
+        else:
+            runs.append((start, stop - 1, line))
+    return tuple(runs)

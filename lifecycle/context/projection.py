@@ -1,0 +1,282 @@
+"""Projection: the messages sent to the model and the manifest that accounts for every entry.
+
+``project(state, budget, policy, counter)`` lays out the context the fold describes
+(``specs/context.md`` section 4), in this order:
+
+1. the header: the pins live at the last compaction, task parameters first;
+2. the live summaries, oldest range first, one message each;
+3. the verbatim tail, one message per shown entry (stubs in place of stubbed results).
+
+Parts 1 and 2 are the *stable prefix*: they change only when a compaction is applied, so a
+provider's prompt cache stays valid between compactions. The manifest gives every entry
+``0..at`` exactly one status (:data:`STATUSES`) as runs of consecutive entries, and reports
+the stable prefix length in messages and tokens.
+
+Cost: O(header + live summaries + their pointer spans + tail), independent of the length of
+the history behind the summaries. ``project`` never cuts anything silently: a context over
+the budget raises :class:`~lifecycle.context.errors.PinsOverBudgetError` (the pins alone do
+not fit) or :class:`~lifecycle.context.errors.ProjectionOverBudgetError` (compact first).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Final
+
+from lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
+from lifecycle.context.fold import ContextState
+from lifecycle.context.model import Message
+from lifecycle.context.policy import Policy
+from lifecycle.context.render import message_tokens, pin_message
+from lifecycle.context.tokens import TokenCounter
+
+__all__ = [
+    "PROJECTION_FORMAT",
+    "STATUSES",
+    "Manifest",
+    "ManifestRun",
+    "Projection",
+    "context_tokens",
+    "live_pin_tokens",
+    "project",
+]
+
+PROJECTION_FORMAT: Final = "registre.projection/1"
+STATUSES: Final = ("verbatim", "pinned", "summarized", "stubbed", "folded")
+"""``verbatim``: the entry's own message is in the tail; ``pinned``: the entry made a pin
+whose text is shown (in the header, or in the tail for a pin made since the last compaction);
+``summarized``: a line of a live summary stands for it; ``stubbed``: a
+bulky tool result shown as a one-line stub; ``folded``: not in the context and not
+mentioned (folded without a line pointing at it, or an entry that is never shown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestRun:
+    """Entries ``first..last`` share a status.
+
+    ``message`` is the index of the message holding them: for ``verbatim`` and ``stubbed``
+    runs, entry ``first + k`` is message ``message + k``; for ``pinned`` (always a single
+    entry) the pin's header message; for ``summarized`` the summary's message, whose line
+    ``line`` stands for them (``compaction`` is the seq of the compaction that wrote it).
+    """
+
+    first: int
+    last: int
+    status: str
+    message: int | None = None
+    compaction: int | None = None
+    line: int | None = None
+    pin: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """``{"from", "to", "status"}`` plus the fields that are set."""
+        data: dict[str, object] = {"from": self.first, "to": self.last, "status": self.status}
+        for name in ("message", "compaction", "line", "pin"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """Runs partitioning ``0..at`` in order, the stable prefix and the token total."""
+
+    runs: tuple[ManifestRun, ...]
+    stable_prefix_messages: int
+    stable_prefix_tokens: int
+    tokens: int
+
+    def status_of(self, seq: int) -> ManifestRun:
+        """The run holding entry ``seq`` (KeyError if ``seq`` is not in ``0..at``)."""
+        index = bisect_right([run.first for run in self.runs], seq) - 1
+        if index < 0 or self.runs[index].last < seq:
+            raise KeyError(seq)
+        return self.runs[index]
+
+    def to_json(self) -> dict[str, object]:
+        """``{"entries": [runs], "stable_prefix": {"messages", "tokens"}, "tokens"}``."""
+        return {
+            "entries": [run.to_json() for run in self.runs],
+            "stable_prefix": {
+                "messages": self.stable_prefix_messages,
+                "tokens": self.stable_prefix_tokens,
+            },
+            "tokens": self.tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """What ``project`` returns: the messages in order (with their token counts) and the
+    manifest, with the parameters that produced them."""
+
+    at: int
+    budget: int
+    counter: str
+    policy: Policy
+    messages: tuple[Message, ...]
+    message_tokens: tuple[int, ...]
+    manifest: Manifest
+
+    @property
+    def tokens(self) -> int:
+        """Total tokens of the messages (<= ``budget``)."""
+        return self.manifest.tokens
+
+    @property
+    def compaction_due(self) -> bool:
+        """Whether the context passed the policy's high-water mark: time to compact."""
+        return self.manifest.tokens > self.policy.high_water_tokens
+
+    def to_json(self) -> dict[str, object]:
+        """Plain JSON data, ready for RFC 8785: the projection digest is SHA-256 over its
+        canonical bytes (``specs/context.md`` section 8)."""
+        return {
+            "format": PROJECTION_FORMAT,
+            "at": self.at,
+            "budget_tokens": self.budget,
+            "token_counter": self.counter,
+            "policy": self.policy.to_json(),
+            "messages": [message.to_json() for message in self.messages],
+            "manifest": self.manifest.to_json(),
+        }
+
+
+def project(state: ContextState, budget: int, policy: Policy, counter: TokenCounter) -> Projection:
+    """The projection of ``state`` for a model with ``budget`` tokens (module docstring).
+
+    Deterministic: equal states (the fold of equal entries) and equal arguments give equal
+    projections. Raises PinsOverBudgetError or ProjectionOverBudgetError (both
+    ContextBudgetError, with ``over_by``) when the context exceeds ``budget``.
+    """
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 token, got {budget}")
+    messages: list[Message] = []
+    tokens: list[int] = []
+    for pin in state.header:
+        messages.append(pin.message)
+        tokens.append(pin.tokens(counter))
+    for summary in state.summaries:
+        messages.append(summary.message)
+        tokens.append(summary.tokens(counter))
+    prefix_messages = len(messages)
+    prefix_tokens = sum(tokens)
+    header_seq = state.header_seq
+    for item in state.tail:
+        shown = item.shown(header_seq)
+        if shown is not None:
+            messages.append(shown)
+            tokens.append(item.tokens(counter, header_seq))
+    total = sum(tokens)
+    if total > budget:
+        _refuse(state, budget, total, counter)
+    manifest = Manifest(_runs(state), prefix_messages, prefix_tokens, total)
+    return Projection(
+        state.at, budget, counter.name, policy, tuple(messages), tuple(tokens), manifest
+    )
+
+
+def context_tokens(state: ContextState, counter: TokenCounter) -> int:
+    """Tokens of the context the state describes, whatever the budget (what
+    ``tokens_before`` and ``tokens_after`` of a compaction record). O(live context)."""
+    header_seq = state.header_seq
+    return (
+        sum(pin.tokens(counter) for pin in state.header)
+        + sum(summary.tokens(counter) for summary in state.summaries)
+        + sum(item.tokens(counter, header_seq) for item in state.tail)
+    )
+
+
+def live_pin_tokens(state: ContextState, counter: TokenCounter) -> int:
+    """Tokens the live pins take as header messages: the floor no compaction can go below."""
+    return sum(message_tokens(pin_message(pin), counter) for pin in state.live_pins())
+
+
+def _refuse(state: ContextState, budget: int, total: int, counter: TokenCounter) -> None:
+    pins = live_pin_tokens(state, counter)
+    if pins > budget:
+        raise PinsOverBudgetError(
+            f"the live pins alone take {pins} tokens, {pins - budget} over the budget of "
+            f"{budget}; unpin something or raise the budget",
+            needed=pins,
+            budget=budget,
+        )
+    raise ProjectionOverBudgetError(
+        f"the context takes {total} tokens, {total - budget} over the budget of {budget}; "
+        "plan and record a compaction (plan_compaction) before projecting",
+        needed=total,
+        budget=budget,
+    )
+
+
+# --- the manifest ---------------------------------------------------------------------------
+
+
+def _runs(state: ContextState) -> tuple[ManifestRun, ...]:
+    runs: list[ManifestRun] = []
+    pinned = {pin.entry_seq: (pin.pin.id, index) for index, pin in enumerate(state.header)}
+    pinned_seqs = sorted(pinned)
+    message = len(state.header)
+    for summary in state.summaries:
+        for first, last, line in summary.runs:
+            low = bisect_left(pinned_seqs, first)
+            high = bisect_right(pinned_seqs, last)
+            start = first
+            for seq in pinned_seqs[low:high]:
+                if seq > start:
+                    _push(runs, _summarized(start, seq - 1, summary.seq, line, message))
+                pin_id, pin_message_index = pinned[seq]
+                _push(runs, ManifestRun(seq, seq, "pinned", pin_message_index, pin=pin_id))
+                start = seq + 1
+            if start <= last:
+                _push(runs, _summarized(start, last, summary.seq, line, message))
+        message += 1
+    header_seq = state.header_seq
+    for item in state.tail:
+        shown = item.shown(header_seq)
+        if shown is not None and item.pin_id is not None:
+            _push(runs, ManifestRun(item.seq, item.seq, "pinned", message, pin=item.pin_id))
+            message += 1
+        elif shown is not None:
+            status = "stubbed" if item.stubbed else "verbatim"
+            _push(runs, ManifestRun(item.seq, item.seq, status, message))
+            message += 1
+        elif item.seq in pinned:
+            pin_id, pin_message_index = pinned[item.seq]
+            _push(runs, ManifestRun(item.seq, item.seq, "pinned", pin_message_index, pin=pin_id))
+        else:
+            _push(runs, ManifestRun(item.seq, item.seq, "folded"))
+    return tuple(runs)
+
+
+def _summarized(
+    first: int, last: int, compaction: int, line: int | None, message: int
+) -> ManifestRun:
+    if line is None:
+        return ManifestRun(first, last, "folded")
+    return ManifestRun(first, last, "summarized", message, compaction, line)
+
+
+def _push(runs: list[ManifestRun], run: ManifestRun) -> None:
+    """Append ``run``, merging it into the previous run when they continue each other."""
+    if runs and _continues(runs[-1], run):
+        previous = runs[-1]
+        runs[-1] = ManifestRun(
+            previous.first, run.last, run.status, previous.message, run.compaction, run.line
+        )
+    else:
+        runs.append(run)
+
+
+def _continues(previous: ManifestRun, run: ManifestRun) -> bool:
+    if previous.last + 1 != run.first or previous.status != run.status:
+        return False
+    if run.status == "folded":
+        return True
+    if run.status == "summarized":
+        return (previous.compaction, previous.line) == (run.compaction, run.line)
+    if run.status in ("verbatim", "stubbed") and previous.message is not None:
+        return previous.message + (previous.last - previous.first + 1) == run.message
+    return False

@@ -1,0 +1,193 @@
+"""How ledger entries, pins, stubs and summaries read in a projection (``specs/context.md``
+section 3). Every function here is pure and O(size of what it renders).
+
+Two texts per entry:
+
+* :func:`entry_text` -- the entry's own words, what a summary may quote (checked lineage) and
+  what a summarizer reads: a turn's or decision's text, a tool call's arguments as RFC 8785
+  JSON (or its ``arguments_json`` as recorded), a tool result's content, a lifecycle body as
+  RFC 8785 JSON, a pin's text, an unpin's reason, a compaction's summary lines joined by
+  ``\\n``, nothing for a model call;
+* :func:`tail_message` -- the message the entry becomes in the verbatim tail, or ``None`` for
+  the kinds that never appear there themselves (pins, unpins, compactions, model calls; the
+  fold renders pins and unpins with :func:`pin_message` and :func:`unpin_message`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from lifecycle.codec import KINDS as LIFECYCLE_KINDS
+from lifecycle.context.jsontext import canonical_text
+from lifecycle.context.model import Message, SummaryLine, format_spans
+from lifecycle.context.tokens import TokenCounter
+from lifecycle.errors import LifecycleFormatError
+from lifecycle.model import PinnedItem
+
+__all__ = [
+    "CONTENT_KINDS",
+    "CONTROL_KINDS",
+    "MESSAGE_OVERHEAD_TOKENS",
+    "entry_text",
+    "message_tokens",
+    "pin_message",
+    "stub_message",
+    "summary_message",
+    "tail_message",
+    "unpin_message",
+]
+
+MESSAGE_OVERHEAD_TOKENS: Final = 4
+"""Tokens charged per message for its framing (role, separators), on top of its texts."""
+
+_OWN_CONTENT_KINDS: Final = ("turn", "tool.call", "tool.result", "decision")
+_LIFECYCLE_CONTENT_KINDS: Final = tuple(
+    kind for kind in LIFECYCLE_KINDS if kind not in ("context.pin", "context.unpin")
+)
+CONTENT_KINDS: Final = frozenset(_OWN_CONTENT_KINDS + _LIFECYCLE_CONTENT_KINDS)
+"""Kinds that become a message of their own in the verbatim tail."""
+
+CONTROL_KINDS: Final = frozenset(
+    ("context.pin", "context.unpin", "context.compaction", "model.call")
+)
+"""Kinds that change or record the context rather than feed it."""
+
+
+def entry_text(kind: str, body: Mapping[str, object]) -> str:
+    """The entry's own words (module docstring). Raises
+    :class:`~lifecycle.errors.LifecycleFormatError` for an unknown kind or a body missing the
+    field the text comes from."""
+    if kind in ("turn", "decision"):
+        return _string(body, "text")
+    if kind == "tool.call":
+        return _arguments_text(body)
+    if kind == "tool.result":
+        return _string(body, "content")
+    if kind == "context.pin":
+        return _string(_object(body, "request"), "text", "body.request")
+    if kind == "context.unpin":
+        return _string(_object(body, "request"), "reason", "body.request")
+    if kind == "context.compaction":
+        lines = body.get("summary")
+        if not isinstance(lines, list):
+            raise LifecycleFormatError("body.summary", "expected a list of summary lines")
+        return "\n".join(
+            _string(line, "text", f"body.summary[{index}]")
+            for index, line in enumerate(lines)
+            if isinstance(line, Mapping)
+        )
+    if kind == "model.call":
+        return ""
+    if kind in _LIFECYCLE_CONTENT_KINDS:
+        return canonical_text(body, "body")
+    raise LifecycleFormatError("kind", f"{kind!r} is not an entry kind the context knows")
+
+
+def tail_message(kind: str, body: Mapping[str, object]) -> Message | None:
+    """The verbatim message of an entry of a content kind; ``None`` for the control kinds.
+
+    ``turn``: its role and text; ``tool.call``: ``assistant``, the arguments text, the tool
+    name and call id; ``tool.result``: ``tool``, the content (prefixed ``[error] `` when
+    ``is_error``), the tool name if recorded and the call id; ``decision``: ``system``,
+    ``[decision] `` + text; lifecycle kinds: ``system``, ``[KIND] `` + the body as RFC 8785
+    JSON.
+    """
+    if kind in CONTROL_KINDS:
+        return None
+    text = entry_text(kind, body)
+    if kind == "turn":
+        role = _string(body, "role")
+        if role not in ("user", "assistant", "system"):
+            raise LifecycleFormatError(
+                "body.role", f"expected user, assistant or system, got {role!r}"
+            )
+        return Message(role, text)
+    if kind == "tool.call":
+        return Message("assistant", text, _string(body, "name"), _string(body, "call_id"))
+    if kind == "tool.result":
+        prefix = "[error] " if body.get("is_error") is True else ""
+        return Message(
+            "tool", prefix + text, _optional_string(body, "name"), _string(body, "call_id")
+        )
+    if kind == "decision":
+        return Message("system", f"[decision] {text}")
+    return Message("system", f"[{kind}] {text}")
+
+
+def pin_message(pin: PinnedItem) -> Message:
+    """``system``: ``[pinned KIND ID] TEXT`` -- the same words in the pins section and in the
+    tail, so a pin is always carried verbatim."""
+    return Message("system", f"[pinned {pin.kind} {pin.id}] {pin.text}")
+
+
+def unpin_message(pin_id: str, reason: str) -> Message:
+    """``system``: ``[unpinned ID] REASON``."""
+    return Message("system", f"[unpinned {pin_id}] {reason}")
+
+
+def stub_message(seq: int, body: Mapping[str, object]) -> Message:
+    """The one-line stand-in of a bulky tool result: ``tool``, ``[output elided: N bytes;
+    ledger entry SEQ]`` (N = UTF-8 bytes of the content), with the result's name and call id,
+    so the call keeps its answer and the pointer says where the output is."""
+    size = len(_string(body, "content").encode("utf-8", "surrogatepass"))
+    return Message(
+        "tool",
+        f"[output elided: {size} bytes; ledger entry {seq}]",
+        _optional_string(body, "name"),
+        _string(body, "call_id"),
+    )
+
+
+def summary_message(
+    compaction_seq: int, first: int, last: int, lines: Iterable[SummaryLine]
+) -> Message:
+    """The message of one live summary: ``system``, a header
+    ``[summary of ledger entries FIRST-LAST, compaction SEQ]`` then, per line,
+    ``\\n- SECTION: TEXT (seq SPANS)`` with spans written ``2-5, 12``."""
+    parts = [f"[summary of ledger entries {first}-{last}, compaction {compaction_seq}]"]
+    parts.extend(
+        f"\n- {line.section}: {line.text} (seq {format_spans(line.pointers)})" for line in lines
+    )
+    return Message("system", "".join(parts))
+
+
+def message_tokens(message: Message, counter: TokenCounter) -> int:
+    """Tokens a message takes: :data:`MESSAGE_OVERHEAD_TOKENS` + its content, name and call
+    id as counted by ``counter``."""
+    total = MESSAGE_OVERHEAD_TOKENS + counter.count(message.content)
+    if message.name is not None:
+        total += counter.count(message.name)
+    if message.call_id is not None:
+        total += counter.count(message.call_id)
+    return total
+
+
+# --- reading body fields -------------------------------------------------------------------
+
+
+def _string(body: object, key: str, path: str = "body") -> str:
+    value = body.get(key) if isinstance(body, Mapping) else None
+    if not isinstance(value, str):
+        raise LifecycleFormatError(f"{path}.{key}", "expected a string")
+    return value
+
+
+def _optional_string(body: Mapping[str, object], key: str) -> str | None:
+    return _string(body, key) if key in body else None
+
+
+def _object(body: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = body.get(key)
+    if not isinstance(value, Mapping):
+        raise LifecycleFormatError(f"body.{key}", "expected an object")
+    return value
+
+
+def _arguments_text(body: Mapping[str, object]) -> str:
+    if "arguments_json" in body:
+        return _string(body, "arguments_json")
+    arguments = body.get("arguments")
+    if not isinstance(arguments, Mapping):
+        raise LifecycleFormatError("body.arguments", "expected an object")
+    return canonical_text(arguments, "body.arguments")
