@@ -38,6 +38,8 @@ from attest.errors import MalformedError
 from attest.strict_json import MAX_SAFE_INTEGER
 from lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
 from lifecycle.codec import parse_body
+from lifecycle.context.model import SECTIONS
+from lifecycle.context.policy import parse_policy
 from lifecycle.errors import LifecycleFormatError
 
 __all__ = [
@@ -61,13 +63,13 @@ MAX_NAME_BYTES = 256
 """Longest name or identifier (tool name, call id, model name), in UTF-8 bytes."""
 
 MAX_OBJECT_BYTES = 1 << 20
-"""Largest free-form object (tool arguments, a policy), as compact JSON: 1 MiB."""
+"""Largest free-form object (tool arguments), as compact JSON: 1 MiB."""
 
 MAX_BODY_BYTES = 2 << 20
 """Largest body as a whole, as compact JSON: 2 MiB."""
 
 MAX_ITEMS = 100_000
-"""Longest list inside a body (summary lines, pointers)."""
+"""Longest list inside a body (summary lines, pointer spans, stubs)."""
 
 MAX_DEPTH = 32
 """Deepest nesting of objects and lists in a body (the body itself is depth 1)."""
@@ -282,6 +284,43 @@ def _seqs(value: object, path: str) -> None:
         previous = item
 
 
+def _spans(value: object, path: str) -> None:
+    """A non-empty list of spans ``[first, last]`` (first <= last), sorted, neither
+    overlapping nor touching, so each set of pointers has one spelling."""
+    if not isinstance(value, list):
+        raise _wrong(path, "a list", value)
+    if not value:
+        raise BodySchemaError(path, "expected at least one span [first, last], got an empty list")
+    if len(value) > MAX_ITEMS:
+        raise BodySchemaError(path, f"expected at most {MAX_ITEMS} items, got {len(value)}")
+    previous = -2
+    for index, span in enumerate(value):
+        span_path = f"{path}[{index}]"
+        if not isinstance(span, list) or len(span) != 2:
+            raise BodySchemaError(span_path, "expected a span [first, last]")
+        _SEQ(span[0], f"{span_path}[0]")
+        _SEQ(span[1], f"{span_path}[1]")
+        if span[0] > span[1]:
+            raise BodySchemaError(
+                f"{span_path}[1]", f"expected a number >= {span[0]}, got {span[1]}"
+            )
+        if span[0] <= previous + 1:
+            raise BodySchemaError(
+                span_path,
+                f"expected a span starting after {previous + 1} (sorted spans that neither "
+                "overlap nor touch: write [[2,5]], not [[2,3],[4,5]])",
+            )
+        previous = span[1]
+
+
+def _policy(value: object, path: str) -> None:
+    """The compaction policy: exactly the six integer fields of ``lifecycle.context.Policy``."""
+    try:
+        parse_policy(value, path)
+    except LifecycleFormatError as exc:
+        raise BodySchemaError(exc.path, exc.problem) from None
+
+
 def _list_of(item_check: _Check, *, max_items: int = MAX_ITEMS) -> _Check:
     def check(value: object, path: str) -> None:
         if not isinstance(value, list):
@@ -377,15 +416,29 @@ def _range_ordered(record: Mapping[str, Any], path: str) -> None:
         )
 
 
+def _summary_needs_folded(record: Mapping[str, Any], path: str) -> None:
+    """A summary stands for a folded range: lines exactly when ``folded`` is present."""
+    if "folded" in record and not record["summary"]:
+        raise BodySchemaError(
+            f"{path}.summary", "expected at least one line: a folded range is summarized"
+        )
+    if "folded" not in record and record["summary"]:
+        raise BodySchemaError(
+            f"{path}.folded", "required field is missing: summary lines stand for a folded range"
+        )
+
+
 def _pointers_inside_folded(record: Mapping[str, Any], path: str) -> None:
+    if "folded" not in record:
+        return
     low, high = record["folded"]["from"], record["folded"]["to"]
     for line_index, line in enumerate(record["summary"]):
-        for index, pointer in enumerate(line["pointers"]):
-            if not low <= pointer <= high:
+        for index, (first, last) in enumerate(line["pointers"]):
+            if first < low or last > high:
                 raise BodySchemaError(
                     f"{path}.summary[{line_index}].pointers[{index}]",
-                    f"expected a sequence number inside the folded range [{low}, {high}], "
-                    f"got {pointer}",
+                    f"expected a span inside the folded range [{low}, {high}], "
+                    f"got [{first}, {last}]",
                 )
 
 
@@ -414,22 +467,35 @@ _SCHEMAS: dict[str, _Check] = {
     ),
     "context.compaction": _record(
         _Field(
-            "folded", _record(_Field("from", _SEQ), _Field("to", _SEQ), rules=(_range_ordered,))
+            "folded",
+            _record(_Field("from", _SEQ), _Field("to", _SEQ), rules=(_range_ordered,)),
+            required=False,
         ),
-        _Field("summary", _list_of(_record(_Field("text", _TEXT), _Field("pointers", _seqs)))),
+        _Field("stubbed", _seqs, required=False),
+        _Field(
+            "summary",
+            _list_of(
+                _record(
+                    _Field("section", _one_of(*SECTIONS)),
+                    _Field("text", _TEXT),
+                    _Field("pointers", _spans),
+                )
+            ),
+        ),
         _Field("summarizer", _record(_Field("name", _name), _Field("version", _name))),
-        _Field("policy", _free_object),
+        _Field("policy", _policy),
+        _Field("token_counter", _name),
         _Field("tokens_before", _integer(0)),
         _Field("tokens_after", _integer(0)),
         _Field("pin_set_sha256", _sha256_hex),
-        rules=(_pointers_inside_folded,),
+        rules=(_summary_needs_folded, _pointers_inside_folded),
     ),
     "model.call": _record(
         _Field("model", _name),
         _Field("projection_sha256", _sha256_hex),
         _Field("at_seq", _SEQ),
         _Field("budget_tokens", _integer(1)),
-        _Field("policy", _free_object),
+        _Field("policy", _policy),
         _Field("token_counter", _name),
     ),
 }

@@ -138,10 +138,10 @@ def test_unknown_top_level_field_fail(kind: str) -> None:
     ],
 )
 def test_value_smuggled_into_free_object_fail(value: object, problem: str) -> None:
-    body = _valid("model.call")
-    body["policy"] = {"nested": [{"deep": value}]}
-    error = _refusal("model.call", body)
-    assert error.path == "body.policy.nested[0].deep"
+    body = _valid("tool.call")
+    body["arguments"] = {"nested": [{"deep": value}]}
+    error = _refusal("tool.call", body)
+    assert error.path == "body.arguments.nested[0].deep"
     assert problem in str(error)
 
 
@@ -150,9 +150,9 @@ def test_bool_is_not_an_integer_fail() -> None:
 
 
 def test_non_string_key_fail() -> None:
-    body = _valid("model.call")
-    body["policy"] = {1: "x"}
-    assert "not a string" in str(_refusal("model.call", body))
+    body = _valid("tool.call")
+    body["arguments"] = {1: "x"}
+    assert "not a string" in str(_refusal("tool.call", body))
 
 
 def test_odd_keys_are_quoted_in_paths() -> None:
@@ -199,7 +199,7 @@ def test_free_object_cap() -> None:
 
 
 def test_whole_body_cap() -> None:
-    line = {"text": "x" * (MAX_TEXT_BYTES - 100), "pointers": [2]}
+    line = {"section": "findings", "text": "x" * (MAX_TEXT_BYTES - 100), "pointers": [[2, 2]]}
     body = _valid("context.compaction") | {"summary": [line, line, line]}
     error = _refusal("context.compaction", body)
     assert error.path == "body"
@@ -249,14 +249,40 @@ def test_both_or_neither_arguments_fail() -> None:
 def test_compaction_pointer_outside_folded_range_fail() -> None:
     body = _valid("context.compaction")
     low = body["folded"]["from"]
-    body["summary"][1]["pointers"] = [low - 1, low]
+    body["summary"][1]["pointers"] = [[low - 1, low]]
     error = _refusal("context.compaction", body)
     assert error.path == "body.summary[1].pointers[0]"
     assert "inside the folded range" in str(error)
 
 
-def test_compaction_summary_may_be_empty() -> None:
-    validate_body("context.compaction", _valid("context.compaction") | {"summary": []})
+def test_compaction_span_reaching_past_the_range_fail() -> None:
+    body = _valid("context.compaction")
+    high = body["folded"]["to"]
+    body["summary"][0]["pointers"] = [[high, high + 1]]
+    assert _refusal("context.compaction", body).path == "body.summary[0].pointers[0]"
+
+
+def test_compaction_folding_nothing_has_no_summary() -> None:
+    body = _valid("context.compaction")
+    del body["folded"]
+    validate_body("context.compaction", body | {"summary": []})
+    assert _refusal("context.compaction", body).path == "body.folded"
+
+
+def test_compaction_fold_without_summary_fail() -> None:
+    body = _valid("context.compaction") | {"summary": []}
+    assert _refusal("context.compaction", body).path == "body.summary"
+
+
+@pytest.mark.parametrize("kind", ["context.compaction", "model.call"])
+def test_policy_is_the_six_integers(kind: str) -> None:
+    body = _valid(kind)
+    assert _refusal(kind, body | {"policy": body["policy"] | {"extra": 1}}).path == (
+        "body.policy.extra"
+    )
+    assert _refusal(kind, body | {"policy": body["policy"] | {"budget_tokens": 0}}).path == (
+        "body.policy.budget_tokens"
+    )
 
 
 def test_repeated_pointer_fail() -> None:
