@@ -172,7 +172,7 @@ class ThreadFold:
         try:
             return self.add_event(seq, event)
         except (ReplayMismatchError, PinSourceRefusedError) as exc:
-            raise LifecycleHistoryError(self.thread, seq, f"{kind}: {exc}") from exc
+            raise LifecycleHistoryError(self.thread, seq, str(exc)) from exc
 
     def add_event(self, seq: int, event: Event) -> list[Change]:
         """Fold ``event`` recorded at ``seq`` and return the changes it makes to the derived
