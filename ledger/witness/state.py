@@ -139,6 +139,7 @@ class WitnessState:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._writer = threading.Lock()
 
     @classmethod
     def create(cls, path: Path) -> WitnessState:
@@ -205,14 +206,18 @@ class WitnessState:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        # Threads of this process take turns on a mutex before BEGIN IMMEDIATE: correctness
+        # comes from the database lock (which also holds against other processes), the mutex
+        # only spares waiting threads SQLite's sleep-and-retry busy handler.
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with self._writer:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     # --- followed logs ------------------------------------------------------------------
 

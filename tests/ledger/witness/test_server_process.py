@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import base64
 import signal
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from attest.bundle import write_bundle
 from attest.checkpoint import open_checkpoint
+from attest.cosignature import CosignatureSigner
 from attest.keys import Signer
 from attest.note import sign_note
 from ledger.ledger import Ledger
@@ -309,3 +313,30 @@ def test_endpoint_spec_round_trip(start_witness: StartWitness) -> None:
     parsed = WitnessEndpoint.parse(w1.spec)
     assert parsed.verifier.vkey() == w1.signer.vkey() and parsed.url == w1.url
     assert http_request(w1.url, b"").status == 400
+
+
+def test_bundle_with_cosigned_head_verifies_offline_with_pinned_quorum(
+    tmp_path: Path, log_ledger: Ledger, signer: Signer, start_witness: StartWitness
+) -> None:
+    w1, w2 = start_witness("w1"), start_witness("w2")
+    thread = log_ledger.create_thread("t1")
+    grow(thread, 6)
+    witness_checkpoint(thread, [w1.endpoint, w2.endpoint], 2)
+    bundle = tmp_path / "t1.zip"
+    write_bundle(
+        bundle,
+        origin=thread.origin,
+        leaves=[entry.leaf for entry in thread.entries()],
+        checkpoints=[thread.checkpoint().note],
+    )
+    verify = [sys.executable, "-m", "attest", "verify", str(bundle), "--key", signer.vkey()]
+    pins = ["--witness", w1.signer.vkey(), "--witness", w2.signer.vkey()]
+    passed = subprocess.run([*verify, *pins, "--quorum", "2"], capture_output=True, timeout=60)
+    assert passed.returncode == 0, passed.stderr
+    # a pinned witness that never cosigned cannot be counted: 2 of 3 fails the check
+    stranger = CosignatureSigner.from_seed("witness.test/w3", bytes([3]) * 32).vkey()
+    failed = subprocess.run(
+        [*verify, *pins, "--witness", stranger, "--quorum", "3"], capture_output=True, timeout=60
+    )
+    assert failed.returncode == 1, failed.stderr
+    assert b"2 valid cosignature(s) from pinned witnesses; 3 needed" in failed.stderr
