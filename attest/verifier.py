@@ -44,6 +44,7 @@ from attest.errors import (
 from attest.keys import Verifier
 from attest.merkle import CompactRange, leaf_hash
 from attest.proofs import verify_consistency, verify_inclusion
+from attest.verify_context import context_hooks
 from attest.verify_entries import (
     EntriesChecked,
     EntriesProgress,
@@ -120,10 +121,13 @@ def verify_bundle(
 
     Returns the report of a verified bundle. Raises the failing check's RegistreError (its
     ``exit_code`` is 2 for unreadable input, 1 for a failed check) with the report attached.
-    ``jobs`` processes share the signature checks of step 3.
+    ``jobs`` processes share the signature checks of step 3. ``hooks`` replay the working
+    context in step 6 (default: :func:`attest.verify_context.context_hooks`; pass
+    ``SemanticHooks()`` to skip, and the report will say those checks were not made).
     """
     name = "<bytes>" if isinstance(source, bytes | bytearray | memoryview) else os.fspath(source)
-    run = _Verification(source, policy, state_file, jobs, hooks or SemanticHooks(), limits)
+    chosen = context_hooks() if hooks is None else hooks
+    run = _Verification(source, policy, state_file, jobs, chosen, limits)
     return run.run(str(name))
 
 

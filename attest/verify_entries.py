@@ -237,6 +237,7 @@ class EntryRecord:
 
     seq: int
     kind: str
+    actor: str
     body: dict[str, Any]
 
 
@@ -317,7 +318,7 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
             tree.append(entry.leaf_hash)
         kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
         if entry.kind in SEMANTIC_KINDS:
-            records.append(EntryRecord(entry.seq, entry.kind, entry.body))
+            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
     return _ChunkResult(checked)
 
 

@@ -9,18 +9,22 @@ order:
     (:class:`LifecycleReplayError`). A partial bundle cannot be replayed: the ids and
     decisions depend on entries it does not disclose; the report says so;
 6.2 a pin's ``seq`` names an earlier entry (:class:`PinSourceError`);
-6.3 a compaction folds a range that ends before the compaction itself
-    (:class:`CompactionRangeError`); that its summary pointers lie inside the range is the
-    body schema's rule, checked in step 3.1;
-6.4 a compaction's ``pin_set_sha256`` is the digest of the pins live at that point
-    (:class:`PinSetDigestError`) -- through the hook :attr:`SemanticHooks.pin_set_sha256`;
-6.5 a model call's ``at_seq`` is before the call (:class:`ModelCallPrefixError`);
-6.6 a model call's ``projection_sha256`` is reproduced from the ledger prefix up to ``at_seq``
-    (:class:`ProjectionDigestError`) -- through the hook :attr:`SemanticHooks.projection_sha256`.
+6.3 a compaction folds (and stubs) only entries before it (:class:`CompactionRangeError`);
+    that its summary pointers lie inside the folded range is the body schema's rule,
+    checked in step 3.1;
+6.4 full bundles: a compaction's ``pin_set_sha256`` is :func:`lifecycle.pin_set_sha256` of
+    the pins live at that point of the replay, so every live pin was carried verbatim
+    (:class:`PinSetDigestError`);
+6.5 full bundles: the rest of a compaction's rules against the working-context fold
+    (``specs/context.md``: fold boundaries, tool calls kept with their results, recent turns,
+    summary share, quotes, token counts) -- the hook :attr:`SemanticHooks.compaction`;
+6.6 a model call's ``at_seq`` is before the call (:class:`ModelCallPrefixError`);
+6.7 full bundles: a model call's ``projection_sha256`` is reproduced from the ledger prefix up
+    to ``at_seq`` -- the hook :attr:`SemanticHooks.model_call`.
 
-The digest reproductions (6.4, 6.6) belong to the working-context module (issue 5), which
-does not exist yet; until a caller passes the hooks these checks are reported as not checked,
-never as passed. They need the whole prefix, so they run on full bundles only.
+The hooks (6.5, 6.7) replay the working context (issue 5); :mod:`attest.verify_context`
+fills them, and the verifier uses it unless told otherwise. A caller may pass other hooks,
+or none: then the report lists those checks as not checked, never as passed.
 
 Step 7, claims: every accepted conclusion in the bundle resolves down to source passages --
 conclusion -> the evidence and computes it cites -> the references that evidence cites -> the
@@ -56,18 +60,19 @@ from lifecycle import (
     UpsertRequest,
     apply,
     parse_body,
+    pin_set_sha256,
 )
 
 __all__ = [
     "ClaimCitesInactiveError",
     "ClaimsChecked",
+    "Compaction",
     "CompactionRangeError",
     "LifecycleReplayError",
     "ModelCall",
     "ModelCallPrefixError",
     "PinSetDigestError",
     "PinSourceError",
-    "ProjectionDigestError",
     "SemanticHooks",
     "SemanticsChecked",
     "SemanticsProgress",
@@ -97,10 +102,6 @@ class ModelCallPrefixError(VerificationError):
     """A model call whose ``at_seq`` is not before the call."""
 
 
-class ProjectionDigestError(VerificationError):
-    """A model call whose projection digest does not reproduce from the ledger prefix."""
-
-
 class UnresolvedClaimError(VerificationError):
     """A conclusion whose chain does not reach registered source passages inside the bundle."""
 
@@ -111,7 +112,8 @@ class ClaimCitesInactiveError(VerificationError):
 
 @dataclass(frozen=True)
 class ModelCall:
-    """What the projection hook gets: the call's seq and body, and the leaves ``0..at_seq``."""
+    """What the model-call hook gets: the call's seq and body, and the leaves ``0..at_seq``
+    (verified bytes, in seq order)."""
 
     seq: int
     body: Mapping[str, Any]
@@ -119,16 +121,29 @@ class ModelCall:
 
 
 @dataclass(frozen=True)
-class SemanticHooks:
-    """Digest reproductions supplied by the working-context module (issue 5).
+class Compaction:
+    """What the compaction hook gets: the compaction's seq, actor and body, the leaves before
+    it (verified bytes, ``0..seq-1``) and the lifecycle state there (read it, do not keep it)."""
 
-    ``pin_set_sha256(state)`` returns the hex digest a compaction records for the live pins
-    of ``state`` (read it, do not keep it). ``projection_sha256(call)`` returns the hex digest
-    of the projection a model call was sent. ``None``: the check is reported as not checked.
+    seq: int
+    actor: str
+    body: Mapping[str, Any]
+    prefix: Sequence[bytes]
+    lifecycle: LifecycleState
+
+
+@dataclass(frozen=True)
+class SemanticHooks:
+    """Checks that replay the working context (issue 5); ``None``: not checked, and the report
+    says so. Each returns if the entry keeps the rules of ``specs/context.md`` and raises a
+    :class:`~attest.errors.VerificationError` (or MalformedError) otherwise.
+
+    ``compaction(point)``: the compaction against the context fold of ``point.prefix``.
+    ``model_call(call)``: the recorded projection digest reproduces from ``call.prefix``.
     """
 
-    pin_set_sha256: Callable[[LifecycleState], str] | None = None
-    projection_sha256: Callable[[ModelCall], str] | None = None
+    compaction: Callable[[Compaction], None] | None = None
+    model_call: Callable[[ModelCall], None] | None = None
 
 
 @dataclass
@@ -164,15 +179,17 @@ def check_semantics(
         body = record.body
         if record.kind == "context.compaction":
             counts["compactions"] += 1
-            _check_compaction(record)  # 6.3
-            if full and hooks.pin_set_sha256 is not None:  # 6.4
-                _check_pin_digest(record, hooks.pin_set_sha256(state))
+            _check_compaction_range(record)  # 6.3
+            if full:
+                _check_pin_digest(record, pin_set_sha256(state))  # 6.4
+                if hooks.compaction is not None:  # 6.5
+                    prefix = leaves[: record.seq]
+                    hooks.compaction(Compaction(record.seq, record.actor, body, prefix, state))
         elif record.kind == "model.call":
             counts["model calls"] += 1
-            _check_model_call(record)  # 6.5
-            if full and hooks.projection_sha256 is not None:  # 6.6
-                call = ModelCall(record.seq, body, leaves[: body["at_seq"] + 1])
-                _check_projection(record, hooks.projection_sha256(call))
+            _check_model_call(record)  # 6.6
+            if full and hooks.model_call is not None:  # 6.7
+                hooks.model_call(ModelCall(record.seq, body, leaves[: body["at_seq"] + 1]))
         else:
             counts["lifecycle"] += 1
             event = parse_body(record.kind, body)
@@ -202,13 +219,19 @@ def _check_pin_source(seq: int, request: PinRequest) -> None:
         )
 
 
-def _check_compaction(record: EntryRecord) -> None:
-    folded = record.body["folded"]
-    if folded["to"] >= record.seq:
+def _check_compaction_range(record: EntryRecord) -> None:
+    folded = record.body.get("folded")
+    if folded is not None and folded["to"] >= record.seq:
         raise CompactionRangeError(
             f"the compaction at seq {record.seq} folds entries {folded['from']}..{folded['to']}"
             f", which do not all come before it: a compaction can only fold the past"
         )
+    for seq in record.body.get("stubbed", ()):
+        if seq >= record.seq:
+            raise CompactionRangeError(
+                f"the compaction at seq {record.seq} stubs entry {seq}, which does not come "
+                "before it: a compaction can only stub the past"
+            )
 
 
 def _check_pin_digest(record: EntryRecord, expected: str) -> None:
@@ -228,19 +251,11 @@ def _check_model_call(record: EntryRecord) -> None:
         )
 
 
-def _check_projection(record: EntryRecord, expected: str) -> None:
-    recorded = record.body["projection_sha256"]
-    if recorded != expected:
-        raise ProjectionDigestError(
-            f"the model call at seq {record.seq} records projection digest {recorded}, but "
-            f"the projection of the ledger up to seq {record.body['at_seq']} gives {expected}"
-        )
-
-
 def _describe(
     result: SemanticsChecked, counts: dict[str, int], full: bool, hooks: SemanticHooks
 ) -> None:
     checked, not_checked = result.checked, result.not_checked
+    compactions, calls = counts["compactions"], counts["model calls"]
     if full:
         checked.append(f"{counts['lifecycle']} lifecycle event(s) replayed from the empty state")
     elif counts["lifecycle"]:
@@ -249,22 +264,29 @@ def _describe(
             "lacks the history their decisions depend on"
         )
     checked.append(f"{counts['pins']} pin(s) point at earlier entries")
-    checked.append(f"{counts['compactions']} compaction range(s) end before the compaction")
-    checked.append(f"{counts['model calls']} model call(s) built from an earlier prefix")
-    for count, hook, what in (
-        (counts["compactions"], hooks.pin_set_sha256, "compaction pin-set digest(s)"),
-        (counts["model calls"], hooks.projection_sha256, "model-call projection digest(s)"),
+    checked.append(f"{compactions} compaction(s) fold and stub only earlier entries")
+    if compactions and full:
+        checked.append(f"{compactions} compaction pin-set digest(s) = the live pins replayed")
+    elif compactions:
+        not_checked.append(f"{compactions} compaction pin-set digest(s): needs the full history")
+    checked.append(f"{calls} model call(s) built from an earlier prefix")
+    for count, hook, what, done in (
+        (
+            compactions,
+            hooks.compaction,
+            "compaction(s)",
+            "checked against the working-context rules",
+        ),
+        (calls, hooks.model_call, "model-call projection digest(s)", "reproduced"),
     ):
         if not count:
             continue
-        if hook is None:
-            not_checked.append(
-                f"{count} {what}: reproducing them needs the working-context module (issue 5)"
-            )
-        elif not full:
-            not_checked.append(f"{count} {what}: a partial bundle lacks the prefix")
+        if not full:
+            not_checked.append(f"{count} {what} {done}: a partial bundle lacks the prefix")
+        elif hook is None:
+            not_checked.append(f"{count} {what} {done}: needs the working-context replay (issue 5)")
         else:
-            checked.append(f"{count} {what} reproduced")
+            checked.append(f"{count} {what} {done}")
 
 
 # --- step 7 ----------------------------------------------------------------------------

@@ -29,8 +29,10 @@ from attest.canonical import canonical_bytes
 from attest.checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
 from attest.cosignature import CosignatureSigner
 from attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, open_entry, sign_entry
+from attest.errors import RegistreError
 from attest.keys import Signer
 from attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
+from attest.projection import projection_digest
 from attest.verifier import TrustPolicy
 from lifecycle import (
     ComputeRequest,
@@ -43,9 +45,20 @@ from lifecycle import (
     Statement,
     UpsertRequest,
     event_to_body,
-    pin_set_sha256,
     step,
 )
+from lifecycle.context import (
+    DEFAULT_COUNTER_NAME,
+    ContextEntry,
+    ContextState,
+    ExtractiveSummarizer,
+    Policy,
+    default_counter,
+    entry_text,
+    prepare_compaction,
+    project,
+)
+from lifecycle.context.events import COMPACTION_ACTOR
 
 __all__ = [
     "ATTACKER",
@@ -58,6 +71,7 @@ __all__ = [
     "members",
     "policy",
     "rezip",
+    "story_prefix",
 ]
 
 LOG = Signer.from_seed("registre.test/log", bytes(range(32)))
@@ -68,6 +82,15 @@ WITNESSES = [
 THREAD = "thread-1"
 TIME = "2026-11-30T08:30:18.123456Z"
 COSIGN_TIME = 1_796_000_000
+STORY_POLICY = Policy(
+    budget_tokens=150,
+    high_water_permille=500,
+    low_water_permille=100,
+    keep_recent_turns=1,
+    bulky_tool_output_tokens=2000,
+    summary_share_permille=500,
+)
+"""A small budget, so that the story's context is due for compaction after a few entries."""
 
 
 def digest(text: str) -> str:
@@ -88,6 +111,8 @@ class Thread:
     tree: MemoryHashSource = field(default_factory=MemoryHashSource)
     frontier: CompactRange = field(default_factory=CompactRange)
     state: LifecycleState = field(default_factory=LifecycleState.empty)
+    context: ContextState | None = field(default_factory=ContextState)
+    texts: dict[int, str] = field(default_factory=dict)
 
     @property
     def origin(self) -> str:
@@ -101,11 +126,42 @@ class Thread:
     def size(self) -> int:
         return len(self.entries)
 
-    def _add(self, entry: Entry) -> Entry:
+    def add(self, entry: Entry) -> Entry:
+        """Append an entry signed elsewhere (e.g. with a wrong prev root, for an attack)."""
         self.entries.append(entry)
         self.tree.append(entry.leaf_hash)
         self.frontier.append(entry.leaf_hash)
+        if self.context is not None:
+            try:  # the working context, as the ledger keeps it
+                self.context.apply(ContextEntry(entry.seq, entry.kind, entry.actor, entry.body))
+                self.texts[entry.seq] = entry_text(entry.kind, entry.body)
+            except RegistreError:  # a forged entry the context cannot fold: stop tracking
+                self.context = None
         return entry
+
+    def compact(self, context_policy: Policy = STORY_POLICY) -> Entry:
+        """Record the compaction due now, exactly as ``prepare_compaction`` makes it."""
+        assert self.context is not None
+        body = prepare_compaction(
+            self.context, context_policy, default_counter(), ExtractiveSummarizer(), self.texts
+        )
+        assert body is not None, "no compaction is due"
+        return self.append("context.compaction", body, actor=COMPACTION_ACTOR)
+
+    def model_call(self, context_policy: Policy = STORY_POLICY) -> Entry:
+        """Record a model call with the digest of the projection of everything so far."""
+        assert self.context is not None
+        budget = context_policy.budget_tokens
+        projection = project(self.context, budget, context_policy, default_counter())
+        body = {
+            "model": "test/model",
+            "projection_sha256": projection_digest(projection),
+            "at_seq": self.size - 1,
+            "budget_tokens": budget,
+            "policy": context_policy.to_json(),
+            "token_counter": DEFAULT_COUNTER_NAME,
+        }
+        return self.append("model.call", body)
 
     def append(self, kind: str, body: Mapping[str, Any], actor: str = "agent") -> Entry:
         """Sign and append one entry (its body must pass its schema)."""
@@ -119,7 +175,7 @@ class Thread:
             prev_root=self.frontier.root(),
             time=TIME,
         )
-        return self._add(entry)
+        return self.add(entry)
 
     def turn(self, text: str = "hello", role: str = "user") -> Entry:
         return self.append("turn", {"role": role, "text": text})
@@ -168,7 +224,7 @@ class Thread:
                 leaf,
                 leaf_hash(leaf),
             )
-        return self._add(entry)
+        return self.add(entry)
 
     # --- checkpoints and bundles ----------------------------------------------------------
 
@@ -231,49 +287,37 @@ class Thread:
         )
 
 
+def story_prefix(*, signer: Signer = LOG, thread: str = THREAD) -> Thread:
+    """Entries 0..6 of the story: a turn, a source read, evidence, a compute, a pin, a final
+    and a turn -- after which a compaction is due under :data:`STORY_POLICY`."""
+    result = Thread(signer=signer, thread=thread)
+    result.turn("Reconcile the Q3 figures.")  # 0
+    result.decide(ReadRequest((ref("r1"), ref("r2"))))  # 1
+    result.decide(
+        UpsertRequest(
+            (Statement("Impairment is 4.2m", ("r1",)), Statement("Stage 2 grew", ("r2",)))
+        )
+    )  # 2: ev-1, ev-2
+    result.decide(ComputeRequest("Ratio is 12 per mille", ("ev-1",)))  # 3: cc-1
+    result.decide(PinRequest("definition", "Stage 2 means SICR", 0))  # 4: pin-1
+    result.decide(FinalRequest("Q3 impairment reconciles", ("cc-1", "ev-2")))  # 5: cc-2
+    result.turn("noted", role="assistant")  # 6
+    return result
+
+
 def build_thread(
     n: int = 12, *, signer: Signer = LOG, thread: str = THREAD, story: bool = True
 ) -> Thread:
-    """A thread of ``n`` entries (at least 10 with ``story``): a small investigation --
-    source reads, evidence, a compute, a final, a pin, a compaction and a model call --
-    then turns up to ``n``."""
-    result = Thread(signer=signer, thread=thread)
+    """A thread of ``n`` entries (at least 10 with ``story``): the :func:`story_prefix`, the
+    compaction then due (7, folding 0..3), a model call with the digest of its projection (8)
+    and a turn (9); then turns up to ``n``."""
     if story:
-        result.turn("Reconcile the Q3 figures.")  # 0
-        result.decide(ReadRequest((ref("r1"), ref("r2"))))  # 1
-        result.decide(
-            UpsertRequest(
-                (Statement("Impairment is 4.2m", ("r1",)), Statement("Stage 2 grew", ("r2",)))
-            )
-        )  # 2: ev-1, ev-2
-        result.decide(ComputeRequest("Ratio is 12 per mille", ("ev-1",)))  # 3: cc-1
-        result.decide(PinRequest("definition", "Stage 2 means SICR", 0))  # 4: pin-1
-        result.decide(FinalRequest("Q3 impairment reconciles", ("cc-1", "ev-2")))  # 5: cc-2
-        result.turn("noted", role="assistant")  # 6
-        result.append(
-            "context.compaction",
-            {
-                "folded": {"from": 0, "to": 3},
-                "summary": [{"text": "Read the report, admitted evidence.", "pointers": [1, 2]}],
-                "summarizer": {"name": "registre.extractive", "version": "1"},
-                "policy": {"high_water_permille": 800},
-                "tokens_before": 900,
-                "tokens_after": 200,
-                "pin_set_sha256": pin_set_sha256(result.state),
-            },
-        )  # 7
-        result.append(
-            "model.call",
-            {
-                "model": "test/model",
-                "projection_sha256": digest("projection"),
-                "at_seq": 7,
-                "budget_tokens": 32000,
-                "policy": {"keep_recent_turns": 6},
-                "token_counter": "registre.default/1",
-            },
-        )  # 8
+        result = story_prefix(signer=signer, thread=thread)
+        result.compact()  # 7
+        result.model_call()  # 8
         result.turn("done", role="assistant")  # 9
+    else:
+        result = Thread(signer=signer, thread=thread)
     while result.size < n:
         result.turn(f"turn {result.size}")
     return result

@@ -13,17 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attest.checkpoint import WitnessPolicyError
+from attest.errors import VerificationError
 from attest.verifier import verify_bundle
 from attest.verify_report import STEP_NAMES, report_of
 from attest.verify_semantics import (
+    Compaction,
     ModelCall,
-    PinSetDigestError,
-    ProjectionDigestError,
     SemanticHooks,
     UnresolvedClaimError,
 )
-from lifecycle import LifecycleState, pin_set_sha256
-from tests.bundles import WITNESSES, Thread, build_thread, digest, policy
+from tests.bundles import WITNESSES, Thread, build_thread, policy
 from tests.tamper.helpers import fails, passes
 
 CHAIN = [1, 2, 3, 5]  # source.read, evidence, compute, final of the story
@@ -76,7 +75,7 @@ def test_report_of_a_verified_bundle() -> None:
     }  # fmt: skip
     text = report.render()
     assert text.startswith("registre bundle verification: VERIFIED")
-    assert "not checked: 1 compaction pin-set digest(s)" in text
+    assert "1 model-call projection digest(s) reproduced" in text
 
 
 def test_report_of_a_failed_bundle() -> None:
@@ -111,37 +110,53 @@ def test_unsound_witness_policy_is_refused() -> None:
         verify_bundle(story(12).full_bundle(), policy(witnesses=1, quorum=2))
 
 
-# --- the issue-5 hooks -----------------------------------------------------------------
+# --- the working-context hooks (issue 5) -----------------------------------------------
 
 
-def projection(call: ModelCall) -> str:
-    assert len(call.prefix) == call.body["at_seq"] + 1
-    return digest("projection")
-
-
-def test_hooks_reproduce_the_recorded_digests() -> None:
-    hooks = SemanticHooks(pin_set_sha256=pin_set_sha256, projection_sha256=projection)
-    report = passes(story(12).full_bundle(), hooks=hooks)
+def test_default_hooks_replay_the_working_context() -> None:
+    report = passes(story(12).full_bundle())
     checked = " ".join(report.step(6).checked)
-    assert "1 compaction pin-set digest(s) reproduced" in checked
+    assert "1 compaction(s) checked against the working-context rules" in checked
     assert "1 model-call projection digest(s) reproduced" in checked
     assert not report.step(6).not_checked
 
 
-def test_pin_set_digest_that_does_not_reproduce_fails() -> None:
-    def without_pins(state: LifecycleState) -> str:
-        return pin_set_sha256(LifecycleState.empty())
+def test_hooks_are_called_with_the_prefix() -> None:
+    seen: list[tuple[str, int, int]] = []
 
-    hooks = SemanticHooks(pin_set_sha256=without_pins)
-    fails(story(12).full_bundle(), PinSetDigestError, step=6, seq=7, hooks=hooks)
+    def compaction(point: Compaction) -> None:
+        seen.append(("compaction", point.seq, len(point.prefix)))
+        assert len(point.lifecycle.live_pins()) == 1
+
+    def model_call(call: ModelCall) -> None:
+        seen.append(("model.call", call.seq, len(call.prefix)))
+
+    passes(story(12).full_bundle(), hooks=SemanticHooks(compaction, model_call))
+    assert seen == [("compaction", 7, 7), ("model.call", 8, 8)]
 
 
-def test_projection_digest_that_does_not_reproduce_fails() -> None:
-    hooks = SemanticHooks(projection_sha256=lambda call: digest("another projection"))
-    fails(story(12).full_bundle(), ProjectionDigestError, step=6, seq=8, hooks=hooks)
+def test_a_failing_hook_fails_the_bundle() -> None:
+    class RuleBroken(VerificationError):
+        pass
+
+    def compaction(point: Compaction) -> None:
+        raise RuleBroken(f"compaction at seq {point.seq} folds a recent turn")
+
+    fails(story(12).full_bundle(), RuleBroken, step=6, seq=7, hooks=SemanticHooks(compaction))
+
+
+def test_without_hooks_the_report_says_what_was_not_checked() -> None:
+    report = passes(story(12).full_bundle(), hooks=SemanticHooks())
+    not_checked = " ".join(report.step(6).not_checked)
+    assert "1 compaction(s) checked against the working-context rules: needs" in not_checked
+    assert "1 model-call projection digest(s) reproduced: needs" in not_checked
 
 
 def test_hooks_are_not_run_on_partial_bundles() -> None:
-    hooks = SemanticHooks(projection_sha256=lambda call: digest("another projection"))
-    report = passes(story(12).partial_bundle([7, 8]), hooks=hooks)
-    assert "a partial bundle lacks the prefix" in " ".join(report.step(6).not_checked)
+    def refuse(call: ModelCall) -> None:
+        raise AssertionError("called on a partial bundle")
+
+    report = passes(story(12).partial_bundle([7, 8]), hooks=SemanticHooks(model_call=refuse))
+    not_checked = " ".join(report.step(6).not_checked)
+    assert "a partial bundle lacks the prefix" in not_checked
+    assert "pin-set digest(s): needs the full history" in not_checked

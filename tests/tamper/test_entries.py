@@ -143,9 +143,7 @@ def test_prev_root_rebound_fail() -> None:
         prev_root=wrong,
         time=TIME,
     )
-    thread.entries.append(entry)
-    thread.tree.append(entry.leaf_hash)
-    thread.frontier.append(entry.leaf_hash)
+    thread.add(entry)
     fails(thread.full_bundle(), PrevRootMismatchError, step=3, seq=11)
 
 

@@ -2,18 +2,23 @@
 or dishonest writer -- whose meaning breaks the rules. The verifier replays the lifecycle and
 checks compactions, pins, model calls and the chains behind conclusions.
 
-Not here yet: a pin dropped by a compaction and a model-call digest that does not reproduce.
-Both need the working-context module (issue 5) to fill ``SemanticHooks``; until then the
-verifier reports them as not checked, and a test of them could not fail."""
+Compactions and model calls are replayed with the working-context module (issue 5): each
+forgery starts from the body the honest writer recorded and changes one thing."""
 
 from __future__ import annotations
 
+import copy
+import hashlib
+from typing import Any
+
 from attest.bodies import BodySchemaError
+from attest.projection import ContextDigestMismatchError
 from attest.verify_semantics import (
     ClaimCitesInactiveError,
     CompactionRangeError,
     LifecycleReplayError,
     ModelCallPrefixError,
+    PinSetDigestError,
     PinSourceError,
     UnresolvedClaimError,
 )
@@ -22,17 +27,19 @@ from lifecycle import (
     Event,
     EvidenceReviseRequest,
     FinalRequest,
+    LifecycleState,
     PinRequest,
     ReadRequest,
     Statement,
     UpsertOutcome,
     UpsertRequest,
     event_to_body,
+    pin_set_sha256,
 )
-from tests.bundles import Thread, build_thread, digest, ref
+from lifecycle.context import CompactionTokensError
+from lifecycle.context.events import COMPACTION_ACTOR
+from tests.bundles import Thread, build_thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
-
-PIN_DIGEST = digest("pins")
 
 
 def retraction_story() -> Thread:
@@ -75,38 +82,6 @@ def test_evidence_id_forged_fail() -> None:
     fails(thread.full_bundle(), LifecycleReplayError, step=6, seq=1)
 
 
-def compaction(folded_from: int, folded_to: int, pointers: list[int]) -> dict[str, object]:
-    return {
-        "folded": {"from": folded_from, "to": folded_to},
-        "summary": [{"text": "earlier turns", "pointers": pointers}],
-        "summarizer": {"name": "registre.extractive", "version": "1"},
-        "policy": {"high_water_permille": 800},
-        "tokens_before": 100,
-        "tokens_after": 10,
-        "pin_set_sha256": PIN_DIGEST,
-    }
-
-
-def test_compaction_folding_its_own_future_fail() -> None:
-    """A compaction whose folded range reaches the compaction entry itself."""
-    honest = build_thread(6, story=False)
-    honest.append("context.compaction", compaction(0, 5, [1, 2]))
-    passes(honest.full_bundle())
-    forged = build_thread(6, story=False)
-    forged.append("context.compaction", compaction(0, 6, [1, 2]))
-    fails(forged.full_bundle(), CompactionRangeError, step=6, seq=6)
-
-
-def test_compaction_pointer_outside_range_fail() -> None:
-    """A summary line pointing at an entry outside what was folded (signed anyway)."""
-    forged = build_thread(6, story=False)
-    forged.forge("context.compaction", compaction(0, 3, [1, 5]))
-    fails(forged.full_bundle(), BodySchemaError, step=3, seq=6)
-    honest = build_thread(6, story=False)
-    honest.forge("context.compaction", compaction(0, 3, [1, 3]))
-    passes(honest.full_bundle())
-
-
 def test_pin_pointing_forward_fail() -> None:
     """A pin claiming its text comes from an entry that does not exist yet."""
     honest = build_thread(4, story=False)
@@ -117,25 +92,92 @@ def test_pin_pointing_forward_fail() -> None:
     fails(forged.full_bundle(), PinSourceError, step=6, seq=4)
 
 
-def model_call(at_seq: int) -> dict[str, object]:
-    return {
-        "model": "test/model",
-        "projection_sha256": digest("projection"),
-        "at_seq": at_seq,
-        "budget_tokens": 1000,
-        "policy": {},
-        "token_counter": "registre.default/1",
-    }
+def genuine_compaction() -> dict[str, Any]:
+    """The body of the compaction the story records at seq 7 (folding 0..3)."""
+    body: dict[str, Any] = copy.deepcopy(build_thread(10).entries[7].body)
+    return body
+
+
+def with_compaction(body: dict[str, Any], *, forge: bool = False) -> bytes:
+    """The story up to seq 6, then ``body`` as the compaction at seq 7, then a turn."""
+    thread = story_prefix()
+    if forge:
+        thread.forge("context.compaction", body)
+    else:
+        thread.append("context.compaction", body, actor=COMPACTION_ACTOR)
+    thread.turn("after")
+    return thread.full_bundle()
+
+
+def test_genuine_compaction_passes() -> None:
+    """The story's compaction, recorded as prepare_compaction made it, verifies in full."""
+    report = passes(with_compaction(genuine_compaction()))
+    assert "1 compaction(s) checked against the working-context rules" in " ".join(
+        report.step(6).checked
+    )
+
+
+def test_compaction_folding_its_own_future_fail() -> None:
+    """A compaction whose folded range reaches the compaction entry itself."""
+    body = genuine_compaction()
+    body["folded"]["to"] = 7
+    fails(with_compaction(body), CompactionRangeError, step=6, seq=7)
+
+
+def test_compaction_stubbing_its_future_fail() -> None:
+    """A compaction stubbing an entry that comes after it."""
+    body = genuine_compaction()
+    body["stubbed"] = [8]
+    fails(with_compaction(body), CompactionRangeError, step=6, seq=7)
+
+
+def test_compaction_pointer_outside_range_fail() -> None:
+    """A summary line pointing at an entry outside what was folded (signed anyway)."""
+    body = genuine_compaction()
+    body["summary"][0]["pointers"] = [[2, 3], [5, 5]]
+    fails(with_compaction(body, forge=True), BodySchemaError, step=3, seq=7)
+
+
+def test_pin_missing_after_compaction_fail() -> None:
+    """A compaction recording the digest of a pin set without the pin that was live."""
+    body = genuine_compaction()
+    body["pin_set_sha256"] = pin_set_sha256(LifecycleState.empty())
+    fails(with_compaction(body), PinSetDigestError, step=6, seq=7)
+
+
+def test_compaction_token_counts_forged_fail() -> None:
+    """A compaction claiming it shrank the context more than it did."""
+    body = genuine_compaction()
+    body["tokens_after"] -= 1
+    fails(with_compaction(body), CompactionTokensError, step=6, seq=7)
+
+
+def with_model_call(body: dict[str, Any]) -> bytes:
+    thread = story_prefix()
+    thread.compact()
+    thread.append("model.call", body)
+    thread.turn("after")
+    return thread.full_bundle()
+
+
+def genuine_model_call() -> dict[str, Any]:
+    body: dict[str, Any] = copy.deepcopy(build_thread(10).entries[8].body)
+    return body
+
+
+def test_model_call_digest_not_reproducing_fail() -> None:
+    """A model call whose recorded projection is not the one the ledger prefix gives."""
+    passes(with_model_call(genuine_model_call()))
+    body = genuine_model_call()
+    body["projection_sha256"] = hashlib.sha256(b"another context").hexdigest()
+    fails(with_model_call(body), ContextDigestMismatchError, step=6, seq=8)
 
 
 def test_model_call_from_the_future_fail() -> None:
     """A model call claiming a projection of a prefix that includes the call itself."""
-    honest = build_thread(4, story=False)
-    honest.append("model.call", model_call(3))
-    passes(honest.full_bundle())
-    forged = build_thread(4, story=False)
-    forged.append("model.call", model_call(4))
-    fails(forged.full_bundle(), ModelCallPrefixError, step=6, seq=4)
+    body = genuine_model_call()
+    body["at_seq"] = 8
+    fails(with_model_call(body), ModelCallPrefixError, step=6, seq=8)
 
 
 def test_final_without_its_sources_fail() -> None:

@@ -129,9 +129,7 @@ def test_prev_root_rebound_in_partial_bundle_fail() -> None:
         prev_root=root_at(thread.tree, 4),
         time=TIME,
     )
-    thread.entries.append(entry)
-    thread.tree.append(entry.leaf_hash)
-    thread.frontier.append(entry.leaf_hash)
+    thread.add(entry)
     thread.turn("after")
     passes(thread.partial_bundle([4]))
     fails(thread.partial_bundle([5]), PrevRootMismatchError, step=4, seq=5)

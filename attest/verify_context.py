@@ -1,0 +1,81 @@
+"""Steps 6.5 and 6.7 of bundle verification: the working context replayed (``specs/context.md``).
+
+:class:`ContextReplay` fills :class:`~attest.verify_semantics.SemanticHooks` with the
+working-context module (``lifecycle.context``, issue 5): it folds the verified entries of a
+full bundle into a :class:`~lifecycle.context.ContextState`, in seq order, as far as each
+check needs, and
+
+* for every ``context.compaction``: :func:`lifecycle.context.validate_compaction` against the
+  fold of the entries before it -- fold boundaries, stubs, tool calls kept with their
+  results, recent turns, summary share, quoted spans, pin set, token counts -- raising that
+  rule's ``Compaction*Error`` (or ``UnknownTokenCounterError``);
+* for every ``model.call``: :func:`attest.projection.verify_model_call` against the fold of
+  entries ``0..at_seq`` -- the projection rebuilt with the recorded budget, policy and
+  counter must have the recorded digest (``ContextDigestMismatchError``,
+  ``ModelCallOverBudgetError``).
+
+Token counts are recounted with the counter each event names; the default counter ships with
+registre, others must be given (``counters``). One replay serves one bundle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from attest.projection import verify_model_call
+from attest.verify_semantics import Compaction, ModelCall, SemanticHooks
+from lifecycle.context import (
+    ContextEntry,
+    ContextState,
+    TokenCounter,
+    counter_registry,
+    entry_text,
+    validate_compaction,
+)
+
+__all__ = ["ContextReplay", "context_hooks"]
+
+
+class ContextReplay:
+    """The working context of one full bundle, folded on demand by the two hooks.
+
+    The hooks are called in seq order; the fold only moves forward, except for a model call
+    projecting an earlier prefix than the fold has reached, which refolds from the start.
+    """
+
+    def __init__(self, counters: Iterable[TokenCounter] = ()) -> None:
+        self._counters = counter_registry(counters)
+        self._state = ContextState()
+        self._texts: dict[int, str] = {}
+
+    def hooks(self) -> SemanticHooks:
+        """The :class:`SemanticHooks` that run this replay."""
+        return SemanticHooks(compaction=self.check_compaction, model_call=self.check_model_call)
+
+    def check_compaction(self, point: Compaction) -> None:
+        """Validate the compaction at ``point.seq`` against the fold of the entries before it."""
+        self._fold_to(point.prefix, point.seq - 1)
+        entry = ContextEntry(point.seq, "context.compaction", point.actor, point.body)
+        validate_compaction(self._state, entry, self._texts, self._counters)
+
+    def check_model_call(self, call: ModelCall) -> None:
+        """Require the model call's projection digest to reproduce from ``0..at_seq``."""
+        self._fold_to(call.prefix, call.body["at_seq"])
+        verify_model_call(call.body, self._state, self._counters)
+
+    def _fold_to(self, leaves: Sequence[bytes], seq: int) -> None:
+        """Fold entries up to ``seq`` (inclusive) from ``leaves``, already verified in step 3
+        (canonical JSON, so the C parser reads exactly what the strict one read)."""
+        if self._state.at > seq:
+            self._state, self._texts = ContextState(), {}
+        for position in range(self._state.at + 1, seq + 1):
+            envelope = json.loads(leaves[position])["entry"]
+            kind, body = envelope["kind"], envelope["body"]
+            self._state.apply(ContextEntry(position, kind, envelope["actor"], body))
+            self._texts[position] = entry_text(kind, body)
+
+
+def context_hooks(counters: Iterable[TokenCounter] = ()) -> SemanticHooks:
+    """Fresh hooks replaying the working context (the verifier's default)."""
+    return ContextReplay(counters).hooks()
