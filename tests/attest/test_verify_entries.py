@@ -3,6 +3,7 @@ over processes changes nothing but the time."""
 
 from __future__ import annotations
 
+import base64
 import functools
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attest.verify_entries as verify_entries
-from attest.entry import Entry, EntrySignatureError, open_entry
+from attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, EntrySignatureError, open_entry
 from attest.errors import RegistreError
 from attest.verifier import verify_bundle
 from attest.verify_entries import check_entries, open_leaf
@@ -142,3 +143,67 @@ def test_jobs_give_the_same_facts() -> None:
 def test_jobs_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         check_entries([], seqs=[], full=True, origin="o", keys=KEYS, jobs=0)
+
+
+def signed_leaf(envelope: bytes) -> bytes:
+    """A leaf whose signature is valid over ``envelope`` exactly as written (any spelling)."""
+    signature = base64.b64encode(LOG.sign(ENTRY_SIGNATURE_PREFIX + envelope))
+    return b'{"entry":' + envelope + b',"sig":"' + signature + b'"}'
+
+
+GENUINE_ENVELOPE = (
+    b'{"actor":"agent","body":BODY,"key":"' + LOG.key_id.hex().encode() + b'","kind":"KIND",'
+    b'"log":"registre.test/log/thread-1","prev":{"root":"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG'
+    b'3hSuFU=","size":SEQ},"seq":SEQ,"thread":"thread-1","time":"2026-11-30T08:30:18.123456Z",'
+    b'"v":1}'
+)
+
+
+def envelope(
+    kind: bytes = b"turn", body: bytes = b'{"role":"user","text":"x"}', seq: bytes = b"0"
+) -> bytes:
+    return GENUINE_ENVELOPE.replace(b"BODY", body).replace(b"KIND", kind).replace(b"SEQ", seq)
+
+
+@pytest.mark.parametrize(
+    ("case", "leaf_envelope", "error"),
+    [
+        ("genuine", envelope(), None),
+        ("huge seq", envelope(seq=b"1152921504606846976"), "IntegerRangeError"),
+        (
+            "float argument",
+            envelope(b"tool.call", b'{"arguments":{"x":1.5},"call_id":"c","name":"t"}'),
+            "BodySchemaError",
+        ),
+        (
+            "python float spelling",
+            envelope(b"tool.call", b'{"arguments":{"x":1e-07},"call_id":"c","name":"t"}'),
+            "NonCanonicalError",
+        ),
+        (
+            "huge body integer",
+            envelope(
+                b"tool.call", b'{"arguments":{"x":18014398509481984},"call_id":"c","name":"t"}'
+            ),
+            "IntegerRangeError",
+        ),
+        (
+            "nan",
+            envelope(b"tool.call", b'{"arguments":{"x":NaN},"call_id":"c","name":"t"}'),
+            "NonFiniteNumberError",
+        ),
+        (
+            "duplicate key",
+            envelope(body=b'{"role":"user","role":"user","text":"x"}'),
+            "DuplicateKeyError",
+        ),
+    ],
+)
+def test_signed_oddities_take_the_slow_path_to_the_same_verdict(
+    case: str, leaf_envelope: bytes, error: str | None
+) -> None:
+    """Leaves validly signed over odd bytes: the signature alone must not make them pass."""
+    leaf = signed_leaf(leaf_envelope)
+    fast, slow = outcome(open_leaf, leaf), outcome(open_entry, leaf)
+    assert fast == slow
+    assert fast[0] == (error or "ok")
