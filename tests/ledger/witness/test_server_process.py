@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import signal
+import socket
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -264,12 +265,17 @@ def test_hostile_input_gets_4xx_and_server_keeps_serving(
     # a proof of 63 lines is read (and refused as a proof: 422), not cut
     answer = w1.post(("old 0\n" + (hash_line + "\n") * 63 + "\n" + note).encode())
     assert answer.status == 422
+    # bytes that are not HTTP at all: aiohttp answers 400 and closes the connection
+    host, port = w1.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(b"\x00\x01 not http \xff\r\n\r\n")
+        assert raw.recv(100).split(b" ", 2)[1] == b"400"
     # still serving: a valid request is cosigned
     assert w1.post(request_body(thread, 0)).status == 200
     assert w1.process.poll() is None
-    lines = w1.log_lines(len(cases) + 4)
+    lines = w1.log_lines(len(cases) + 5)
     assert not [line for line in lines if "status=5" in line]
-    assert len(lines) == len(cases) + 4  # one line per request
+    assert len(lines) == len(cases) + 5  # one line per request, the non-HTTP one included
 
 
 def test_restart_keeps_state_and_cosigning_continues(
