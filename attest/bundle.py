@@ -75,6 +75,7 @@ CHECKPOINT_DIR = "checkpoints/"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_NOTE_BYTES = 1 << 20
 
+_MAX_PROOF_JSON_BYTES = 64 + MAX_PROOF_HASHES * 47  # '"' 44 base64 characters '",' per hash
 _CHECKPOINT_NAME = re.compile(r"checkpoints/([0-9]{20})\.note")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _MANIFEST_FIELDS = (
@@ -432,8 +433,9 @@ def read_bundle(
         ``tree_size`` (:class:`EntriesFormatError`, :class:`ManifestMismatchError`). That a
         full bundle holds all ``tree_size`` entries is step 4's check, after step 3 has
         named any gap or duplicate precisely;
-    1.9 ``proofs.json`` (partial) is strict JSON following its schema, one inclusion proof
-        per line with strictly increasing seqs (:class:`ProofsFormatError`).
+    1.9 ``proofs.json`` (partial) is no larger than the proofs a bundle of this size can
+        need, strict JSON following its schema, one inclusion proof per line with strictly
+        increasing seqs (:class:`ProofsFormatError`).
     """
     members = read_zip(source, limits)
     # 1.4 only names the format defines
@@ -492,7 +494,7 @@ def read_bundle(
     # 1.9 proofs
     proofs = None
     if manifest.disclosure == "partial":
-        proofs = _parse_proofs(members[PROOFS_MEMBER], len(leaves))
+        proofs = _parse_proofs(members[PROOFS_MEMBER], len(leaves), len(manifest.checkpoint_sizes))
     return Bundle(manifest, leaves, checkpoints, proofs)
 
 
@@ -579,7 +581,15 @@ def _count(value: object, name: str) -> int:
     return value
 
 
-def _parse_proofs(data: bytes, entry_count: int) -> BundleProofs:
+def _parse_proofs(data: bytes, entry_count: int, checkpoint_count: int) -> BundleProofs:
+    # Bound the work before parsing: an inclusion and a prev-root proof per entry, one per
+    # checkpoint, and room for 1024 more consistency proofs, each at most 63 hashes.
+    limit = (2 * entry_count + checkpoint_count + 1024) * _MAX_PROOF_JSON_BYTES
+    if len(data) > limit:
+        raise ProofsFormatError(
+            f"{PROOFS_MEMBER} is {len(data)} bytes; proofs for {entry_count} entries and "
+            f"{checkpoint_count} checkpoints take at most {limit}"
+        )
     value = parse_strict(data, max_depth=8)
     if not isinstance(value, dict) or set(value) != {"inclusion", "consistency"}:
         raise ProofsFormatError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 
-from attest.bundle import PROOFS_MEMBER, MissingMemberError, checkpoint_member
+from attest.bundle import PROOFS_MEMBER, MissingMemberError, ProofsFormatError, checkpoint_member
 from attest.canonical import canonical_bytes
 from attest.entry import sign_entry
 from attest.errors import InclusionProofError, ProofLengthError
@@ -163,3 +163,11 @@ def test_checkpoint_stored_under_other_size_fail() -> None:
     genuine = thread.full_bundle(checkpoint_sizes=[5])
     forged = rezip(genuine, {checkpoint_member(5): thread.checkpoint(6).encode()})
     fails(forged, CheckpointNameError, step=2)
+
+
+def test_proof_with_a_million_hashes_fail() -> None:
+    """An inclusion proof of 10^6 hashes (47 MB), refused by its size before it is parsed."""
+    genuine = turns(8).partial_bundle([3])
+    hashes = b",".join([b'"' + b"A" * 43 + b'="'] * 1_000_000)
+    document = b'{"consistency":[],"inclusion":[{"hashes":[' + hashes + b'],"seq":3}]}'
+    fails(rezip(genuine, {PROOFS_MEMBER: document}), ProofsFormatError, step=1)
