@@ -101,13 +101,19 @@ class TrustedState:
 
 
 def load_state(path: str | os.PathLike[str]) -> TrustedState:
-    """Read the state file at ``path``; a file that does not exist is the empty state.
+    """Read the state file at ``path``; a file that does not exist (in a folder that does)
+    is the empty state.
 
-    Raises :class:`StateFileError` for anything that is not a state file.
+    Raises :class:`StateFileError` for anything that is not a state file, or a path whose
+    folder is missing (checked now, so a verification never ends unable to record its head).
     """
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
+        if not Path(path).parent.is_dir():
+            raise StateFileError(
+                f"state file {path}: its folder does not exist, so it could not be written"
+            ) from None
         return TrustedState()
     except OSError as exc:
         raise StateFileError(f"cannot read state file {path}: {exc.strerror}") from None

@@ -68,6 +68,8 @@ def test_malformed_state_files_are_refused(tmp_path: Path, text: bytes, message:
 def test_unreadable_state_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StateFileError, match="cannot read"):
         load_state(tmp_path)  # a directory
+    with pytest.raises(StateFileError, match="folder does not exist"):
+        load_state(tmp_path / "missing" / "state.json")
 
 
 def test_history_rules() -> None:
