@@ -4,7 +4,8 @@ section 5).
 ``plan_compaction(state, policy, counter)`` returns ``None`` while the context is at or below
 the policy's high-water mark. Past it, it returns the smallest :class:`CompactionPlan` of the
 first tier that brings the context down to the low-water mark (or, failing that, within the
-budget), trying targets and tiers in this order:
+budget), trying targets and tiers in this order (and ``None`` if no tier applies while the
+context still fits the budget):
 
 1. **stubs**: bulky tool results of the tail (more than ``bulky_tool_output_tokens``) become
    one-line stubs, oldest first, as many as needed;
@@ -143,17 +144,20 @@ def plan_compaction(
         )
     layout = _Layout(state, policy, counter, pins)
     for target in (policy.low_water_tokens, budget):
-        choice = layout.stubs_only(target) or layout.fold(target, refold=False)
+        choice = layout.stubs_only(target, before) or layout.fold(target, refold=False)
         choice = choice or layout.fold(target, refold=True)
         if choice is not None:
             return layout.plan(choice, before)
+    if before <= budget:
+        return None  # nothing can be folded yet, and the context still fits
     needed = layout.smallest_possible()
     if needed <= budget:
         share = policy.summary_share_tokens
+        short = 2 * MIN_SUMMARY_TOKENS - share
         raise ContextBudgetError(
-            f"the summary share of {share} tokens leaves no room for a summary of at least "
-            f"{MIN_SUMMARY_TOKENS} tokens (a refold gets half the share); raise "
-            "summary_share_permille or the budget",
+            f"the summary share of {share} tokens is {short} tokens short of the "
+            f"{2 * MIN_SUMMARY_TOKENS} a refold needs (half the share must hold a summary of "
+            f"{MIN_SUMMARY_TOKENS}); raise summary_share_permille or the budget",
             needed=2 * MIN_SUMMARY_TOKENS,
             budget=share,
         )
@@ -261,9 +265,10 @@ class _Layout:
         self.kept_after = kept  # kept_after[k + 1] = tokens of tail[k + 1:], stubbed
         self.summary_tokens = [summary.tokens(counter) for summary in state.summaries]
 
-    def stubs_only(self, target: int) -> _Choice | None:
-        """Stub the oldest bulky results until ``target`` is reached (possibly none, when
-        refreshing the header is enough)."""
+    def stubs_only(self, target: int, before: int) -> _Choice | None:
+        """Stub the oldest bulky results until ``target`` is reached -- possibly none, when
+        refreshing the header (dropping pins unpinned since) is enough and does lower the
+        count; a compaction that would change nothing is never planned."""
         total = self.pins + sum(self.summary_tokens) + sum(self.tokens)
         chosen = []
         for index in self.candidates:
@@ -271,7 +276,7 @@ class _Layout:
                 break
             total -= self.tokens[index] - self.stub_tokens[index]
             chosen.append(index)
-        if total > target:
+        if total > target or (not chosen and total >= before):
             return None
         return _Choice(-1, False, tuple(chosen), 0)
 

@@ -1,0 +1,199 @@
+"""Recorded compactions replayed by a verifier: one test per rule, named after the attack."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from lifecycle.context import (
+    CompactionEmptySummaryError,
+    CompactionFoldsRecentTurnsError,
+    CompactionOverShareError,
+    CompactionPinSetError,
+    CompactionPointerError,
+    CompactionQuoteError,
+    CompactionRangeError,
+    CompactionSplitsToolCallError,
+    CompactionStubError,
+    CompactionTokensError,
+    CompactionVerificationError,
+    ContextEntry,
+    ContextState,
+    ExtractiveSummarizer,
+    Policy,
+    SummaryLine,
+    UnknownTokenCounterError,
+    counter_registry,
+    default_counter,
+    prepare_compaction,
+    project,
+    validate_compaction,
+)
+from lifecycle.errors import VerificationError
+from tests.lifecycle.context.example import POLICY, before_compaction, worked_example
+from tests.lifecycle.context.threads import ThreadBuilder, honest_body
+
+COUNTER = default_counter()
+FIND = SummaryLine("findings", "modutils “resolves module paths”.", ((4, 4),))
+
+
+def verify(builder: ThreadBuilder, body: dict[str, object]) -> None:
+    """Validate ``body`` as the next entry of ``builder``'s thread."""
+    entry = ContextEntry(builder.seq, "context.compaction", "registre", body)
+    validate_compaction(builder.state, entry, builder.texts, counter_registry())
+
+
+def honest(builder: ThreadBuilder, **kwargs: object) -> dict[str, object]:
+    kwargs.setdefault("policy", POLICY)
+    return honest_body(builder.state, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_recorded_example_verifies() -> None:
+    builder = worked_example()
+    state = ContextState.replay(builder.entries[:9])
+    validate_compaction(state, builder.entries[9], builder.texts, counter_registry())
+
+
+def test_validation_leaves_the_state_unchanged() -> None:
+    builder = before_compaction()
+    before = project(builder.state, 320, POLICY, COUNTER).to_json()
+    verify(builder, honest(builder, folded=(0, 4), lines=(FIND,)))
+    assert project(builder.state, 320, POLICY, COUNTER).to_json() == before
+
+
+def test_compaction_pointer_outside_range_fail() -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=(0, 4), lines=(FIND,))
+    body["summary"] = [{"section": "findings", "text": "x", "pointers": [[5, 5]]}]
+    with pytest.raises(CompactionPointerError, match="outside the folded range 0-4"):
+        verify(builder, body)
+
+
+def test_compaction_invented_quote_fail() -> None:
+    builder = before_compaction()
+    line = SummaryLine("findings", "The user wrote “the bug is in pylint”.", ((0, 4),))
+    with pytest.raises(CompactionQuoteError, match="the bug is in pylint"):
+        verify(builder, honest(builder, folded=(0, 4), lines=(line,)))
+
+
+def test_compaction_pin_dropped_fail() -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=(0, 4), lines=(FIND,))
+    body["pin_set_sha256"] = ContextState().pin_set_sha256()  # as if no pin were live
+    with pytest.raises(CompactionPinSetError, match="not carried verbatim"):
+        verify(builder, body)
+
+
+@pytest.mark.parametrize("field", ["tokens_before", "tokens_after"])
+def test_compaction_forged_token_counts_fail(field: str) -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=(0, 4), lines=(FIND,))
+    body[field] = int(body[field]) - 1  # type: ignore[call-overload]
+    with pytest.raises(CompactionTokensError, match=field):
+        verify(builder, body)
+
+
+def test_compaction_splitting_a_tool_call_from_its_result_fail() -> None:
+    builder = before_compaction()
+    line = SummaryLine("tool_outputs", "Listed astroid.", ((2, 2),))
+    with pytest.raises(CompactionSplitsToolCallError, match="ends its range at 2"):
+        verify(builder, honest(builder, folded=(0, 2), lines=(line,)))
+
+
+def test_compaction_folding_the_recent_turns_fail() -> None:
+    builder = before_compaction()
+    with pytest.raises(CompactionFoldsRecentTurnsError, match="2 most recent turns"):
+        verify(builder, honest(builder, folded=(0, 7), lines=(FIND,)))
+
+
+def test_compaction_stubbing_inside_the_recent_turns_fail() -> None:
+    builder = before_compaction()
+    policy = Policy(**(POLICY.to_json() | {"keep_recent_turns": 4}))  # type: ignore[arg-type]
+    with pytest.raises(CompactionFoldsRecentTurnsError, match="stubs entry 6"):
+        verify(builder, honest(builder, folded=None, stubbed=(6,), policy=policy))
+
+
+def test_compaction_stubbing_a_small_result_fail() -> None:
+    builder = before_compaction()
+    with pytest.raises(CompactionStubError, match="not above the policy's bulky threshold"):
+        verify(builder, honest(builder, folded=None, stubbed=(3,)))
+
+
+def test_compaction_stubbing_a_turn_fail() -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=None, stubbed=(6,))
+    body["stubbed"] = [4]
+    with pytest.raises(CompactionStubError, match=r"not an unstubbed tool\.result"):
+        verify(builder, body)
+
+
+def test_compaction_summary_over_its_share_fail() -> None:
+    builder = before_compaction()
+    line = SummaryLine("findings", "Looked at modutils. " * 40, ((0, 4),))
+    with pytest.raises(CompactionOverShareError, match="over the 128"):
+        verify(builder, honest(builder, folded=(0, 4), lines=(line,)))
+
+
+def test_compaction_blank_summary_line_fail() -> None:
+    builder = before_compaction()
+    line = SummaryLine("findings", "  ", ((0, 4),))
+    with pytest.raises(CompactionEmptySummaryError, match="blank"):
+        verify(builder, honest(builder, folded=(0, 4), lines=(line,)))
+
+
+def test_compaction_fold_without_summary_fail() -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=(0, 4), lines=(FIND,))
+    body["summary"] = []
+    with pytest.raises(CompactionEmptySummaryError, match="without a summary line"):
+        verify(builder, body)
+
+
+def test_compaction_range_not_at_a_boundary_fail() -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=(0, 4), lines=(FIND,))
+    body["folded"] = {"from": 1, "to": 4}
+    with pytest.raises(CompactionRangeError):
+        verify(builder, body)
+
+
+def test_compaction_with_an_unknown_counter_fail() -> None:
+    builder = before_compaction()
+    body = honest(builder, folded=(0, 4), lines=(FIND,))
+    body["token_counter"] = "tiktoken/o200k_base"
+    with pytest.raises(UnknownTokenCounterError, match="tiktoken/o200k_base"):
+        verify(builder, body)
+
+
+def test_every_compaction_failure_is_a_verification_error() -> None:
+    for error in (CompactionVerificationError, UnknownTokenCounterError):
+        assert issubclass(error, VerificationError)
+        assert error("x").exit_code == 1
+
+
+def test_prepare_compaction_returns_a_body_that_verifies() -> None:
+    builder = before_compaction()
+    body = prepare_compaction(builder.state, POLICY, COUNTER, ExtractiveSummarizer())
+    assert body is not None
+    verify(builder, copy.deepcopy(body))
+    assert body["tokens_before"] == 253
+    assert body["tokens_after"] == 187
+    assert (
+        prepare_compaction(worked_example().state, POLICY, COUNTER, ExtractiveSummarizer()) is None
+    )
+
+
+def test_a_failing_summarizer_leaves_nothing_written() -> None:
+    class Broken:
+        name = "test.broken"
+        version = "1"
+
+        def summarize(self, entries: object, plan: object) -> object:
+            raise RuntimeError("model unavailable")
+
+    builder = before_compaction()
+    before = len(builder.entries)
+    with pytest.raises(RuntimeError, match="model unavailable"):
+        prepare_compaction(builder.state, POLICY, COUNTER, Broken())  # type: ignore[arg-type]
+    assert builder.state.at == before - 1

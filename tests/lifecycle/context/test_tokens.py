@@ -1,0 +1,95 @@
+"""The token counters: the default counter's rule (specs/context.md section 9), the registry,
+and the optional tiktoken counter."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lifecycle.context import (
+    DEFAULT_COUNTER_NAME,
+    DefaultTokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    TokenCounterUnavailableError,
+    UnknownTokenCounterError,
+    counter_registry,
+    default_counter,
+    resolve_counter,
+)
+
+COUNT = DefaultTokenCounter().count
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("", 0),
+        ("the", 1),
+        ("figures", 1),  # 7 letters: one token
+        ("impairment", 2),  # 10 letters: two
+        (" ", 0),  # a single space merges into the next word
+        ("the ledger", 2),
+        ("  ", 1),  # any other whitespace run is one token
+        ("\n", 1),
+        ("a\n\nb", 3),
+        ("2024", 2),  # digits by three
+        ("123", 1),
+        ("()", 1),  # punctuation by two
+        ("();", 2),
+        ("é", 1),  # two UTF-8 bytes
+        ("日本", 4),  # three bytes each: two tokens each
+        ("🙂", 2),  # four bytes
+        ("\x00", 1),
+        ('{"command":"ls -la astroid/"}', 10),
+    ],
+)
+def test_default_counter_rule(text: str, tokens: int) -> None:
+    assert COUNT(text) == tokens
+
+
+def test_default_counter_name_and_protocol() -> None:
+    counter = default_counter()
+    assert counter.name == DEFAULT_COUNTER_NAME == "registre.default/1"
+    assert isinstance(counter, TokenCounter)
+    assert default_counter() is counter
+
+
+@given(st.text(), st.text())
+def test_count_is_never_negative_and_a_join_costs_at_most_one_token(left: str, right: str) -> None:
+    assert COUNT(left) >= 0
+    # Joining merges at most the two runs meeting at the join: never more than one token
+    # over the parts (two single spaces cost 0 each, a double space 1).
+    assert COUNT(left + right) <= COUNT(left) + COUNT(right) + 1
+    assert COUNT(" ") + COUNT(" ") + 1 == COUNT("  ")
+
+
+@given(st.text())
+def test_count_is_deterministic(text: str) -> None:
+    assert COUNT(text) == COUNT(text) == DefaultTokenCounter().count(text)
+
+
+def test_registry_resolves_by_name() -> None:
+    class Fixed:
+        name = "test/fixed"
+
+        def count(self, text: str) -> int:
+            return 1
+
+    registry = counter_registry([Fixed()])
+    assert resolve_counter("test/fixed", registry).count("anything") == 1
+    assert resolve_counter(DEFAULT_COUNTER_NAME, registry) is default_counter()
+
+
+def test_unknown_counter_fail() -> None:
+    with pytest.raises(UnknownTokenCounterError, match="no token counter named 'tiktoken/x'"):
+        resolve_counter("tiktoken/x", counter_registry())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tiktoken") is not None, reason="tiktoken installed")
+def test_tiktoken_counter_unavailable_without_the_package() -> None:
+    with pytest.raises(TokenCounterUnavailableError, match="tiktoken package is not installed"):
+        TiktokenCounter()
