@@ -156,7 +156,12 @@ def run(ledger: Ledger, thread: Thread, action: tuple[Any, ...]) -> bool:
     return True
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+# Each example is up to ~30 signed, committed transactions plus a rebuild and a verify: the
+# profile's count, capped at 100 (CI's 300 would take a minute per engine).
+@settings(
+    max_examples=min(100, settings.default.max_examples),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data(), prelude=st.booleans(), steps=st.integers(0, 24))
 def test_random_calls_keep_tables_fold_and_replay_equal(
     ledger: Ledger, data: st.DataObject, prelude: bool, steps: int
