@@ -14,7 +14,7 @@ the state; apply the entry afterwards with :meth:`ContextState.apply`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from lifecycle.context.compaction import CompactionPlan, check_summary, plan_compaction
 from lifecycle.context.errors import (
@@ -73,8 +73,7 @@ def prepare_compaction(
     if plan is None:
         return None
     summary = summarizer.summarize(plan.items, plan)
-    texts: dict[int, str] = dict(entries_text_by_seq or {})
-    texts.update(plan.entry_texts())
+    texts = _Overlay(plan.entry_texts(), entries_text_by_seq or {})
     check_summary(plan, summary, texts, policy, counter)
     return compaction_body(state, plan, summary, summarizer)
 
@@ -223,3 +222,21 @@ def _check_lines(
         )
     for index, line in enumerate(record.lines):
         check_line_quotes(line, index, texts, where, CompactionQuoteError)
+
+
+class _Overlay(Mapping[int, str]):
+    """``first``, then ``second`` for the seqs ``first`` lacks; nothing is copied."""
+
+    def __init__(self, first: Mapping[int, str], second: Mapping[int, str]) -> None:
+        self._first, self._second = first, second
+
+    def __getitem__(self, seq: int) -> str:
+        found = self._first.get(seq)
+        return self._second[seq] if found is None else found
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self._first
+        yield from (seq for seq in self._second if seq not in self._first)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -74,14 +74,15 @@ def check_line_quotes(
     """Raise ``error`` naming the first non-empty quoted span of ``line`` that no entry it
     points at contains. ``texts`` maps seq to entry text; a seq missing from it counts as an
     entry that does not contain the span (the message says how many were missing).
-    O(spans x pointed entries) in the worst case."""
+    Entries are searched newest first, as summaries mostly quote what came last; O(spans x
+    pointed entries) in the worst case."""
     for quote in quoted_spans(line.text):
         if not quote:
             continue
         missing = 0
         found = False
-        for first, last in line.pointers:
-            for seq in range(first, last + 1):
+        for first, last in reversed(line.pointers):
+            for seq in range(last, first - 1, -1):
                 text = texts.get(seq)
                 if text is None:
                     missing += 1

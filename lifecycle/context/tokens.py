@@ -55,16 +55,18 @@ class TokenCounter(Protocol):
         ...
 
 
-# One alternative per piece class, tried in this order; every character of any text falls
-# in exactly one piece (the last alternative takes any single remaining character).
-_PIECES: Final = re.compile(
-    r"(?P<letters>[A-Za-z]+)"
-    r"|(?P<digits>[0-9]+)"
-    r"|(?P<space>[\t\n\v\f\r ]+)"
-    r"|(?P<punct>[!-/:-@\[-`{-~]+)"
-    r"|(?P<other>.)",
-    re.DOTALL,
-)
+# Counting by matches: a run of n letters holds ceil(n / 7) matches of [A-Za-z]{1,7} (the
+# matching is greedy), and likewise for digits and punctuation; a whitespace run costs one
+# unless it is a single space; a non-ASCII character costs 1, plus 1 from U+0800 on (three
+# and four UTF-8 bytes); an ASCII control character that is not whitespace costs 1.
+_LETTERS: Final = re.compile(r"[A-Za-z]{1,7}")
+_DIGITS: Final = re.compile(r"[0-9]{1,3}")
+_PUNCT: Final = re.compile(r"[!-/:-@\[-`{-~]{1,2}")
+_SPACE: Final = re.compile(r"[\t\n\v\f\r ]{2,}|[\t\n\v\f\r]")
+_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+_WIDE: Final = re.compile(r"[^\x00-\u07ff]")
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_PATTERNS: Final = (_LETTERS, _DIGITS, _PUNCT, _SPACE, _NON_ASCII, _WIDE, _CONTROL)
 
 
 class DefaultTokenCounter:
@@ -90,21 +92,7 @@ class DefaultTokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` by the rule of the class docstring."""
-        total = 0
-        for match in _PIECES.finditer(text):
-            kind = match.lastgroup
-            size = match.end() - match.start()
-            if kind == "letters":
-                total += (size + 6) // 7
-            elif kind == "digits":
-                total += (size + 2) // 3
-            elif kind == "space":
-                total += 0 if match.group() == " " else 1
-            elif kind == "punct":
-                total += (size + 1) // 2
-            else:
-                total += (len(match.group().encode("utf-8", "surrogatepass")) + 1) // 2
-        return total
+        return sum(len(pattern.findall(text)) for pattern in _PATTERNS)
 
     def __repr__(self) -> str:
         return f"DefaultTokenCounter(name={self.name!r})"

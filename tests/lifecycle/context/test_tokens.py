@@ -4,6 +4,8 @@ and the optional tiktoken counter."""
 from __future__ import annotations
 
 import importlib.util
+import math
+import re
 
 import pytest
 from hypothesis import given
@@ -22,6 +24,30 @@ from lifecycle.context import (
 )
 
 COUNT = DefaultTokenCounter().count
+
+_PIECES = re.compile(
+    r"(?P<letters>[A-Za-z]+)|(?P<digits>[0-9]+)|(?P<space>[\t\n\v\f\r ]+)"
+    r"|(?P<punct>[!-/:-@\[-`{-~]+)|(?P<other>.)",
+    re.DOTALL,
+)
+
+
+def reference_count(text: str) -> int:
+    """specs/context.md section 9 read literally: cut into pieces, charge each piece."""
+    total = 0
+    for match in _PIECES.finditer(text):
+        size = len(match.group())
+        if match.lastgroup == "letters":
+            total += math.ceil(size / 7)
+        elif match.lastgroup == "digits":
+            total += math.ceil(size / 3)
+        elif match.lastgroup == "space":
+            total += 0 if match.group() == " " else 1
+        elif match.lastgroup == "punct":
+            total += math.ceil(size / 2)
+        else:
+            total += math.ceil(len(match.group().encode("utf-8", "surrogatepass")) / 2)
+    return total
 
 
 @pytest.mark.parametrize(
@@ -44,6 +70,7 @@ COUNT = DefaultTokenCounter().count
         ("日本", 4),  # three bytes each: two tokens each
         ("🙂", 2),  # four bytes
         ("\x00", 1),
+        ("\ud800", 2),  # a lone surrogate: three bytes as UTF-8 with surrogatepass
         ('{"command":"ls -la astroid/"}', 10),
     ],
 )
@@ -65,6 +92,11 @@ def test_count_is_never_negative_and_a_join_costs_at_most_one_token(left: str, r
     # over the parts (two single spaces cost 0 each, a double space 1).
     assert COUNT(left + right) <= COUNT(left) + COUNT(right) + 1
     assert COUNT(" ") + COUNT(" ") + 1 == COUNT("  ")
+
+
+@given(st.text(st.characters(codec=None)) | st.text(alphabet=" \t\n\v\f\r\x1caz09!~é日🙂"))
+def test_count_follows_the_specified_rule(text: str) -> None:
+    assert COUNT(text) == reference_count(text)
 
 
 @given(st.text())

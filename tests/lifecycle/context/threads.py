@@ -9,7 +9,7 @@ carry the outcome the lifecycle rules give, and every compaction is the one
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lifecycle import (
@@ -40,6 +40,25 @@ from lifecycle.context.record import record_to_body
 from lifecycle.model import PinKind
 
 
+class EntryTexts(Mapping[int, str]):
+    """``seq -> entry_text`` over a list of entries, computed when asked."""
+
+    def __init__(self, entries: Sequence[ContextEntry]) -> None:
+        self._entries = entries
+
+    def __getitem__(self, seq: int) -> str:
+        if not 0 <= seq < len(self._entries):
+            raise KeyError(seq)
+        entry = self._entries[seq]
+        return entry_text(entry.kind, entry.body)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._entries)))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 @dataclass
 class ThreadBuilder:
     """Appends entries to an in-memory thread and keeps its context state up to date.
@@ -52,7 +71,6 @@ class ThreadBuilder:
     counter: TokenCounter = field(default_factory=default_counter)
     compact: bool = True
     entries: list[ContextEntry] = field(default_factory=list)
-    texts: dict[int, str] = field(default_factory=dict)
     state: ContextState = field(default_factory=ContextState)
     pins: LifecycleState = field(default_factory=LifecycleState.empty)
     calls: int = 0
@@ -68,8 +86,12 @@ class ThreadBuilder:
         entry = ContextEntry(self.seq, kind, actor, dict(body))
         self.state.apply(entry)
         self.entries.append(entry)
-        self.texts[entry.seq] = entry_text(kind, entry.body)
         return entry
+
+    @property
+    def texts(self) -> Mapping[int, str]:
+        """Entry texts by seq, computed on demand (what a ledger reads back for a refold)."""
+        return EntryTexts(self.entries)
 
     def after_append(self) -> None:
         if self.compact:
