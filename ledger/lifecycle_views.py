@@ -10,12 +10,12 @@ and :class:`UnknownItemError` for an id the thread does not have.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy import Connection, Engine, RowMapping, Table, select
 
 from attest.errors import RefusedError
 from ledger.errors import UnknownThreadError
@@ -270,7 +270,7 @@ def _reading(engine: Engine, thread: str) -> Iterator[Connection]:
         yield conn
 
 
-def _one(conn: Connection, table: Table, thread: str, key: str, what: str) -> Mapping[str, Any]:
+def _one(conn: Connection, table: Table, thread: str, key: str, what: str) -> RowMapping:
     column = table.c.ref if table is derived.reference else table.c.id
     row = (
         conn.execute(select(table).where(table.c.thread == thread, column == key))
@@ -289,11 +289,11 @@ def _ids(value: str) -> tuple[str, ...]:
     return tuple(json.loads(value))
 
 
-def _reference(row: Mapping[str, Any]) -> ReferenceRecord:
+def _reference(row: RowMapping) -> ReferenceRecord:
     return ReferenceRecord(row["ref"], row["source"], row["location"], row["sha256"], row["seq"])
 
 
-def _evidence(row: Mapping[str, Any]) -> EvidenceRecord:
+def _evidence(row: RowMapping) -> EvidenceRecord:
     return EvidenceRecord(
         id=row["id"],
         status=row["status"],
@@ -306,7 +306,7 @@ def _evidence(row: Mapping[str, Any]) -> EvidenceRecord:
     )
 
 
-def _conclusion(row: Mapping[str, Any]) -> ConclusionRecord:
+def _conclusion(row: RowMapping) -> ConclusionRecord:
     return ConclusionRecord(
         id=row["id"],
         kind=row["kind"],
@@ -322,7 +322,7 @@ def _conclusion(row: Mapping[str, Any]) -> ConclusionRecord:
     )
 
 
-def _pin(row: Mapping[str, Any]) -> PinRecord:
+def _pin(row: RowMapping) -> PinRecord:
     return PinRecord(
         id=row["id"],
         kind=row["kind"],

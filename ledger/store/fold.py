@@ -260,11 +260,17 @@ def _results(event: Event) -> Sequence[object]:
 
 
 def _created_row(thread: str, seq: int, state: LifecycleState, item: str) -> Change:
-    common = {"thread": thread, "id": item, "num": _num(item), "seq": seq, "changed_seq": None}
+    common: dict[str, Any] = {
+        "thread": thread,
+        "id": item,
+        "num": _num(item),
+        "seq": seq,
+        "changed_seq": None,
+    }
     if item.startswith("ev-"):
         entry = state.evidence(item)
         assert entry is not None
-        row = {
+        row: dict[str, Any] = {
             "status": entry.status,
             "text": entry.text,
             "cites": _json(entry.cites),
