@@ -1,5 +1,6 @@
 """verify --db step 9: the lifecycle replays from the signed entries and the derived tables
-match the fold. Tamper cases are named after the attack; each runs on both engines."""
+match the fold (THREATS row 19 for a database: a final citing inactive evidence, recorded as
+accepted and signed, is found). Tamper cases are named after the attack; both engines."""
 
 from __future__ import annotations
 
