@@ -3,7 +3,8 @@ compaction with checked lineage (``specs/context.md``). Standard library and lif
 no I/O.
 
 Typical use by the ledger, per thread: keep a :class:`ContextState`, ``apply`` every appended
-entry; before a model call, ``body = prepare_compaction(state, policy, counter, summarizer)``
+entry (persist it with :func:`state_snapshot`, load it with :func:`restore_state`); before a
+model call, ``body = prepare_compaction(state, policy, counter, summarizer)``
 and, if not ``None``, append it as a ``context.compaction`` entry (and apply it); then
 ``projection = project(state, budget, policy, counter)`` and record the ``model.call`` with
 the projection's digest (``attest.projection.projection_digest``).
@@ -58,6 +59,7 @@ from lifecycle.context.projection import (
 )
 from lifecycle.context.record import CompactionRecord, parse_compaction
 from lifecycle.context.render import entry_text
+from lifecycle.context.snapshot import restore_state, state_snapshot
 from lifecycle.context.summarize import ExtractiveSummarizer, PromptSummarizer, Summarizer
 from lifecycle.context.tokens import (
     DEFAULT_COUNTER_NAME,
@@ -129,6 +131,8 @@ __all__ = [
     "project",
     "quoted_spans",
     "resolve_counter",
+    "restore_state",
+    "state_snapshot",
     "summary_tokens",
     "validate_compaction",
 ]

@@ -306,13 +306,19 @@ class ContextState:
         """
         if entry.seq != self._at + 1:
             raise ValueError(f"entry {entry.seq} folded after entry {self._at}; fold in order")
+        self._fold(entry, decide=True)
+
+    def _fold(self, entry: ContextEntry, *, decide: bool) -> None:
+        """Fold ``entry``; without ``decide`` its effect on pins, header and summaries is
+        already in the state (a restored state rebuilding its tail)."""
         kind, body = entry.kind, entry.body
         if kind == "context.compaction":
             record = parse_compaction(entry.seq, body)
             item = TailItem(entry.seq, kind, entry.actor, body, entry_text(kind, body), None)
-            self._apply_compaction(record)
+            if decide:
+                self._apply_compaction(record)
         elif kind in ("context.pin", "context.unpin"):
-            item = self._pin_item(entry)
+            item = self._pin_item(entry, decide=decide)
         else:
             item = TailItem(
                 entry.seq,
@@ -328,9 +334,13 @@ class ContextState:
         self._tail.append(item)
         self._at = entry.seq
 
-    def _pin_item(self, entry: ContextEntry) -> TailItem:
+    def _pin_item(self, entry: ContextEntry, *, decide: bool = True) -> TailItem:
+        """The tail item of a pin or unpin; with ``decide``, the event is first applied to the
+        pin table (which re-decides it). Without, the table already holds its effect (a
+        restored state)."""
         event = parse_body(entry.kind, entry.body)
-        self._pins = apply_event(self._pins, event)
+        if decide:
+            self._pins = apply_event(self._pins, event)
         message = None
         pin_id = None
         if isinstance(event.outcome, Accepted):
@@ -338,7 +348,8 @@ class ContextState:
             if entry.kind == "context.pin":
                 self._pin_entry[pin_id] = entry.seq
                 pin = self._pins.pin(pin_id)
-                assert pin is not None  # an accepted pin is in the table
+                if pin is None:
+                    raise ValueError(f"pin {pin_id} of entry {entry.seq} is not in the pin table")
                 message = pin_message(pin)
             else:
                 message = unpin_message(pin_id, entry_text(entry.kind, entry.body))

@@ -7,6 +7,7 @@ summarized by the default summarizer and recorded whenever they fall due, as the
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
 
 from hypothesis import given
@@ -24,6 +25,8 @@ from lifecycle.context import (
     counter_registry,
     parse_compaction,
     project,
+    restore_state,
+    state_snapshot,
     validate_compaction,
 )
 from lifecycle.context.projection import live_pin_tokens
@@ -229,3 +232,22 @@ def test_compaction_never_folds_the_most_recent_turns(script: list, policy: Poli
 
 def test_errors_are_context_budget_errors() -> None:
     assert issubclass(RecentTurnsOverBudgetError, ContextBudgetError)
+
+
+@given(script=scripts(), policy=policies(), data=st.data())
+def test_a_restored_snapshot_folds_like_the_original(
+    script: list, policy: Policy, data: st.DataObject
+) -> None:
+    builder = run_script(script, policy, compact=True).builder
+    split = data.draw(st.integers(0, len(builder.entries)))
+    original = ContextState.replay(builder.entries[:split])
+    snapshot = json.loads(json.dumps(state_snapshot(original)))
+    restored = restore_state(snapshot, builder.entries[original.boundary : split])
+    for entry in builder.entries[split:]:
+        original.apply(entry)
+        restored.apply(entry)
+    assert state_snapshot(restored) == state_snapshot(original)
+    budget = 10**9  # compare whatever the size: the projection must be the same
+    assert project(restored, budget, policy, builder.counter) == project(
+        original, budget, policy, builder.counter
+    )
