@@ -57,6 +57,7 @@ from attest.merkle import CompactRange, leaf_hash
 from attest.strict_json import MAX_SAFE_INTEGER
 
 __all__ = [
+    "MIN_LEAVES_PER_PROCESS",
     "SEMANTIC_KINDS",
     "DisclosedSeqMismatchError",
     "EntriesChecked",
@@ -75,6 +76,9 @@ __all__ = [
 
 SEMANTIC_KINDS: frozenset[str] = LIFECYCLE_KINDS | {"context.compaction", "model.call"}
 """Kinds whose bodies steps 6 and 7 read; only these bodies are kept after step 3."""
+
+MIN_LEAVES_PER_PROCESS = 1024
+"""Below this many leaves per requested process, step 3 runs in this process alone."""
 
 _LEAF_HEAD = len(b'{"entry":')
 _LEAF_TAIL = len(b',"sig":"') + 88 + len(b'"}')  # 64-byte signature in base64: 88 characters
@@ -328,15 +332,18 @@ def check_entries(
 
     ``seqs[i]`` is the seq expected at line ``i``. A ``full`` bundle's prev roots are
     recomputed, and the roots at ``root_sizes`` returned; a partial bundle's are returned
-    for step 4. ``jobs`` > 1 spreads the leaves over that many processes; this process
-    meanwhile hashes the leaves and hands each chunk the tree before it. On failure
-    ``progress.line`` names the bad line.
+    for step 4. ``jobs`` > 1 spreads the leaves over that many processes (when there are at
+    least :data:`MIN_LEAVES_PER_PROCESS` per process); this process meanwhile hashes the
+    leaves and hands each chunk the tree before it. On failure ``progress.line`` names the
+    bad line.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if len(leaves) < MIN_LEAVES_PER_PROCESS * jobs:
+        jobs = 1  # starting processes would cost more than they save
     size = max(256, math.ceil(len(leaves) / (jobs * 4))) if jobs > 1 else max(1, len(leaves))
     merged = EntriesChecked()
-    if jobs == 1 or len(leaves) <= size:
+    if jobs == 1:
         chunks = _chunks(leaves, seqs, full, origin, size, None, root_sizes, merged)
         results = [_check_chunk(chunk, keys) for chunk in chunks]
     else:

@@ -26,6 +26,8 @@ class Blocker(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Blocker())
+import attest.verify_entries  # spread even a small bundle over --jobs processes
+attest.verify_entries.MIN_LEAVES_PER_PROCESS = 1
 sys.argv = ["attest", *{args!r}]
 runpy.run_module("attest", run_name="__main__", alter_sys=True)
 """

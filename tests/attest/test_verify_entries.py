@@ -105,6 +105,13 @@ def long_bundle() -> tuple[bytes, list[bytes]]:
     return bundle, entry_lines(bundle)
 
 
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spread even these small bundles over processes (the default waits for 1024 each)."""
+    monkeypatch.setattr(verify_entries, "MIN_LEAVES_PER_PROCESS", 64)
+
+
+@pytest.mark.usefixtures("small_chunks")
 @pytest.mark.parametrize("line", [12, 300, 650])
 def test_jobs_give_the_same_first_failure(line: int) -> None:
     bundle, lines = long_bundle()
@@ -123,6 +130,7 @@ def test_jobs_give_the_same_first_failure(line: int) -> None:
     assert failures[0] == failures[1] == (line, failures[0][1])
 
 
+@pytest.mark.usefixtures("small_chunks")
 def test_jobs_give_the_same_facts() -> None:
     bundle, lines = long_bundle()
     reports = [verify_bundle(bundle, policy(), jobs=jobs).to_json() for jobs in (1, 2, 3)]
@@ -207,3 +215,15 @@ def test_signed_oddities_take_the_slow_path_to_the_same_verdict(
     fast, slow = outcome(open_leaf, leaf), outcome(open_entry, leaf)
     assert fast == slow
     assert fast[0] == (error or "ok")
+
+
+def test_small_bundles_stay_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pool(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a process pool was started")
+
+    monkeypatch.setattr(verify_entries, "ProcessPoolExecutor", no_pool)
+    bundle, _ = long_bundle()
+    assert verify_bundle(bundle, policy(), jobs=2).verified  # 700 < 2 x 1024
+    monkeypatch.setattr(verify_entries, "MIN_LEAVES_PER_PROCESS", 64)
+    with pytest.raises(AssertionError, match="pool was started"):
+        verify_bundle(bundle, policy(), jobs=2)
