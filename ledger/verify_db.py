@@ -22,6 +22,8 @@ with the thread):
    (which re-decides every request), give exactly their recorded outcomes and pin only earlier
    entries (LifecycleReplayError at the first that does not), and the derived tables hold
    exactly the rows the fold gives (DerivedStateMismatchError naming the first difference).
+   This step holds the thread's lifecycle state and derived rows in memory: O(lifecycle
+   state), the one part of verification that grows with the thread.
 
 The first failure raises, naming the thread and the first bad sequence number. Which keys are
 trusted is the caller's choice: pinned verifier keys, or (by default) the keys stored in the

@@ -65,6 +65,7 @@ __all__ = [
     "ThreadFold",
     "add_lifecycle_tables",
     "catch_up",
+    "check_pin_source",
     "compare_derived",
     "delete_derived",
     "insert_rows",
