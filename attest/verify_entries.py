@@ -131,7 +131,7 @@ def _open_fast(leaf: bytes, keys: Sequence[Verifier]) -> Entry | None:
         if len(text) != len(leaf) and _ASTRAL.search(text):
             return None  # JCS orders such keys by UTF-16 units; the C encoder would not
         value = json.loads(text)
-        if _FAST_JSON.encode(value).encode("utf-8") != leaf:
+        if _FAST_JSON.encode(value) != text:  # same text, so same UTF-8 bytes
             return None
     except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
         return None
