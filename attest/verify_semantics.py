@@ -9,7 +9,7 @@ order:
     (:class:`LifecycleReplayError`). A partial bundle cannot be replayed: the ids and
     decisions depend on entries it does not disclose; the report says so;
 6.2 a pin's ``seq`` names an earlier entry (:class:`PinSourceError`);
-6.3 a compaction folds (and stubs) only entries before it (:class:`CompactionRangeError`);
+6.3 a compaction folds (and stubs) only entries before it (:class:`CompactionFoldsFutureError`);
     that its summary pointers lie inside the folded range is the body schema's rule,
     checked in step 3.1;
 6.4 full bundles: a compaction's ``pin_set_sha256`` is :func:`lifecycle.pin_set_sha256` of
@@ -67,7 +67,7 @@ __all__ = [
     "ClaimCitesInactiveError",
     "ClaimsChecked",
     "Compaction",
-    "CompactionRangeError",
+    "CompactionFoldsFutureError",
     "LifecycleReplayError",
     "ModelCall",
     "ModelCallPrefixError",
@@ -90,7 +90,7 @@ class PinSourceError(VerificationError):
     """A pin whose ``seq`` does not name an entry before the pin."""
 
 
-class CompactionRangeError(VerificationError):
+class CompactionFoldsFutureError(VerificationError):
     """A compaction whose folded range does not end before the compaction entry."""
 
 
@@ -222,13 +222,13 @@ def _check_pin_source(seq: int, request: PinRequest) -> None:
 def _check_compaction_range(record: EntryRecord) -> None:
     folded = record.body.get("folded")
     if folded is not None and folded["to"] >= record.seq:
-        raise CompactionRangeError(
+        raise CompactionFoldsFutureError(
             f"the compaction at seq {record.seq} folds entries {folded['from']}..{folded['to']}"
             f", which do not all come before it: a compaction can only fold the past"
         )
     for seq in record.body.get("stubbed", ()):
         if seq >= record.seq:
-            raise CompactionRangeError(
+            raise CompactionFoldsFutureError(
                 f"the compaction at seq {record.seq} stubs entry {seq}, which does not come "
                 "before it: a compaction can only stub the past"
             )

@@ -15,7 +15,7 @@ from attest.bodies import BodySchemaError
 from attest.projection import ContextDigestMismatchError
 from attest.verify_semantics import (
     ClaimCitesInactiveError,
-    CompactionRangeError,
+    CompactionFoldsFutureError,
     LifecycleReplayError,
     ModelCallPrefixError,
     PinSetDigestError,
@@ -121,14 +121,14 @@ def test_compaction_folding_its_own_future_fail() -> None:
     """A compaction whose folded range reaches the compaction entry itself."""
     body = genuine_compaction()
     body["folded"]["to"] = 7
-    fails(with_compaction(body), CompactionRangeError, step=6, seq=7)
+    fails(with_compaction(body), CompactionFoldsFutureError, step=6, seq=7)
 
 
 def test_compaction_stubbing_its_future_fail() -> None:
     """A compaction stubbing an entry that comes after it."""
     body = genuine_compaction()
     body["stubbed"] = [8]
-    fails(with_compaction(body), CompactionRangeError, step=6, seq=7)
+    fails(with_compaction(body), CompactionFoldsFutureError, step=6, seq=7)
 
 
 def test_compaction_pointer_outside_range_fail() -> None:
