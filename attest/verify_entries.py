@@ -80,6 +80,9 @@ SEMANTIC_KINDS: frozenset[str] = LIFECYCLE_KINDS | {"context.compaction", "model
 MIN_LEAVES_PER_PROCESS = 1024
 """Below this many leaves per requested process, step 3 runs in this process alone."""
 
+CHUNKS_PER_PROCESS = 32
+"""Chunks per process: small enough that no process idles long while another finishes."""
+
 _LEAF_HEAD = len(b'{"entry":')
 _LEAF_TAIL = len(b',"sig":"') + 88 + len(b'"}')  # 64-byte signature in base64: 88 characters
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
@@ -341,7 +344,11 @@ def check_entries(
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     if len(leaves) < MIN_LEAVES_PER_PROCESS * jobs:
         jobs = 1  # starting processes would cost more than they save
-    size = max(256, math.ceil(len(leaves) / (jobs * 4))) if jobs > 1 else max(1, len(leaves))
+    size = (
+        max(256, math.ceil(len(leaves) / (jobs * CHUNKS_PER_PROCESS)))
+        if jobs > 1
+        else max(1, len(leaves))
+    )
     merged = EntriesChecked()
     if jobs == 1:
         chunks = _chunks(leaves, seqs, full, origin, size, None, root_sizes, merged)
