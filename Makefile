@@ -11,7 +11,7 @@ $(BIN)/python:
 
 # Re-install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
