@@ -12,10 +12,9 @@ from pathlib import Path
 
 import click
 
-from attest.keys import Signer
 from ledger.cli import cli
+from ledger.cli.options import ledger_options, open_ledger
 from ledger.importers import FORMATS, TranscriptError
-from ledger.ledger import Ledger
 
 __all__ = ["import_transcript"]
 
@@ -30,20 +29,10 @@ __all__ = ["import_transcript"]
     required=True,
     help="openai: chat-completions messages, one per line; anthropic: {system, messages}.",
 )
-@click.option(
-    "--db",
-    envvar="REGISTRE_DB",
-    required=True,
-    help="Ledger database: a SQLite file path or a database URL (env REGISTRE_DB).",
-)
-@click.option(
-    "--key-file",
-    envvar="REGISTRE_KEY",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True,
-    help="Operator key file that signs the entries (env REGISTRE_KEY).",
-)
-def import_transcript(thread: str, file: Path, shape: str, db: str, key_file: Path) -> None:
+@ledger_options
+def import_transcript(
+    thread: str, file: Path, shape: str, db: str | None, key_file: Path | None
+) -> None:
     """Append the conversation in FILE to THREAD as turn, tool.call and tool.result entries."""
     try:
         entries = FORMATS[shape](file.read_bytes())
@@ -52,8 +41,7 @@ def import_transcript(thread: str, file: Path, shape: str, db: str, key_file: Pa
     if not entries:
         click.echo(f"{file} holds no messages to import; {thread} is unchanged")
         return
-    signer = Signer.load(key_file)
-    with Ledger.open(db, signer, create=False) as ledger:
+    with open_ledger(db, key_file, need_key=True) as ledger:
         appended = ledger.thread(thread).append_many(entries)
     first, last = appended[0].seq, appended[-1].seq
     click.echo(f"imported {len(appended)} entries from {file} into {thread} (seq {first}..{last})")
