@@ -21,6 +21,8 @@ from attest.merkle import root_at
 from attest.note import DuplicateSignatureError, append_signature
 from attest.proofs import consistency_proof, inclusion_proof
 from ledger.append import AppendItem, append_entries, read_head
+from ledger.context_api import ContextAPI
+from ledger.context_store import append_context_checked, is_context_batch
 from ledger.errors import EntryNotFoundError, StoreCorruptError
 from ledger.evidence import LifecycleAPI
 from ledger.lifecycle_store import append_checked, is_lifecycle_batch
@@ -111,10 +113,12 @@ class ConsistencyProof:
     reads: int
 
 
-class Thread(LifecycleAPI):
+class Thread(LifecycleAPI, ContextAPI):
     """Handle on thread ``id`` of ``ledger``; ``origin`` is ``LOGNAME/id``. The lifecycle
     calls (``read_source``, ``evidence``, ``conclude``, ...) come from
-    :class:`ledger.evidence.LifecycleAPI`."""
+    :class:`ledger.evidence.LifecycleAPI`; the working-context calls (``project``,
+    ``compact``, ``model_call``, ``replay_context``, ``expand``) from
+    :class:`ledger.context_api.ContextAPI`."""
 
     def __init__(self, ledger: Ledger, thread_id: str, origin: str) -> None:
         self._ledger = ledger
@@ -139,9 +143,13 @@ class Thread(LifecycleAPI):
 
         Every item is validated before anything is written; consecutive sequence numbers.
         Lifecycle items must record exactly the rules' decision
-        (:func:`ledger.lifecycle_store.append_checked`; UndecidedOutcomeError otherwise).
+        (:func:`ledger.lifecycle_store.append_checked`; UndecidedOutcomeError otherwise);
+        compactions and model calls must keep the context rules
+        (:func:`ledger.context_store.append_context_checked`; ContextEntryRefusedError).
         """
         batch = list(items)
+        if is_context_batch(batch):
+            return append_context_checked(self._ledger, self.id, batch)
         if is_lifecycle_batch(batch):
             return append_checked(self._ledger, self.id, batch)
         signer = self._ledger.require_signer()

@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from ledger.errors import LedgerNotFoundError, SchemaVersionError
+from ledger.store.context_snapshots import add_context_snapshots
 from ledger.store.fold import add_lifecycle_tables
 from ledger.store.schema import SCHEMA_VERSION, metadata, tables
 from ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
@@ -62,6 +63,7 @@ def _checkpoint_notes_grow(conn: Connection) -> str:
 MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     1: _checkpoint_notes_grow,
     2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
+    3: add_context_snapshots,  # derived context snapshots, filled from the entries
 }
 
 

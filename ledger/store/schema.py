@@ -1,4 +1,4 @@
-"""The ledger's tables (schema version 3), declared with SQLModel. specs/storage.md is the
+"""The ledger's tables (schema version 4), declared with SQLModel. specs/storage.md is the
 normative description; this module is its code.
 
 * ``schema_version`` -- one row per applied schema version; the highest is current.
@@ -14,7 +14,8 @@ normative description; this module is its code.
   lines are appended to ``note`` as they are collected; nothing else ever changes.
 
 The derived lifecycle tables (version 3) are declared in :mod:`ledger.store.derived`, on the
-same ``MetaData``: caches of the lifecycle fold, not append-only.
+same ``MetaData``: caches of the lifecycle fold, not append-only; so is the derived
+``context_snapshot`` table (version 4, :mod:`ledger.store.context_snapshots`).
 
 ``entry``, ``subtree``, ``checkpoint``, ``public_key`` and ``schema_version`` are append-only
 (see :mod:`ledger.store.triggers`; a checkpoint note may only grow). The tables live in their
@@ -41,9 +42,10 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # 2: checkpoint notes may grow by cosignature lines (triggers only)
 # 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
+# 4: derived context snapshots, one per compaction (ledger.store.context_snapshots)
 
 
 class LedgerModel(SQLModel, registry=registry()):

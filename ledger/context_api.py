@@ -1,0 +1,209 @@
+"""The thread's working-context API: project, compact, call a model, replay, expand.
+
+Mixed into :class:`ledger.thread.Thread`::
+
+    projection = thread.project(budget=8000)             # messages + manifest, at the head
+    thread.compact(budget=8000)                           # appends a context.compaction if due
+    projection, call = thread.model_call("acme/model-4", budget=8000)
+    send(projection.messages)                             # what the digest in `call` covers
+    thread.replay_context(call.seq)                       # rebuilt byte for byte, digest proved
+    entry, proof = thread.expand(4)                       # the entry behind a summary pointer
+
+A projection is a pure function of the ledger prefix ``0..at``, the budget, the policy and
+the counter: ``project(at=k)`` today gives what it gave when entry ``k`` was the head. It is
+read from the context snapshots (:mod:`ledger.store.context_snapshots`), so its cost follows the
+context, not the history. Defaults: the budget is the policy's ``budget_tokens``; without a
+policy, ``Policy(budget_tokens=budget)`` (the other fields at their defaults); the counter is
+the default counter ``registre.default/1``.
+
+Every write is one ledger entry written with what it derives, or nothing
+(:mod:`ledger.context_store`). Pins and unpins are lifecycle requests
+(:meth:`ledger.evidence.LifecycleAPI.pin`); a live pin's text is in every projection verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from attest.entry import Entry
+from attest.errors import RefusedError
+from attest.projection import verify_model_call
+from attest.proofs import verify_inclusion
+from ledger.context_store import (
+    MODEL_CALL_ACTOR,
+    head_size,
+    record_compaction,
+    record_model_call,
+)
+from ledger.errors import EntryNotFoundError, StoreCorruptError
+from ledger.store.context_snapshots import fold_context
+from ledger.store.engine import read_transaction
+from lifecycle import LifecycleFormatError
+from lifecycle.context import (
+    ContextState,
+    ExtractiveSummarizer,
+    Policy,
+    Projection,
+    Summarizer,
+    TokenCounter,
+    counter_registry,
+    default_counter,
+    parse_policy,
+    project,
+    resolve_counter,
+)
+from lifecycle.context.events import COMPACTION_ACTOR
+
+if TYPE_CHECKING:
+    from ledger.ledger import Ledger
+    from ledger.thread import InclusionProof
+
+__all__ = ["ContextAPI", "NotAModelCallError", "resolve_policy"]
+
+
+class NotAModelCallError(RefusedError):
+    """``replay_context`` given the seq of an entry that is not a ``model.call``."""
+
+
+def resolve_policy(budget: int | None, policy: Policy | None) -> tuple[int, Policy]:
+    """``(budget, policy)`` by the defaults of the module docstring. LifecycleFormatError
+    (a MalformedError) for a budget that is not a positive integer."""
+    if budget is not None and (type(budget) is not int or budget < 1):
+        raise LifecycleFormatError(
+            "budget", f"expected a whole number of tokens >= 1, got {budget}"
+        )
+    if policy is None:
+        policy = Policy() if budget is None else Policy(budget_tokens=budget)
+    return (policy.budget_tokens if budget is None else budget), policy
+
+
+class ContextAPI:
+    """The working-context methods of :class:`ledger.thread.Thread` (which provides
+    ``_ledger``, ``id``, ``entry`` and ``prove_inclusion``)."""
+
+    _ledger: Ledger
+    id: str
+
+    if TYPE_CHECKING:
+
+        def entry(self, seq: int) -> Entry: ...
+
+        def prove_inclusion(self, seq: int, size: int | None = None) -> InclusionProof: ...
+
+    def context_state(self, at: int | None = None) -> ContextState:
+        """The context fold of entries ``0..at`` (default: the head; ``-1``: no entry).
+        EntryNotFoundError for an ``at`` outside ``-1 .. head - 1``; ContextHistoryError if
+        the stored entries do not fold."""
+        with read_transaction(self._ledger.engine, snapshot=True) as conn:
+            size = head_size(conn, self.id)
+            at = size - 1 if at is None else at
+            if type(at) is not int or not -1 <= at < size:
+                raise EntryNotFoundError(
+                    f"thread {self.id} has entries 0..{size - 1}; --at {at} is not one of them"
+                )
+            return fold_context(conn, self.id, at)
+
+    def project(
+        self,
+        at: int | None = None,
+        budget: int | None = None,
+        policy: Policy | None = None,
+        counter: TokenCounter | None = None,
+    ) -> Projection:
+        """The projection of entries ``0..at`` (default: the head) for ``budget`` tokens.
+        Deterministic. Raises ContextBudgetError (PinsOverBudgetError,
+        ProjectionOverBudgetError: compact first) when it does not fit; EntryNotFoundError
+        for a bad ``at``."""
+        budget, policy = resolve_policy(budget, policy)
+        return project(self.context_state(at), budget, policy, counter or default_counter())
+
+    def compact(
+        self,
+        budget: int | None = None,
+        policy: Policy | None = None,
+        summarizer: Summarizer | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        actor: str = COMPACTION_ACTOR,
+    ) -> Entry | None:
+        """Append the ``context.compaction`` the policy calls for now (``budget`` overrides
+        the policy's ``budget_tokens``), summarized by ``summarizer`` (default: the
+        extractive summarizer); None when the context is under the high-water mark.
+
+        A summarizer that raises, or whose summary is refused (SummaryRefusedError
+        subclasses), leaves the ledger exactly as it was; so does ContextBudgetError (the
+        pins or the most recent turns cannot fit)."""
+        if budget is not None:
+            resolve_policy(budget, None)
+            policy = replace(policy or Policy(), budget_tokens=budget)
+        return record_compaction(
+            self._ledger,
+            self.id,
+            policy or Policy(),
+            counter or default_counter(),
+            summarizer or ExtractiveSummarizer(),
+            actor,
+        )
+
+    def model_call(
+        self,
+        model: str,
+        budget: int,
+        policy: Policy | None = None,
+        counter: TokenCounter | None = None,
+        compact: bool = True,
+        *,
+        summarizer: Summarizer | None = None,
+        actor: str = MODEL_CALL_ACTOR,
+    ) -> tuple[Projection, Entry]:
+        """Record that ``model`` is sent the context at the head: compact first if the
+        context is past the policy's high-water mark (``compact``), then project for
+        ``budget`` tokens and append the ``model.call`` with the projection's digest,
+        ``at_seq`` = its seq - 1. Returns the projection to send and the entry.
+
+        Raises ContextBudgetError when the context cannot fit (nothing recorded for the call;
+        a compaction made first stays), EmptyThreadError on an empty thread, and what
+        :meth:`compact` raises."""
+        budget, policy = resolve_policy(budget, policy)
+        counter = counter or default_counter()
+        if compact:
+            self.compact(policy=policy, summarizer=summarizer, counter=counter)
+        return record_model_call(self._ledger, self.id, model, budget, policy, counter, actor)
+
+    def replay_context(self, call_seq: int, counters: Iterable[TokenCounter] = ()) -> Projection:
+        """The projection the ``model.call`` at ``call_seq`` recorded, rebuilt from the
+        ledger, after proving that its digest is the recorded one. ``counters``: counters
+        other than the default, by name.
+
+        Raises NotAModelCallError, UnknownTokenCounterError, ModelCallOverBudgetError and
+        ContextDigestMismatchError (the context sent was not the one the ledger implies)."""
+        entry = self.entry(call_seq)
+        if entry.kind != "model.call":
+            raise NotAModelCallError(
+                f"entry {call_seq} of thread {self.id} is a {entry.kind}, not a model.call"
+            )
+        body: dict[str, Any] = dict(entry.body)
+        registry = counter_registry(counters)
+        state = self.context_state(int(body["at_seq"]))
+        verify_model_call(body, state, registry)
+        counter = resolve_counter(str(body["token_counter"]), registry)
+        policy = parse_policy(body["policy"], "body.policy")
+        return project(state, int(body["budget_tokens"]), policy, counter)
+
+    def expand(self, seq: int, size: int | None = None) -> tuple[Entry, InclusionProof]:
+        """The entry ``seq`` (the one behind a summary pointer), verified, with its RFC 9162
+        inclusion proof in the tree of ``size`` entries (default: the head; give a signed
+        checkpoint's size to prove it against that checkpoint). The proof is checked against
+        the stored tree before it is returned. EntryNotFoundError unless
+        ``0 <= seq < size <= head``."""
+        proof = self.prove_inclusion(seq, size)
+        entry = self.entry(seq)
+        if entry.leaf_hash != proof.leaf_hash:
+            raise StoreCorruptError(
+                f"thread {self.id}: the stored leaf hash of entry {seq} is not the hash of its "
+                "leaf; run `registre verify --db`"
+            )
+        verify_inclusion(proof.leaf_hash, seq, proof.size, proof.hashes, proof.root)
+        return entry, proof

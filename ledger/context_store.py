@@ -1,0 +1,401 @@
+"""Writing the working context to the ledger: compactions, model calls, and their checks.
+
+Three write paths, each ONE write transaction that appends the entry and stores what the
+fold derives from it (:mod:`ledger.store.context_snapshots`) together, or nothing:
+
+* :func:`record_compaction` -- ``Thread.compact``: fold the context at the head, plan and
+  summarize **outside** the write lock (a summarizer may be a slow model call), then, under
+  the lock, check that the head has not moved (else plan again), check the body against the
+  rules (:func:`lifecycle.context.validate_compaction`), append it and store the snapshot;
+* :func:`record_model_call` -- ``Thread.model_call``: under the lock, fold the context at the
+  head, project it (a context over budget raises, nothing written) and append the
+  ``model.call`` with the projection's digest and ``at_seq`` = its own seq - 1;
+* :func:`append_context_checked` -- ``Thread.append_many`` given ``context.compaction`` or
+  ``model.call`` items (``registre append``, imports): each compaction must keep every rule
+  and each model call's digest must reproduce (:class:`ContextEntryRefusedError`
+  otherwise), so the ledger never receives one a verifier would refuse. Such a batch may not
+  also hold lifecycle kinds (:class:`MixedContextBatchError`).
+
+A summarizer that raises, a summary the controller refuses, a budget that cannot be met:
+each raises before the write transaction starts or rolls it back, leaving the ledger exactly
+as it was. Token counters are given by the caller; raw appends know the default counter only.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import Connection, Engine, select
+
+from attest.bodies import validate_body
+from attest.entry import Entry
+from attest.errors import MalformedError, RefusedError, VerificationError
+from attest.keys import Signer
+from attest.projection import projection_digest, verify_model_call
+from ledger.append import AppendItem, append_entries, read_head
+from ledger.errors import UnknownThreadError
+from ledger.lifecycle_store import is_lifecycle_batch
+from ledger.store.context_snapshots import (
+    ContextHistoryError,
+    context_entries,
+    fold_context,
+    fold_on,
+    insert_snapshots,
+    rebuild_thread_context,
+    snapshot_row,
+)
+from ledger.store.engine import read_transaction, write_transaction
+from ledger.store.schema import tables
+from lifecycle.context import (
+    ContextEntry,
+    ContextState,
+    Policy,
+    Projection,
+    StalePlanError,
+    Summarizer,
+    TokenCounter,
+    counter_registry,
+    entry_text,
+    prepare_compaction,
+    project,
+    validate_compaction,
+)
+
+if TYPE_CHECKING:
+    from ledger.ledger import Ledger
+
+__all__ = [
+    "CONTEXT_WRITE_KINDS",
+    "MODEL_CALL_ACTOR",
+    "ContextEntryRefusedError",
+    "ContextRebuildReport",
+    "EmptyThreadError",
+    "LeafTexts",
+    "MixedContextBatchError",
+    "append_context_checked",
+    "commit_context_items",
+    "connection_reader",
+    "engine_reader",
+    "head_size",
+    "is_context_batch",
+    "rebuild_context",
+    "record_compaction",
+    "record_model_call",
+]
+
+CONTEXT_WRITE_KINDS: Final = frozenset(("context.compaction", "model.call"))
+"""Kinds whose raw appends are checked against the working-context rules."""
+
+MODEL_CALL_ACTOR: Final = "registre"
+_PLAN_ATTEMPTS: Final = 3
+
+EntryReader = Callable[[int, int], Iterator[ContextEntry]]
+"""``read(start, stop)``: the entries ``start <= seq < stop`` as the context fold reads them."""
+
+
+class ContextEntryRefusedError(RefusedError):
+    """A ``context.compaction`` that breaks a rule of ``specs/context.md``, or a
+    ``model.call`` whose digest does not reproduce, offered for appending; nothing was
+    written. ``seq`` is the entry it would have been; the rule's error is chained."""
+
+    def __init__(self, message: str, seq: int) -> None:
+        self.seq = seq
+        super().__init__(message)
+
+
+class MixedContextBatchError(RefusedError):
+    """An append batch holding both lifecycle kinds and compactions or model calls."""
+
+
+class EmptyThreadError(RefusedError):
+    """A model call on a thread with no entries: there is no context to send."""
+
+
+@dataclass(frozen=True)
+class ContextRebuildReport:
+    """What :func:`rebuild_context` did for one thread: ``snapshots`` rows written for a
+    thread of ``size`` entries."""
+
+    thread: str
+    size: int
+    snapshots: int
+
+
+# --- entry texts, read on demand ----------------------------------------------------------
+
+
+class LeafTexts(Mapping[int, str]):
+    """Entry texts (:func:`lifecycle.context.entry_text`) of entries ``0 .. stop-1``, read
+    from the ledger when asked, ``block`` entries at a time, the most recent ``blocks`` blocks
+    kept. ``extra`` holds texts of entries not yet written (an append batch). What quote
+    checks need: a summary line may point at entries folded long ago."""
+
+    def __init__(
+        self,
+        read: EntryReader,
+        stop: int,
+        extra: Mapping[int, str] | None = None,
+        *,
+        block: int = 64,
+        blocks: int = 64,
+    ) -> None:
+        self._read, self._stop, self._extra = read, stop, dict(extra or {})
+        self._block, self._blocks = block, blocks
+        self._cache: OrderedDict[int, dict[int, str]] = OrderedDict()
+
+    def __getitem__(self, seq: int) -> str:
+        if seq in self._extra:
+            return self._extra[seq]
+        if not isinstance(seq, int) or not 0 <= seq < self._stop:
+            raise KeyError(seq)
+        number = seq // self._block
+        texts = self._cache.get(number)
+        if texts is None:
+            start = number * self._block
+            stop = min(self._stop, start + self._block)
+            texts = {e.seq: entry_text(e.kind, e.body) for e in self._read(start, stop)}
+            self._cache[number] = texts
+            if len(self._cache) > self._blocks:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(number)
+        return texts[seq]
+
+    def __iter__(self) -> Iterator[int]:
+        yield from range(self._stop)
+        yield from (seq for seq in self._extra if not 0 <= seq < self._stop)
+
+    def __len__(self) -> int:
+        return self._stop + sum(1 for seq in self._extra if not 0 <= seq < self._stop)
+
+
+def connection_reader(conn: Connection, thread: str) -> EntryReader:
+    """Read entries through ``conn`` (inside its transaction)."""
+    return lambda start, stop: context_entries(conn, thread, start, stop)
+
+
+def engine_reader(engine: Engine, thread: str) -> EntryReader:
+    """Read entries in a short read transaction of their own per call."""
+
+    def read(start: int, stop: int) -> Iterator[ContextEntry]:
+        with read_transaction(engine) as conn:
+            return iter(list(context_entries(conn, thread, start, stop)))
+
+    return read
+
+
+def head_size(conn: Connection, thread: str) -> int:
+    """The thread's size, read without locking; UnknownThreadError if there is none."""
+    size = conn.execute(select(tables.thread.c.size).where(tables.thread.c.id == thread)).scalar()
+    if size is None:
+        raise UnknownThreadError(f"no thread {thread!r}; list threads with `registre thread list`")
+    return int(size)
+
+
+# --- the write paths ------------------------------------------------------------------------
+
+
+def is_context_batch(items: Sequence[AppendItem]) -> bool:
+    """Whether an append batch holds a compaction or a model call."""
+    return any(
+        isinstance(item, tuple) and item and item[0] in CONTEXT_WRITE_KINDS for item in items
+    )
+
+
+def append_context_checked(
+    ledger: Ledger,
+    thread: str,
+    items: Sequence[AppendItem],
+    counters: Iterable[TokenCounter] = (),
+) -> list[Entry]:
+    """Append ``items`` in one transaction after checking every compaction and model call
+    among them against the fold of the thread (module docstring).
+
+    Raises, with nothing written: MixedContextBatchError, the body errors of
+    :func:`attest.bodies.validate_body`, ContextEntryRefusedError, ContextHistoryError (the
+    stored history does not fold), and whatever :func:`ledger.append.append_entries` raises.
+    """
+    if is_lifecycle_batch(items):
+        raise MixedContextBatchError(
+            "append lifecycle entries and compactions or model calls in separate batches"
+        )
+    signer = ledger.require_signer()
+    with write_transaction(ledger.engine) as conn:
+        _origin, frontier = read_head(conn, thread)
+        state = fold_context(conn, thread, frontier.size - 1)
+        return commit_context_items(conn, signer, thread, state, items, counter_registry(counters))
+
+
+def commit_context_items(
+    conn: Connection,
+    signer: Signer,
+    thread: str,
+    state: ContextState,
+    items: Sequence[AppendItem],
+    counters: Mapping[str, TokenCounter],
+) -> list[Entry]:
+    """In the caller's write transaction, ``state`` being the fold at the locked head: check
+    each item in order against the fold (compactions by every rule, model calls by their
+    digest), append them all, and store a snapshot per compaction. ``state`` is advanced past
+    the items. Raises as :func:`append_context_checked`."""
+    size = state.at + 1
+    batch: list[ContextEntry] = []
+    rows = []
+    for offset, item in enumerate(items):
+        kind, body, actor = item
+        validate_body(kind, body)
+        entry = ContextEntry(size + offset, kind, actor, body)
+        where = f"item {offset} ({kind}) would be entry {entry.seq}"
+        texts = LeafTexts(connection_reader(conn, thread), size, _texts(batch))
+        try:
+            if kind == "context.compaction":
+                validate_compaction(state, entry, texts, counters)
+            elif kind == "model.call":
+                at = _model_call_state(conn, thread, state, batch, body["at_seq"], entry.seq)
+                verify_model_call(body, at, counters)
+            fold_on(state, (entry,), thread)
+        except ContextEntryRefusedError:
+            raise
+        except ContextHistoryError as exc:
+            if exc.seq < size:
+                raise  # the stored history, not this item
+            raise _refusal(where, exc, entry.seq) from exc
+        except (VerificationError, MalformedError) as exc:
+            raise _refusal(where, exc, entry.seq) from exc
+        batch.append(entry)
+        if kind == "context.compaction":
+            rows.append(snapshot_row(thread, entry.seq, state))
+    entries = append_entries(conn, signer, thread, items)
+    insert_snapshots(conn, rows)
+    return entries
+
+
+def _refusal(where: str, exc: Exception, seq: int) -> ContextEntryRefusedError:
+    return ContextEntryRefusedError(
+        f"{where}: {exc}; record compactions with `registre compact` or Thread.compact and "
+        "model calls with Thread.model_call, which follow the rules",
+        seq,
+    )
+
+
+def _texts(batch: Sequence[ContextEntry]) -> dict[int, str]:
+    return {entry.seq: entry_text(entry.kind, entry.body) for entry in batch}
+
+
+def _model_call_state(
+    conn: Connection,
+    thread: str,
+    state: ContextState,
+    batch: Sequence[ContextEntry],
+    at_seq: int,
+    seq: int,
+) -> ContextState:
+    """The fold at ``at_seq`` for a model call that would be entry ``seq``."""
+    if at_seq >= seq:
+        raise ContextEntryRefusedError(
+            f"a model call at seq {seq} cannot project entries up to {at_seq}: at_seq must "
+            "name an earlier entry",
+            seq,
+        )
+    if at_seq == state.at:
+        return state
+    written = seq - len(batch)
+    if at_seq < written:
+        return fold_context(conn, thread, at_seq)
+    before = fold_context(conn, thread, written - 1)
+    return fold_on(before, batch[: at_seq - written + 1], thread)
+
+
+def record_compaction(
+    ledger: Ledger,
+    thread: str,
+    policy: Policy,
+    counter: TokenCounter,
+    summarizer: Summarizer,
+    actor: str,
+) -> Entry | None:
+    """Append the compaction ``policy`` calls for at the head, or return None when none is
+    due (module docstring). Raises, with nothing written: NoSignerError, UnknownThreadError,
+    ContextBudgetError (pins or recent turns cannot fit), whatever the summarizer raises,
+    SummaryRefusedError subclasses, ContextEntryRefusedError, and StalePlanError when the
+    thread kept moving while the summary was written (after three attempts)."""
+    signer = ledger.require_signer()
+    counters = counter_registry([counter])
+    for _attempt in range(_PLAN_ATTEMPTS):
+        with read_transaction(ledger.engine, snapshot=True) as conn:
+            size = head_size(conn, thread)
+            state = fold_context(conn, thread, size - 1)
+        texts = LeafTexts(engine_reader(ledger.engine, thread), size)
+        body = prepare_compaction(state, policy, counter, summarizer, texts)
+        if body is None:
+            return None
+        with write_transaction(ledger.engine) as conn:
+            _origin, frontier = read_head(conn, thread)
+            if frontier.size != size:
+                continue  # another writer appended meanwhile: plan again
+            item = ("context.compaction", body, actor)
+            return commit_context_items(conn, signer, thread, state, [item], counters)[0]
+    raise StalePlanError(
+        f"thread {thread} kept growing while its compaction was being summarized "
+        f"({_PLAN_ATTEMPTS} attempts); try again"
+    )
+
+
+def record_model_call(
+    ledger: Ledger,
+    thread: str,
+    model: str,
+    budget: int,
+    policy: Policy,
+    counter: TokenCounter,
+    actor: str = MODEL_CALL_ACTOR,
+) -> tuple[Projection, Entry]:
+    """Under the write lock, project the context at the head and append the ``model.call``
+    recording its digest (``at_seq`` = the call's seq - 1). Raises, with nothing written:
+    NoSignerError, UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first),
+    BodySchemaError (a bad model name)."""
+    signer = ledger.require_signer()
+    with write_transaction(ledger.engine) as conn:
+        _origin, frontier = read_head(conn, thread)
+        if frontier.size == 0:
+            raise EmptyThreadError(f"thread {thread} has no entries: there is no context to send")
+        state = fold_context(conn, thread, frontier.size - 1)
+        projection = project(state, budget, policy, counter)
+        body: dict[str, Any] = {
+            "model": model,
+            "projection_sha256": projection_digest(projection),
+            "at_seq": state.at,
+            "budget_tokens": budget,
+            "policy": policy.to_json(),
+            "token_counter": counter.name,
+        }
+        entry = append_entries(conn, signer, thread, [("model.call", body, actor)])[0]
+    return projection, entry
+
+
+def rebuild_context(ledger: Ledger, thread: str | None = None) -> list[ContextRebuildReport]:
+    """Drop and rebuild the context snapshots of ``thread`` (default: every thread) from the
+    entries, one write transaction per thread under its lock. Raises UnknownThreadError;
+    ContextHistoryError for a thread whose entries do not fold (its rows are left as they
+    were)."""
+    with read_transaction(ledger.engine) as conn:
+        if thread is None:
+            ids = [
+                str(i)
+                for i in conn.execute(
+                    select(tables.thread.c.id).order_by(tables.thread.c.id)
+                ).scalars()
+            ]
+        else:
+            head_size(conn, thread)
+            ids = [thread]
+    reports = []
+    for thread_id in ids:
+        with write_transaction(ledger.engine) as conn:
+            _origin, frontier = read_head(conn, thread_id)
+            count = rebuild_thread_context(conn, thread_id, frontier.size)
+        reports.append(ContextRebuildReport(thread_id, frontier.size, count))
+    return reports

@@ -1,0 +1,352 @@
+"""The derived ``context_snapshot`` table (schema version 4): the working-context fold of a
+thread as it stood after each of its compactions, and folding a thread's context from it.
+
+Why at compactions only. A compaction is where the context fold changes shape (a range leaves
+the tail, summaries are replaced, the header is refreshed); between two compactions the fold
+only appends entries to its tail. So a snapshot taken right after a compaction, plus the
+entries after it, is all a fold needs -- and a projection shows that tail anyway. Appending any
+other entry writes nothing here (an append stays as cheap as before); a ``context.compaction``
+writes its snapshot in the same transaction as the entry (:mod:`ledger.context_store`).
+
+:func:`fold_context` rebuilds the fold at any ``at``: the latest snapshot at or before ``at``,
+restored with the entries from its boundary (:func:`lifecycle.context.restore_state`), then the
+entries up to ``at`` folded on. It reads O(snapshot + tail + entries since the compaction): in
+proportion to the context, never to the history behind the summaries.
+
+**The stored form** is :func:`lifecycle.context.state_snapshot` with one difference: the pin
+table keeps only the pins that are live, or that were made by an entry of the tail
+(``entry seq >= boundary``). The pins left out are unpinned and folded away; no projection
+shows them and no rule reads their text -- only that they exist, so that a later unpin of one
+is decided ``inactive_pin`` rather than ``unknown_pin``. Pin ids are ``pin-1 .. pin-(next-1)``
+with no gap, so their existence is implied by ``next_pin``; when the entries to fold after a
+snapshot hold a refused unpin, the left-out pins are put back as placeholders (id, status
+``unpinned``, nothing else) before restoring. A snapshot therefore costs O(live pins + tail
+pins + live summaries + stubs), however many pins the thread ever made.
+
+Like every derived table it is a cache: rows can be deleted and rebuilt from the entries
+(:func:`rebuild_thread_context`, ``registre rebuild``), and ``registre verify --db`` folds the
+entries itself and compares every row. Leaves are parsed here, not signature-checked (as for
+the lifecycle cache): the entry table is append-only and ``verify --db`` checks it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from sqlalchemy import BigInteger, Connection, Table, bindparam, select
+from sqlmodel import Field
+
+from ledger.errors import StoreCorruptError
+from ledger.store.schema import LedgerModel, metadata, tables
+from lifecycle import LifecycleFormatError, ReplayMismatchError
+from lifecycle.context import (
+    CompactionVerificationError,
+    ContextEntry,
+    ContextState,
+    restore_state,
+    state_snapshot,
+)
+from lifecycle.model import LIVE, UNPINNED
+
+__all__ = [
+    "CONTEXT_SNAPSHOT",
+    "ContextHistoryError",
+    "ContextSnapshotRow",
+    "add_context_snapshots",
+    "context_entries",
+    "delete_snapshots",
+    "fold_context",
+    "fold_on",
+    "insert_snapshots",
+    "rebuild_thread_context",
+    "snapshot_json",
+    "snapshot_row",
+    "stored_snapshot",
+    "stored_snapshots",
+]
+
+
+class ContextSnapshotRow(LedgerModel, table=True):
+    __tablename__ = "context_snapshot"
+
+    thread: str = Field(primary_key=True, foreign_key="thread.id")
+    seq: int = Field(primary_key=True, sa_type=BigInteger)  # the context.compaction entry
+    boundary: int = Field(sa_type=BigInteger)  # first seq of the tail after it
+    snapshot: str  # compact JSON: the stored form (module docstring)
+
+
+CONTEXT_SNAPSHOT: Final[Table] = ContextSnapshotRow.__table__  # type: ignore[attr-defined]
+
+_entry = tables.entry
+_LEAVES = (
+    select(_entry.c.seq, _entry.c.leaf)
+    .where(
+        _entry.c.thread == bindparam("thread"),
+        _entry.c.seq >= bindparam("start"),
+        _entry.c.seq < bindparam("stop"),
+    )
+    .order_by(_entry.c.seq)
+    .limit(bindparam("batch"))
+)
+_LATEST = (
+    select(CONTEXT_SNAPSHOT.c.seq, CONTEXT_SNAPSHOT.c.snapshot)
+    .where(
+        CONTEXT_SNAPSHOT.c.thread == bindparam("thread"),
+        CONTEXT_SNAPSHOT.c.seq <= bindparam("at"),
+    )
+    .order_by(CONTEXT_SNAPSHOT.c.seq.desc())
+    .limit(1)
+)
+_ONE = select(CONTEXT_SNAPSHOT.c.boundary, CONTEXT_SNAPSHOT.c.snapshot).where(
+    CONTEXT_SNAPSHOT.c.thread == bindparam("thread"), CONTEXT_SNAPSHOT.c.seq == bindparam("seq")
+)
+_ALL = (
+    select(CONTEXT_SNAPSHOT.c.seq, CONTEXT_SNAPSHOT.c.boundary, CONTEXT_SNAPSHOT.c.snapshot)
+    .where(
+        CONTEXT_SNAPSHOT.c.thread == bindparam("thread"),
+        CONTEXT_SNAPSHOT.c.seq >= bindparam("start"),
+    )
+    .order_by(CONTEXT_SNAPSHOT.c.seq)
+    .limit(bindparam("batch"))
+)
+_PLACEHOLDER_KIND: Final = "definition"
+
+
+class ContextHistoryError(StoreCorruptError):
+    """A stored entry the context fold cannot take: a leaf that is not an entry, a
+    compaction whose range or stubs cannot be applied, a pin or unpin whose recorded outcome
+    the rules do not give. ``thread`` and ``seq`` name it; the cause is chained."""
+
+    def __init__(self, thread: str, seq: int, problem: str) -> None:
+        self.thread = thread
+        self.seq = seq
+        self.problem = problem
+        super().__init__(
+            f"thread {thread} seq {seq}: {problem}; the stored history does not fold into a "
+            "working context: run `registre verify --db`"
+        )
+
+
+# --- the stored form ----------------------------------------------------------------------
+
+
+def snapshot_json(state: ContextState) -> dict[str, Any]:
+    """The stored form of ``state`` (module docstring): its snapshot with the pins that are
+    neither live nor made in the tail left out."""
+    snapshot = state_snapshot(state)
+    boundary = state.boundary
+    snapshot["pins"] = [
+        row
+        for row in _rows(snapshot["pins"])
+        if row[4] == LIVE or (isinstance(row[6], int) and row[6] >= boundary)
+    ]
+    return snapshot
+
+
+def _with_placeholders(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """``snapshot`` with every pin it leaves out put back as an unpinned placeholder, in pin
+    order (``pin-1`` .. ``pin-(next_pin - 1)``)."""
+    kept = {str(row[0]): row for row in _rows(snapshot.get("pins"))}
+    next_pin = snapshot.get("next_pin")
+    if type(next_pin) is not int:
+        return dict(snapshot)  # restore_state names the malformed field
+    pins = [
+        kept.get(f"pin-{number}") or [f"pin-{number}", _PLACEHOLDER_KIND, "", 0, UNPINNED, "", -1]
+        for number in range(1, next_pin)
+    ]
+    return {**snapshot, "pins": pins}
+
+
+def _rows(value: object) -> list[list[Any]]:
+    return [row for row in value if isinstance(row, list)] if isinstance(value, list) else []
+
+
+def _encode(snapshot: Mapping[str, Any]) -> str:
+    return json.dumps(snapshot, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- rows -------------------------------------------------------------------------------------
+
+
+def snapshot_row(thread: str, seq: int, state: ContextState) -> dict[str, Any]:
+    """The row storing ``state``, the fold just after the compaction at ``seq``."""
+    return {
+        "thread": thread,
+        "seq": seq,
+        "boundary": state.boundary,
+        "snapshot": _encode(snapshot_json(state)),
+    }
+
+
+def insert_snapshots(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert snapshot rows (from :func:`snapshot_row`), 500 per statement."""
+    for start in range(0, len(rows), 500):
+        conn.execute(CONTEXT_SNAPSHOT.insert(), list(rows[start : start + 500]))
+
+
+def stored_snapshot(conn: Connection, thread: str, seq: int) -> dict[str, Any] | None:
+    """The stored snapshot at ``seq`` as JSON data, or None if there is no row."""
+    row = conn.execute(_ONE, {"thread": thread, "seq": seq}).one_or_none()
+    return None if row is None else _decode(thread, seq, row.snapshot)
+
+
+def stored_snapshots(
+    conn: Connection, thread: str, *, batch: int = 200
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """Every stored ``(seq, boundary, snapshot)`` of ``thread``, in seq order."""
+    start = 0
+    while True:
+        rows = conn.execute(_ALL, {"thread": thread, "start": start, "batch": batch}).all()
+        for row in rows:
+            yield int(row.seq), int(row.boundary), _decode(thread, int(row.seq), row.snapshot)
+        if len(rows) < batch:
+            return
+        start = int(rows[-1].seq) + 1
+
+
+def delete_snapshots(conn: Connection, thread: str) -> None:
+    """Delete every snapshot row of ``thread``."""
+    conn.execute(CONTEXT_SNAPSHOT.delete().where(CONTEXT_SNAPSHOT.c.thread == thread))
+
+
+def _decode(thread: str, seq: int, text: object) -> dict[str, Any]:
+    try:
+        data = json.loads(str(text))
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise StoreCorruptError(
+            f"thread {thread}: the context snapshot at seq {seq} is not a JSON object; run "
+            f"`registre rebuild --thread {thread}`"
+        )
+    return data
+
+
+# --- reading entries ------------------------------------------------------------------------
+
+
+def context_entries(
+    conn: Connection, thread: str, start: int, stop: int, *, batch: int = 500
+) -> Iterator[ContextEntry]:
+    """Entries ``start <= seq < stop`` as the context fold reads them, in seq order (parsed,
+    not signature-checked). ContextHistoryError for a missing entry or a leaf that is not the
+    entry at its seq."""
+    next_seq = start
+    while next_seq < stop:
+        params = {"thread": thread, "start": next_seq, "stop": stop, "batch": batch}
+        rows = conn.execute(_LEAVES, params).all()
+        if not rows:
+            raise ContextHistoryError(thread, next_seq, "the entry is missing")
+        for row in rows:
+            if int(row.seq) != next_seq:
+                raise ContextHistoryError(thread, next_seq, "the entry is missing")
+            yield _context_entry(thread, next_seq, row.leaf)
+            next_seq += 1
+
+
+def _context_entry(thread: str, seq: int, leaf: object) -> ContextEntry:
+    try:
+        envelope = json.loads(bytes(leaf))["entry"]  # type: ignore[call-overload]
+        entry = ContextEntry(envelope["seq"], envelope["kind"], envelope["actor"], envelope["body"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ContextHistoryError(thread, seq, "the stored leaf is not an entry") from exc
+    if entry.seq != seq or not isinstance(entry.body, dict):
+        raise ContextHistoryError(thread, seq, f"the stored leaf is entry {entry.seq!r}")
+    return entry
+
+
+# --- folding --------------------------------------------------------------------------------
+
+
+def fold_context(conn: Connection, thread: str, at: int) -> ContextState:
+    """The context fold of ``thread``'s entries ``0..at`` (``at`` >= -1, at most the last
+    entry), from the latest stored snapshot at or before ``at`` (module docstring).
+    ContextHistoryError if the stored entries do not fold; StoreCorruptError for a snapshot
+    that does not restore."""
+    found = conn.execute(_LATEST, {"thread": thread, "at": at}).one_or_none() if at >= 0 else None
+    if found is None:
+        return fold_on(ContextState(), context_entries(conn, thread, 0, at + 1), thread)
+    seq = int(found.seq)
+    snapshot = _decode(thread, seq, found.snapshot)
+    boundary = snapshot.get("boundary")
+    if type(boundary) is not int or not 0 <= boundary <= seq:
+        raise StoreCorruptError(
+            f"thread {thread}: the context snapshot at seq {seq} has no valid boundary; run "
+            f"`registre rebuild --thread {thread}`"
+        )
+    entries = list(context_entries(conn, thread, boundary, at + 1))
+    later = entries[seq + 1 - boundary :]
+    if any(_refused_unpin(entry) for entry in later):
+        snapshot = _with_placeholders(snapshot)
+    try:
+        state = restore_state(snapshot, entries[: seq + 1 - boundary])
+    except (LifecycleFormatError, ValueError, KeyError) as exc:
+        raise StoreCorruptError(
+            f"thread {thread}: the context snapshot at seq {seq} does not restore ({exc}); "
+            f"run `registre rebuild --thread {thread}`"
+        ) from exc
+    return fold_on(state, later, thread)
+
+
+def fold_on(
+    state: ContextState, entries: Iterator[ContextEntry] | Sequence[ContextEntry], thread: str
+) -> ContextState:
+    """Apply ``entries`` (the next ones, in order) to ``state``; return it.
+    ContextHistoryError naming the first entry the fold refuses."""
+    for entry in entries:
+        try:
+            state.apply(entry)
+        except (
+            CompactionVerificationError,
+            LifecycleFormatError,
+            ReplayMismatchError,
+            ValueError,
+        ) as exc:
+            raise ContextHistoryError(thread, entry.seq, str(exc)) from exc
+    return state
+
+
+def _refused_unpin(entry: ContextEntry) -> bool:
+    if entry.kind != "context.unpin":
+        return False
+    outcome = entry.body.get("outcome")
+    return not (isinstance(outcome, Mapping) and outcome.get("accepted") is True)
+
+
+def rebuild_thread_context(conn: Connection, thread: str, size: int) -> int:
+    """Replace ``thread``'s snapshot rows by those the fold of entries ``0..size-1`` gives,
+    in the caller's write transaction (holding the thread's lock); return how many were
+    written. ContextHistoryError leaves the rows as they were (the fold runs first)."""
+    state = ContextState()
+    rows: list[dict[str, Any]] = []
+    for entry in context_entries(conn, thread, 0, size):
+        fold_on(state, (entry,), thread)
+        if entry.kind == "context.compaction":
+            rows.append(snapshot_row(thread, entry.seq, state))
+    delete_snapshots(conn, thread)
+    insert_snapshots(conn, rows)
+    return len(rows)
+
+
+# --- schema upgrade 3 -> 4 ------------------------------------------------------------------
+
+
+def add_context_snapshots(conn: Connection) -> str:
+    """Schema version 3 -> 4: create ``context_snapshot`` and fill it from each thread's
+    entries. A thread whose entries do not fold keeps no rows (``verify --db`` names its bad
+    entry); the upgrade itself never fails on history."""
+    metadata.create_all(conn, tables=[CONTEXT_SNAPSHOT])
+    heads = conn.execute(select(tables.thread.c.id, tables.thread.c.size)).all()
+    skipped = 0
+    for head in heads:
+        try:
+            rebuild_thread_context(conn, str(head.id), int(head.size))
+        except ContextHistoryError:
+            delete_snapshots(conn, str(head.id))
+            skipped += 1
+    description = f"context snapshots; {len(heads) - skipped} thread(s) built"
+    if skipped:
+        description += f", {skipped} left empty (context history does not fold)"
+    return description
