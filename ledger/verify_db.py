@@ -24,6 +24,10 @@ with the thread):
    exactly the rows the fold gives (DerivedStateMismatchError naming the first difference).
    This step holds the thread's lifecycle state and derived rows in memory: O(lifecycle
    state), the one part of verification that grows with the thread.
+10. **Working context**: every compaction keeps the rules of ``specs/context.md``, every
+    model call's projection digest reproduces, and the context snapshots are the fold's
+    (:mod:`ledger.verify_context_db`: CompactionInvalidError, ModelCallDigestError,
+    ContextSnapshotMismatchError).
 
 The first failure raises, naming the thread and the first bad sequence number. Which keys are
 trusted is the caller's choice: pinned verifier keys, or (by default) the keys stored in the
@@ -56,6 +60,7 @@ from ledger.store.fold import (
 )
 from ledger.store.nodes import StoredHashSource
 from ledger.store.schema import tables
+from lifecycle.context import TokenCounter
 
 __all__ = [
     "CheckpointMismatchError",
@@ -167,10 +172,12 @@ def verify_database(
     thread: str | None = None,
     keys: Sequence[Verifier] | None = None,
     batch: int = 1000,
+    counters: Sequence[TokenCounter] = (),
 ) -> list[ThreadReport]:
     """Verify every thread (or only ``thread``) of ``ledger``; return one report per thread.
 
-    ``keys``: the verifier keys to trust (default: the keys stored in the database). Raises a
+    ``keys``: the verifier keys to trust (default: the keys stored in the database).
+    ``counters``: token counters besides the default one, for step 10. Raises a
     LedgerTamperedError subclass at the first failure; UnknownThreadError for an unknown
     ``thread``.
     """
@@ -194,6 +201,7 @@ def verify_database(
                 bytes(h.root),
                 bytes(h.frontier),
                 batch,
+                counters,
             )
             for h in heads
         ]
@@ -208,7 +216,10 @@ def _verify_thread(
     root: bytes,
     frontier: bytes,
     batch: int,
+    counters: Sequence[TokenCounter] = (),
 ) -> ThreadReport:
+    from ledger.verify_context_db import ContextCheck  # step 10; it imports this module
+
     # 1. head row: origin LOGNAME/ID for a trusted key's name
     log_keys = [key for key in keys if origin == f"{key.name}/{thread}"]
     if not log_keys:
@@ -217,6 +228,7 @@ def _verify_thread(
         )
     tree = CompactRange()
     fold = ThreadFold(thread, keep_rows=True)
+    context = ContextCheck(conn, thread, counters)
     while True:
         rows = conn.execute(_ROWS, {"thread": thread, "start": tree.size, "batch": batch}).all()
         if not rows:
@@ -226,6 +238,7 @@ def _verify_thread(
         for row in rows:
             entry = _check_row(row, tree, keys, thread, origin, size, completed)
             _fold_entry(fold, entry)
+            context.check(entry)  # 10. working context
         # 6. stored subtrees completed by this batch
         _check_subtrees(conn, thread, first, tree.size, completed)
     # 7. head
@@ -249,6 +262,7 @@ def _verify_thread(
         compare_derived(conn, thread, fold.rows)
     except DerivedTablesDifferError as exc:
         raise DerivedStateMismatchError(thread, exc.seq, str(exc)) from exc
+    context.finish()  # 10. no context snapshot row without its compaction
     return ThreadReport(thread, origin, size, root, count)
 
 

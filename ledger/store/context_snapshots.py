@@ -58,6 +58,7 @@ __all__ = [
     "context_entries",
     "delete_snapshots",
     "fold_context",
+    "fold_from_snapshot",
     "fold_on",
     "insert_snapshots",
     "rebuild_thread_context",
@@ -269,9 +270,17 @@ def fold_context(conn: Connection, thread: str, at: int) -> ContextState:
     if found is None:
         return fold_on(ContextState(), context_entries(conn, thread, 0, at + 1), thread)
     seq = int(found.seq)
-    snapshot = _decode(thread, seq, found.snapshot)
+    return fold_from_snapshot(conn, thread, seq, _decode(thread, seq, found.snapshot), at)
+
+
+def fold_from_snapshot(
+    conn: Connection, thread: str, seq: int, snapshot: Mapping[str, Any], at: int
+) -> ContextState:
+    """The context fold at ``at`` (>= ``seq``) from ``snapshot``, the stored form of the fold
+    just after the compaction at ``seq``: restored with the entries from its boundary, then
+    folded on. StoreCorruptError for a snapshot that does not restore; ContextHistoryError."""
     boundary = snapshot.get("boundary")
-    if type(boundary) is not int or not 0 <= boundary <= seq:
+    if type(boundary) is not int or not 0 <= boundary <= seq <= at:
         raise StoreCorruptError(
             f"thread {thread}: the context snapshot at seq {seq} has no valid boundary; run "
             f"`registre rebuild --thread {thread}`"

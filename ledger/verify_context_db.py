@@ -1,0 +1,200 @@
+"""Step 10 of ``registre verify --db``: the working context replayed (``specs/context.md``).
+
+:class:`ContextCheck` is fed every verified entry of a thread in seq order
+(:mod:`ledger.verify_db` steps 2-5 have accepted it and every entry before it) and checks, in
+this order, naming the first bad seq:
+
+10.1 every ``context.compaction`` keeps every rule of ``specs/context.md`` section 7 against
+     the fold of the entries before it (:func:`lifecycle.context.validate_compaction`), and
+     the fold can apply it (:class:`CompactionInvalidError`, the rule's error chained);
+10.2 every ``model.call`` names an earlier ``at_seq`` and its ``projection_sha256`` is the
+     digest of the projection the entries ``0..at_seq`` give with the recorded budget,
+     policy and counter (:func:`attest.projection.verify_model_call`;
+     :class:`ModelCallDigestError`, the cause chained) -- a digest signed with the operator
+     key but forged is found here;
+10.3 the ``context_snapshot`` row of every compaction is exactly the stored form of the
+     fold just after it, and there is no other row (:class:`ContextSnapshotMismatchError`;
+     ``registre rebuild`` repairs it).
+
+The fold is built only around the entries that need it: at a compaction or model call it is
+restored from the last compaction already checked (its row compared in 10.3, so trusted) and
+the entries since, then kept entry by entry until ``IDLE_ENTRIES`` entries pass without a
+compaction or model call. Memory is O(context), not O(thread); a thread without compactions
+or model calls costs nothing here. Token counters: the default one, plus those given.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections.abc import Iterable
+from typing import Any, Final
+
+from sqlalchemy import Connection
+
+from attest.entry import Entry
+from attest.errors import MalformedError, VerificationError
+from attest.projection import verify_model_call
+from ledger.context_store import LeafTexts, connection_reader
+from ledger.store.context_snapshots import (
+    ContextHistoryError,
+    context_entries,
+    fold_from_snapshot,
+    fold_on,
+    snapshot_json,
+    stored_snapshot,
+    stored_snapshots,
+)
+from ledger.verify_db import LedgerTamperedError
+from lifecycle.context import (
+    ContextEntry,
+    ContextState,
+    TokenCounter,
+    counter_registry,
+    validate_compaction,
+)
+
+__all__ = [
+    "IDLE_ENTRIES",
+    "CompactionInvalidError",
+    "ContextCheck",
+    "ContextSnapshotMismatchError",
+    "ModelCallDigestError",
+]
+
+IDLE_ENTRIES: Final = 4096
+"""Entries after the last compaction or model call beyond which the fold is dropped (and
+rebuilt from the last compaction when the next one comes)."""
+
+
+class CompactionInvalidError(LedgerTamperedError):
+    """A signed ``context.compaction`` that breaks a rule of ``specs/context.md`` section 7
+    (THREATS row 19: a range or pointer out of bounds, a split tool call, a folded recent turn,
+    an invented quote, a dropped pin, wrong token counts); the rule's error is chained."""
+
+
+class ModelCallDigestError(LedgerTamperedError):
+    """A signed ``model.call`` whose projection digest does not reproduce from the ledger
+    prefix it names (or that names no earlier prefix, does not fit its budget, or uses a
+    counter the verifier lacks); the cause is chained."""
+
+
+class ContextSnapshotMismatchError(LedgerTamperedError):
+    """A ``context_snapshot`` row missing, extra, or not the fold of the entries; ``registre
+    rebuild`` repairs it."""
+
+
+class ContextCheck:
+    """Step 10 for one thread, inside ``verify --db``'s read snapshot (module docstring)."""
+
+    def __init__(
+        self, conn: Connection, thread: str, counters: Iterable[TokenCounter] = ()
+    ) -> None:
+        self._conn = conn
+        self._thread = thread
+        self._counters = counter_registry(counters)
+        self._state: ContextState | None = None
+        self._idle = 0
+        self._compactions: list[int] = []
+
+    def check(self, entry: Entry) -> None:
+        """Check ``entry`` (the next one of the thread) and fold it if the fold is kept."""
+        kind = entry.kind
+        if kind not in ("context.compaction", "model.call"):
+            if self._state is not None:
+                self._apply(self._state, entry)
+                self._idle += 1
+                if self._idle > IDLE_ENTRIES:
+                    self._state = None
+            return
+        state = self._state if self._state is not None else self._fold_to(entry.seq - 1)
+        if kind == "context.compaction":
+            self._check_compaction(state, entry)
+        else:
+            self._check_model_call(state, entry)
+        self._apply(state, entry)
+        if kind == "context.compaction":
+            self._check_snapshot(state, entry.seq)
+            self._compactions.append(entry.seq)
+        self._state, self._idle = state, 0
+
+    def finish(self) -> None:
+        """10.3: no snapshot row at a seq that is not a compaction."""
+        expected = iter(self._compactions)
+        for seq, _boundary, _snapshot in stored_snapshots(self._conn, self._thread):
+            if seq != next(expected, None):
+                raise ContextSnapshotMismatchError(
+                    self._thread,
+                    seq,
+                    "context snapshot row for an entry that is not a checked compaction; run "
+                    f"`registre rebuild --thread {self._thread}`",
+                )
+
+    # --- the checks ---------------------------------------------------------------------------
+
+    def _check_compaction(self, state: ContextState, entry: Entry) -> None:
+        texts = LeafTexts(connection_reader(self._conn, self._thread), entry.seq)
+        try:
+            validate_compaction(state, _context_entry(entry), texts, self._counters)
+        except (VerificationError, MalformedError) as exc:
+            raise CompactionInvalidError(self._thread, entry.seq, str(exc)) from exc
+
+    def _check_model_call(self, state: ContextState, entry: Entry) -> None:
+        at_seq = entry.body["at_seq"]
+        if at_seq >= entry.seq:
+            raise ModelCallDigestError(
+                self._thread,
+                entry.seq,
+                f"the model call projects entries up to {at_seq}, which is not before the call",
+            )
+        at = state if at_seq == state.at else self._fold_to(at_seq)
+        try:
+            verify_model_call(entry.body, at, self._counters)
+        except (VerificationError, MalformedError) as exc:
+            raise ModelCallDigestError(self._thread, entry.seq, str(exc)) from exc
+
+    def _check_snapshot(self, state: ContextState, seq: int) -> None:
+        stored = stored_snapshot(self._conn, self._thread, seq)
+        expected: dict[str, Any] = json.loads(json.dumps(snapshot_json(state)))
+        if stored is None:
+            problem = "is missing"
+        elif stored != expected:
+            field = next(
+                (name for name in expected if stored.get(name) != expected[name]), "format"
+            )
+            problem = f"differs from the fold of the entries in {field!r}"
+        else:
+            return
+        raise ContextSnapshotMismatchError(
+            self._thread,
+            seq,
+            f"the context snapshot of the compaction {problem}; run "
+            f"`registre rebuild --thread {self._thread}`",
+        )
+
+    # --- folding ------------------------------------------------------------------------------
+
+    def _fold_to(self, at: int) -> ContextState:
+        """The fold of ``0..at`` from the last compaction at or before ``at`` already checked
+        (its row matched the fold, so it is trusted), else from entry 0."""
+        index = bisect_right(self._compactions, at) - 1
+        try:
+            if index < 0:
+                entries = context_entries(self._conn, self._thread, 0, at + 1)
+                return fold_on(ContextState(), entries, self._thread)
+            seq = self._compactions[index]
+            snapshot = stored_snapshot(self._conn, self._thread, seq)
+            assert snapshot is not None  # compared in 10.3 when it was checked
+            return fold_from_snapshot(self._conn, self._thread, seq, snapshot, at)
+        except ContextHistoryError as exc:
+            raise CompactionInvalidError(self._thread, exc.seq, exc.problem) from exc
+
+    def _apply(self, state: ContextState, entry: Entry) -> None:
+        try:
+            fold_on(state, (_context_entry(entry),), self._thread)
+        except ContextHistoryError as exc:
+            raise CompactionInvalidError(self._thread, entry.seq, exc.problem) from exc
+
+
+def _context_entry(entry: Entry) -> ContextEntry:
+    return ContextEntry(entry.seq, entry.kind, entry.actor, entry.body)
