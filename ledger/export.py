@@ -1,0 +1,374 @@
+"""Export a thread of a ledger as an audit bundle (``specs/bundle.md`` section 7).
+
+* :func:`export_thread` -- a **full** bundle: every entry up to a signed checkpoint, byte for
+  byte, with every stored checkpoint up to that size (notes with their cosignatures);
+* :func:`export_claim` -- a **partial** bundle disclosing only the chain of one conclusion
+  (:func:`ledger.claim_chain.claim_chain`), with an inclusion proof for each disclosed entry
+  and the consistency proofs the verifier needs (:func:`attest.bundle.build_proofs`).
+
+Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
+checkpoint stored at size N) or, by default, the latest stored one, which must then cover the
+head -- otherwise :class:`CheckpointRequiredError` says to run ``registre checkpoint`` (an
+export that silently left out the newest entries would mislead; one against an older
+checkpoint is a choice the caller makes with ``checkpoint=N``).
+
+Before anything is written the export checks what it read against what it will claim: the
+leaves' recomputed roots equal every included checkpoint's signed root (full), each inclusion
+proof leads to the head's signed root (partial); a store that fails this raises
+StoreCorruptError and nothing is written. Signatures are the verifier's business (and
+``registre verify --db``'s). The file is written by :func:`attest.bundle.write_bundle`: a
+temporary file in the target folder, flushed, fsynced, then linked (or, with ``overwrite``,
+renamed) into place, so a failed export leaves no file and no partial one.
+
+Entries are streamed from the database in batches of :data:`EXPORT_BATCH` rows; the zip
+itself is built in memory by :func:`attest.bundle.bundle_bytes` (see the figures in
+``specs/bundle.md`` section 7).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, overload
+
+from sqlalchemy import bindparam, select
+
+from attest.bundle import build_proofs, write_bundle
+from attest.bundle_zip import DEFAULT_LIMITS
+from attest.checkpoint import Checkpoint
+from attest.errors import RefusedError, VerificationError
+from attest.merkle import CompactRange, empty_root, leaf_hash
+from attest.note import parse_note
+from attest.proofs import verify_inclusion
+from ledger.claim_chain import ClaimChain, claim_chain
+from ledger.errors import StoreCorruptError
+from ledger.ledger import Ledger
+from ledger.store.engine import read_transaction
+from ledger.store.nodes import StoredHashSource
+from ledger.store.schema import tables
+from ledger.thread import StoredCheckpoint
+
+__all__ = [
+    "EXPORT_BATCH",
+    "MAX_BUNDLE_CHECKPOINTS",
+    "CheckpointRequiredError",
+    "ExportResult",
+    "choose_checkpoint",
+    "export_claim",
+    "export_thread",
+]
+
+EXPORT_BATCH = 1000
+"""Entry rows read per query (and per read transaction) while exporting."""
+
+MAX_BUNDLE_CHECKPOINTS = DEFAULT_LIMITS.max_members - 3
+"""Checkpoints a bundle can hold and still be read under the verifier's default member limit
+(the manifest, ``entries.jsonl`` and ``proofs.json`` take the other three)."""
+
+_IN_CHUNK = 500  # seqs per "IN (...)" query: far below every engine's parameter limit
+_entry = tables.entry
+_LEAVES = (
+    select(_entry.c.seq, _entry.c.leaf)
+    .where(
+        _entry.c.thread == bindparam("thread"),
+        _entry.c.seq >= bindparam("start"),
+        _entry.c.seq < bindparam("stop"),
+    )
+    .order_by(_entry.c.seq)
+)
+_LEAVES_AT = (
+    select(_entry.c.seq, _entry.c.leaf)
+    .where(
+        _entry.c.thread == bindparam("thread"),
+        _entry.c.seq.in_(bindparam("seqs", expanding=True)),
+    )
+    .order_by(_entry.c.seq)
+)
+
+
+class CheckpointRequiredError(RefusedError):
+    """No stored checkpoint fits the export: none yet, the latest is behind the head, or none
+    is stored at the size asked for. Sign one with ``registre checkpoint``."""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: ``entries`` of the tree of ``tree_size`` (all of them for a full
+    bundle), ``checkpoints`` (sizes, the head last), ``bytes`` of zip at ``path``. A claim
+    export also gives its ``chain``; ``omitted_checkpoints`` counts stored checkpoints left
+    out over :data:`MAX_BUNDLE_CHECKPOINTS` (the oldest ones)."""
+
+    path: Path
+    thread: str
+    origin: str
+    disclosure: Literal["full", "partial"]
+    tree_size: int
+    entries: int
+    checkpoints: tuple[int, ...]
+    bytes: int
+    log_key: str | None
+    chain: ClaimChain | None = None
+    omitted_checkpoints: int = 0
+
+    def describe(self) -> str:
+        """One line for people: what was exported, and where."""
+        what = (
+            f"full bundle of thread {self.thread}: {self.entries} entries"
+            if self.chain is None
+            else f"claim {self.chain.conclusion} of thread {self.thread}: {self.entries} of "
+            f"{self.tree_size} entries disclosed"
+        )
+        return (
+            f"exported {what}, checkpoint {self.tree_size} (+{len(self.checkpoints) - 1} "
+            f"earlier), {self.bytes} bytes -> {self.path}"
+        )
+
+
+def choose_checkpoint(
+    ledger: Ledger, thread_id: str, size: int | None = None
+) -> tuple[StoredCheckpoint, list[StoredCheckpoint], int]:
+    """``(head, included, omitted)``: the checkpoint to export against (stored at ``size``, or
+    the latest, which must cover the thread's head), the stored checkpoints up to its size to
+    include (at most :data:`MAX_BUNDLE_CHECKPOINTS`, the newest, head included) and how many
+    older ones were left out. Raises UnknownThreadError and :class:`CheckpointRequiredError`.
+    """
+    thread = ledger.thread(thread_id)
+    stored = thread.checkpoints()
+    head_size = thread.head().size
+    sizes = ", ".join(str(c.size) for c in stored[-8:]) or "none"
+    if size is None:
+        if not stored:
+            raise CheckpointRequiredError(
+                f"thread {thread_id} has no signed checkpoint to export against: run "
+                f"`registre checkpoint {thread_id}` (needs the operator key), then export"
+            )
+        chosen = stored[-1]
+        if chosen.size < head_size:
+            raise CheckpointRequiredError(
+                f"thread {thread_id} has {head_size} entries but its latest signed checkpoint "
+                f"covers {chosen.size}: run `registre checkpoint {thread_id}` to sign the head, "
+                f"or pass --checkpoint {chosen.size} to export the first {chosen.size}"
+            )
+    else:
+        found = [c for c in stored if c.size == size]
+        if not found:
+            raise CheckpointRequiredError(
+                f"thread {thread_id} has no signed checkpoint of size {size} (stored sizes: "
+                f"{sizes}); sign one with `registre checkpoint {thread_id} --size {size}`"
+            )
+        chosen = found[0]
+    included = [c for c in stored if c.size <= chosen.size]
+    omitted = max(0, len(included) - MAX_BUNDLE_CHECKPOINTS)
+    return chosen, included[omitted:], omitted
+
+
+def export_thread(
+    ledger: Ledger,
+    thread_id: str,
+    path: str | os.PathLike[str],
+    *,
+    checkpoint: int | None = None,
+    overwrite: bool = False,
+    batch: int = EXPORT_BATCH,
+) -> ExportResult:
+    """Write the full bundle of ``thread_id`` up to ``checkpoint`` (see :func:`choose_checkpoint`)
+    to ``path``. Raises UnknownThreadError, :class:`CheckpointRequiredError`,
+    StoreCorruptError (nothing written), BundleWriteError (``path`` exists and not
+    ``overwrite``) and OSError."""
+    head, included, omitted = choose_checkpoint(ledger, thread_id, checkpoint)
+    roots = {c.size: _signed_root(c) for c in included}
+    leaves = _StoredLeaves(ledger, thread_id, head.size, roots, batch)
+    written = write_bundle(
+        path,
+        origin=ledger.thread(thread_id).origin,
+        leaves=leaves,
+        checkpoints=[c.note for c in included],
+        informational=_informational(ledger, head),
+        overwrite=overwrite,
+    )
+    return ExportResult(
+        path=Path(path),
+        thread=thread_id,
+        origin=ledger.thread(thread_id).origin,
+        disclosure="full",
+        tree_size=head.size,
+        entries=head.size,
+        checkpoints=tuple(c.size for c in included),
+        bytes=written,
+        log_key=_log_key(ledger, head),
+        omitted_checkpoints=omitted,
+    )
+
+
+def export_claim(
+    ledger: Ledger,
+    thread_id: str,
+    conclusion_id: str,
+    path: str | os.PathLike[str],
+    *,
+    checkpoint: int | None = None,
+    overwrite: bool = False,
+) -> ExportResult:
+    """Write the partial bundle disclosing the chain of ``conclusion_id``
+    (:func:`ledger.claim_chain.claim_chain`) in the tree of ``checkpoint`` to ``path``, with an
+    inclusion proof per entry and consistency proofs from every disclosed seq and every
+    included checkpoint to the head. Raises what :func:`export_thread` raises, plus
+    UnknownItemError (no such conclusion) and ClaimBeyondCheckpointError."""
+    head, included, omitted = choose_checkpoint(ledger, thread_id, checkpoint)
+    chain = claim_chain(ledger, thread_id, conclusion_id, head.size)
+    seqs = list(chain.seqs)
+    root = _signed_root(head)
+    with read_transaction(ledger.engine, snapshot=True) as conn:
+        leaves = []
+        for start in range(0, len(seqs), _IN_CHUNK):
+            chunk = seqs[start : start + _IN_CHUNK]
+            rows = conn.execute(_LEAVES_AT, {"thread": thread_id, "seqs": chunk})
+            leaves += _leaves_at(rows, chunk)
+        source = StoredHashSource(conn, thread_id, head.size)
+        proofs = build_proofs(
+            source,
+            tree_size=head.size,
+            seqs=seqs,
+            consistency_from=[c.size for c in included],
+        )
+    for leaf, proof in zip(leaves, proofs.inclusion, strict=True):
+        try:
+            verify_inclusion(leaf_hash(leaf), proof.seq, head.size, proof.hashes, root)
+        except VerificationError as exc:
+            raise StoreCorruptError(
+                f"thread {thread_id}: entry {proof.seq} is not in the tree the checkpoint of "
+                f"size {head.size} signs ({exc}); run `registre verify --db`"
+            ) from exc
+    written = write_bundle(
+        path,
+        origin=ledger.thread(thread_id).origin,
+        leaves=leaves,
+        checkpoints=[c.note for c in included],
+        seqs=seqs,
+        proofs=proofs,
+        informational={**_informational(ledger, head), "claim": conclusion_id},
+        overwrite=overwrite,
+    )
+    return ExportResult(
+        path=Path(path),
+        thread=thread_id,
+        origin=ledger.thread(thread_id).origin,
+        disclosure="partial",
+        tree_size=head.size,
+        entries=len(seqs),
+        checkpoints=tuple(c.size for c in included),
+        bytes=written,
+        log_key=_log_key(ledger, head),
+        chain=chain,
+        omitted_checkpoints=omitted,
+    )
+
+
+# --- reading the entries ---------------------------------------------------------------
+
+
+class _StoredLeaves(Sequence[bytes]):
+    """Leaves ``0 .. size-1`` of a thread as a sequence read from the database on demand:
+    iterating streams them ``batch`` rows per read transaction and recomputes the tree as it
+    goes, raising StoreCorruptError at a missing row or where the root at a checkpoint's size
+    is not the root that checkpoint signs. Nothing is kept between passes."""
+
+    def __init__(
+        self, ledger: Ledger, thread: str, size: int, roots: dict[int, bytes], batch: int
+    ) -> None:
+        self._engine = ledger.engine
+        self._thread = thread
+        self._size = size
+        self._roots = roots
+        self._batch = batch
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        with read_transaction(self._engine) as conn:
+            rows = conn.execute(
+                _LEAVES, {"thread": self._thread, "start": index, "stop": index + 1}
+            ).all()
+        return _leaves_at(rows, [index])[0]
+
+    def __iter__(self) -> Iterator[bytes]:
+        tree = CompactRange()
+        self._check_root(tree)
+        start = 0
+        while start < self._size:
+            stop = min(self._size, start + self._batch)
+            with read_transaction(self._engine) as conn:
+                rows = conn.execute(
+                    _LEAVES, {"thread": self._thread, "start": start, "stop": stop}
+                ).all()
+            for leaf in _leaves_at(rows, range(start, stop)):
+                tree.append(leaf_hash(leaf))
+                self._check_root(tree)
+                yield leaf
+            start = stop
+
+    def _check_root(self, tree: CompactRange) -> None:
+        expected = self._roots.get(tree.size)
+        if expected is None:
+            return
+        actual = tree.root() if tree.size else empty_root()
+        if actual != expected:
+            raise StoreCorruptError(
+                f"thread {self._thread}: the first {tree.size} stored entries do not hash to "
+                f"the root the checkpoint of size {tree.size} signs; nothing was exported "
+                "(run `registre verify --db`)"
+            )
+
+
+def _leaves_at(rows: Iterable[Any], seqs: Sequence[int]) -> list[bytes]:
+    """The leaves of ``rows`` (``seq, leaf``, in seq order), which must be exactly ``seqs``."""
+    leaves: list[bytes] = []
+    found = iter(rows)
+    for seq in seqs:
+        row = next(found, None)
+        if row is None or int(row.seq) != seq:
+            raise StoreCorruptError(f"entry {seq} is missing from the store")
+        leaves.append(bytes(row.leaf))
+    return leaves
+
+
+def _signed_root(stored: StoredCheckpoint) -> bytes:
+    """The root the stored note signs (checked against the stored root column)."""
+    text, _ = parse_note(stored.note)
+    root = Checkpoint.parse(text).root
+    if root != stored.root:
+        raise StoreCorruptError(
+            f"thread {stored.thread}: the checkpoint of size {stored.size} signs another root "
+            "than the one stored beside it; run `registre verify --db`"
+        )
+    return root
+
+
+def _log_key(ledger: Ledger, head: StoredCheckpoint) -> str | None:
+    """The stored verifier key that signed ``head`` (for the manifest; never trusted)."""
+    _, signatures = parse_note(head.note)
+    signed_by = {(s.name, s.key_id) for s in signatures}
+    for key in ledger.stored_keys():
+        if (key.name, key.key_id) in signed_by:
+            return key.vkey()
+    return None
+
+
+def _informational(ledger: Ledger, head: StoredCheckpoint) -> dict[str, str]:
+    key = _log_key(ledger, head)
+    return {} if key is None else {"log_key": key}
