@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -21,7 +22,7 @@ from attest.keys import Verifier
 from attest.verifier import TrustPolicy, verify_bundle
 from attest.verify_report import VerifyReport, report_of
 
-__all__ = ["cli", "main"]
+__all__ = ["ReportedFailure", "cli", "main", "run_verify", "verify_options"]
 
 _PROGRAM = "attest"
 
@@ -31,51 +32,89 @@ def cli() -> None:
     """registre's offline tools for auditors."""
 
 
+_VERIFY_OPTIONS = (
+    click.option("--key", "key_text", help="The log's verifier key to pin (NAME+KEYID+BASE64)."),
+    click.option(
+        "--key-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="A file holding the log's verifier key line (as `registre key export` writes it).",
+    ),
+    click.option(
+        "--witness",
+        "witness_keys",
+        multiple=True,
+        help="A witness verifier key to pin (cosignature/v1); repeatable.",
+    ),
+    click.option(
+        "--quorum",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Cosignatures from pinned witnesses the head needs. Default: every --witness.",
+    ),
+    click.option(
+        "--state",
+        "state_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Trusted-state file: refuse rollbacks and forks, record the new head if verified.",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    click.option(
+        "--jobs",
+        type=click.IntRange(min=1, max=256),
+        default=1,
+        show_default=True,
+        help="Processes that share the signature checks.",
+    ),
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def verify_options(command: F) -> F:
+    """Add the options of ``verify`` to a click command, which receives them as the keyword
+    arguments of :func:`run_verify` (``registre verify FILE.zip`` shares them this way)."""
+    for option in reversed(_VERIFY_OPTIONS):
+        command = option(command)
+    return command
+
+
+class ReportedFailure(RegistreError):
+    """A failed verification whose report was already printed. The message is the first
+    failure's one-line sentence; ``exit_code`` is the failing check's (1, or 2 for unusable
+    input)."""
+
+    def __init__(self, line: str, exit_code: int) -> None:
+        super().__init__(line)
+        self.exit_code = exit_code
+
+
 @cli.command("verify")
 @click.argument("bundle", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--key", "key_text", help="The log's verifier key to pin (NAME+KEYID+BASE64).")
-@click.option(
-    "--key-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A file holding the log's verifier key line (as `registre key export` writes it).",
-)
-@click.option(
-    "--witness",
-    "witness_keys",
-    multiple=True,
-    help="A witness verifier key to pin (cosignature/v1); repeatable.",
-)
-@click.option(
-    "--quorum",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Cosignatures from pinned witnesses the head needs. Default: every --witness.",
-)
-@click.option(
-    "--state",
-    "state_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Trusted-state file: refuse rollbacks and forks, record the new head if verified.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1, max=256),
-    default=1,
-    show_default=True,
-    help="Processes that share the signature checks.",
-)
-def verify(
+@verify_options
+def verify(bundle: Path, **options: Any) -> None:
+    """Verify an audit bundle against pinned keys, offline."""
+    run_verify(bundle, **options)
+
+
+def run_verify(
     bundle: Path,
+    *,
     key_text: str | None,
     key_file: Path | None,
-    witness_keys: tuple[str, ...],
-    quorum: int | None,
-    state_file: Path | None,
-    as_json: bool,
-    jobs: int,
-) -> None:
-    """Verify an audit bundle against pinned keys, offline."""
+    witness_keys: Sequence[str] = (),
+    quorum: int | None = None,
+    state_file: Path | None = None,
+    as_json: bool = False,
+    jobs: int = 1,
+) -> VerifyReport:
+    """Verify ``bundle`` with the trust the options pin and print the report (text, or JSON
+    with ``as_json``) to standard output; return it.
+
+    Raises click.UsageError unless exactly one of ``key_text`` and ``key_file`` is given,
+    BadKeyError (and the other MalformedErrors) for unusable keys, and -- after printing the
+    report -- :class:`ReportedFailure` when a check fails. Input so broken that no report was
+    started raises its own RegistreError.
+    """
     policy = TrustPolicy(
         log_key=_log_key(key_text, key_file),
         witnesses=tuple(CosignatureVerifier.from_vkey(text) for text in witness_keys),
@@ -88,9 +127,10 @@ def verify(
         if failed is not None:
             _print(failed, as_json)
             if failed.failure is not None:
-                raise _Reported(failed.failure.sentence(), error.exit_code) from error
+                raise ReportedFailure(failed.failure.sentence(), error.exit_code) from error
         raise
     _print(report, as_json)
+    return report
 
 
 def _log_key(key_text: str | None, key_file: Path | None) -> Verifier:
@@ -112,14 +152,6 @@ def _print(report: VerifyReport, as_json: bool) -> None:
         click.echo(report.render(), nl=False)
 
 
-class _Reported(Exception):
-    """A failure whose report was printed; main prints its one line and exits."""
-
-    def __init__(self, line: str, exit_code: int) -> None:
-        super().__init__(line)
-        self.exit_code = exit_code
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI: one line on standard error per error, exit 0, 1 or 2, no traceback."""
     try:
@@ -128,8 +160,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             prog_name=_PROGRAM,
             standalone_mode=False,
         )
-    except _Reported as reported:
-        _fail(str(reported), reported.exit_code)
     except RegistreError as error:
         _fail(str(error), error.exit_code)
     except click.exceptions.Abort:

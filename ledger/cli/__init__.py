@@ -28,15 +28,21 @@ def _register() -> None:
     # Imported for their side effect of adding commands to `cli`.
     import ledger.cli.append as _append  # noqa: F401
     import ledger.cli.checkpoint as _checkpoint  # noqa: F401
+    import ledger.cli.compact as _compact  # noqa: F401
     import ledger.cli.conclusions as _conclusions  # noqa: F401
+    import ledger.cli.context as _context  # noqa: F401
     import ledger.cli.evidence as _evidence  # noqa: F401
+    import ledger.cli.expand as _expand  # noqa: F401
+    import ledger.cli.export as _export  # noqa: F401
     import ledger.cli.importcmd  # noqa: F401
     import ledger.cli.init as _init  # noqa: F401
     import ledger.cli.key as _key  # noqa: F401
     import ledger.cli.log as _log  # noqa: F401
+    import ledger.cli.pin as _pin  # noqa: F401
     import ledger.cli.prove as _prove  # noqa: F401
     import ledger.cli.rebuild as _rebuild  # noqa: F401
     import ledger.cli.thread as _thread  # noqa: F401
+    import ledger.cli.transcript as _transcript  # noqa: F401
     import ledger.cli.verify as _verify  # noqa: F401
     import ledger.cli.witness as _witness  # noqa: F401
     from ledger.cli import demo  # noqa: F401
