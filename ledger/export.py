@@ -271,9 +271,11 @@ def export_claim(
 
 class _StoredLeaves(Sequence[bytes]):
     """Leaves ``0 .. size-1`` of a thread as a sequence read from the database on demand:
-    iterating streams them ``batch`` rows per read transaction and recomputes the tree as it
-    goes, raising StoreCorruptError at a missing row or where the root at a checkpoint's size
-    is not the root that checkpoint signs. Nothing is kept between passes."""
+    iterating streams them ``batch`` rows per read transaction, raising StoreCorruptError at a
+    missing row. The first complete pass also recomputes the tree and raises StoreCorruptError
+    where the root at a checkpoint's size is not the root that checkpoint signs; later passes
+    (the writer makes two) read the same immutable rows and skip the hashing. No leaf is kept
+    between passes."""
 
     def __init__(
         self, ledger: Ledger, thread: str, size: int, roots: dict[int, bytes], batch: int
@@ -283,6 +285,7 @@ class _StoredLeaves(Sequence[bytes]):
         self._size = size
         self._roots = roots
         self._batch = batch
+        self._checked = False
 
     def __len__(self) -> int:
         return self._size
@@ -307,8 +310,9 @@ class _StoredLeaves(Sequence[bytes]):
         return _leaves_at(rows, [index])[0]
 
     def __iter__(self) -> Iterator[bytes]:
-        tree = CompactRange()
-        self._check_root(tree)
+        tree = None if self._checked else CompactRange()
+        if tree is not None:
+            self._check_root(tree)
         start = 0
         while start < self._size:
             stop = min(self._size, start + self._batch)
@@ -317,10 +321,12 @@ class _StoredLeaves(Sequence[bytes]):
                     _LEAVES, {"thread": self._thread, "start": start, "stop": stop}
                 ).all()
             for leaf in _leaves_at(rows, range(start, stop)):
-                tree.append(leaf_hash(leaf))
-                self._check_root(tree)
+                if tree is not None:
+                    tree.append(leaf_hash(leaf))
+                    self._check_root(tree)
                 yield leaf
             start = stop
+        self._checked = True
 
     def _check_root(self, tree: CompactRange) -> None:
         expected = self._roots.get(tree.size)
