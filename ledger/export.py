@@ -120,9 +120,12 @@ class ExportResult:
             else f"claim {self.chain.conclusion} of thread {self.thread}: {self.entries} of "
             f"{self.tree_size} entries disclosed"
         )
+        left_out = (
+            f", {self.omitted_checkpoints} older left out" if self.omitted_checkpoints else ""
+        )
         return (
             f"exported {what}, checkpoint {self.tree_size} (+{len(self.checkpoints) - 1} "
-            f"earlier), {self.bytes} bytes -> {self.path}"
+            f"earlier{left_out}), {self.bytes} bytes -> {self.path}"
         )
 
 

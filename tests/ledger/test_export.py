@@ -20,7 +20,10 @@ from attest.entry import EntrySignatureError
 from attest.errors import InclusionProofError, QuorumNotMetError, RegistreError
 from attest.keys import Signer
 from attest.verifier import TrustPolicy, verify_bundle
+from attest.verify_entries import EntryOriginMismatchError
+from attest.verify_history import RollbackError
 from attest.verify_semantics import UnresolvedClaimError
+from ledger import export as export_module
 from ledger.claim_chain import ClaimBeyondCheckpointError, claim_chain
 from ledger.errors import StoreCorruptError, UnknownThreadError
 from ledger.export import CheckpointRequiredError, export_claim, export_thread
@@ -188,6 +191,18 @@ def test_export_with_witness_cosigned_checkpoint(
     other = CosignatureSigner.from_seed("witness.test/w2", bytes([2]) * 32)
     with pytest.raises(QuorumNotMetError):
         verify_bundle(out / "t1.zip", trust(signer, WITNESS, other, quorum=2))
+
+
+def test_checkpoints_over_the_member_limit_oldest_left_out(
+    told: Thread, ledger: Ledger, signer: Signer, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for size in (5, 10, 20):
+        told.checkpoint(size)
+    monkeypatch.setattr(export_module, "MAX_BUNDLE_CHECKPOINTS", 2)
+    result = export_thread(ledger, "t1", out / "t1.zip")
+    assert (result.checkpoints, result.omitted_checkpoints) == ((20, STORY_SIZE), 2)
+    assert "(+1 earlier, 2 older left out)" in result.describe()
+    assert verify_bundle(out / "t1.zip", trust(signer)).verified
 
 
 def test_empty_thread_exports(thread: Thread, ledger: Ledger, signer: Signer, out: Path) -> None:
@@ -415,6 +430,39 @@ def test_source_read_withheld_fail(claim: bytes, signer: Signer) -> None:
     )
     with pytest.raises(UnresolvedClaimError, match="'r4'"):
         verify_bundle(forged, trust(signer))
+
+
+def test_entry_from_other_thread_fail(
+    claim: bytes, ledger: Ledger, signer: Signer, out: Path
+) -> None:
+    """THREATS row 8, mix and match: thread t2 tells the same story; its genuine source read
+    and inclusion proof replace t1's in t1's claim bundle."""
+    story(ledger.create_thread("t2"))
+    export_claim(ledger, "t2", "cc-3", out / "t2.zip")
+    other = (out / "t2.zip").read_bytes()
+    lines, proofs = _lines(claim), _proofs(claim)
+    lines[0], proofs["inclusion"][0] = _lines(other)[0], _proofs(other)["inclusion"][0]
+    forged = rezip(
+        claim,
+        {"entries.jsonl": b"\n".join(lines) + b"\n", "proofs.json": json.dumps(proofs).encode()},
+    )
+    with pytest.raises(EntryOriginMismatchError):
+        verify_bundle(forged, trust(signer))
+
+
+def test_older_claim_bundle_replayed_fail(
+    told: Thread, ledger: Ledger, signer: Signer, out: Path
+) -> None:
+    """THREATS rows 6-7: a regulator holding the head (state file) is shown an older, genuinely
+    signed claim bundle; the other way round the newer bundle proves it extends the older."""
+    told.checkpoint(16)
+    export_claim(ledger, "t1", "cc-1", out / "old.zip", checkpoint=16)
+    export_claim(ledger, "t1", "cc-3", out / "new.zip")
+    state = out / "state.json"
+    assert verify_bundle(out / "old.zip", trust(signer), state_file=state).verified
+    assert verify_bundle(out / "new.zip", trust(signer), state_file=state).verified
+    with pytest.raises(RollbackError):
+        verify_bundle(out / "old.zip", trust(signer), state_file=state)
 
 
 # --- every claim of a random thread ----------------------------------------------------
