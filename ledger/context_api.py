@@ -101,7 +101,8 @@ class ContextAPI:
             at = size - 1 if at is None else at
             if type(at) is not int or not -1 <= at < size:
                 raise EntryNotFoundError(
-                    f"thread {self.id} has entries 0..{size - 1}; at {at} is not one of them (-1: none)"
+                    f"thread {self.id} has entries 0..{size - 1}; at {at} is not one of them "
+                    "(-1: before the first)"
                 )
             return fold_context(conn, self.id, at)
 
