@@ -179,6 +179,7 @@ def test_refused_summary_leaves_the_ledger_untouched(
         thread.compact(policy=SMALL, summarizer=Writing(lines))
     assert thread.head() == head
     assert dump(ledger.engine) == tables
+    assert snapshot_rows(ledger.engine, thread.id) == []
 
 
 def test_compaction_planned_while_the_thread_moves_is_planned_again(

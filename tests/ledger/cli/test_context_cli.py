@@ -187,6 +187,26 @@ def test_transcript_html_escapes_entry_text(initialised: str, run: Run, workdir:
     assert page.count('class="entry ') == head_size(run) + 1
 
 
+def test_transcript_shows_evidence_transitions(initialised: str, run: Run) -> None:
+    sha = "a" * 64
+    ref = ("--ref", "r1", "--source", "report.pdf", "--location", "p. 4", "--sha256", sha)
+    assert run("source", "read", "t1", *ref).code == 0
+    statements = '[{"text": "Revenue was 4.2m.", "cites": ["r1"]}, {"text": "x", "cites": []}]'
+    run("evidence", "upsert", "t1", "--body", statements)
+    assert run("evidence", "revise", "t1", "ev-1", "--retract").code == 0
+    page = run("transcript", "t1", "--format", "html").out
+    assert page.count('class="entry evidence"') == 3
+    assert "r1 (report.pdf, p. 4): registered" in page
+    assert "ev-1 admitted: Revenue was 4.2m. (cites r1)" in page
+    assert "rejected (no_citation: " in page and "#5 ev-1 retracted" in page
+
+
+def test_rebuild_rebuilds_the_context_snapshots(initialised: str, run: Run) -> None:
+    compacted(run)
+    assert "rebuilt t1: 1 context snapshot(s)" in run("rebuild").out
+    assert run("verify", "--db").code == 0
+
+
 def test_transcript_markdown_marks_compactions_and_pins(initialised: str, run: Run) -> None:
     run("pin", "t1", "--kind", "decision", "--text", "Use `ruff`", "--seq", "0")
     compacted(run)
