@@ -3,6 +3,7 @@ tamper cases ``verify --db`` finds (step 10). Both engines."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from ledger.verify_context_db import (
 )
 from ledger.verify_db import verify_database
 from lifecycle.context import (
+    CompactionPinSetError,
     CompactionPlan,
     CompactionQuoteError,
     EmptySummaryError,
@@ -43,6 +45,7 @@ from lifecycle.context import (
     default_counter,
     project,
 )
+from lifecycle.pins import PIN_DIGEST_PREFIX
 from tests.ledger.context_helpers import (
     MODEL,
     SMALL,
@@ -431,6 +434,21 @@ def test_compaction_with_invented_quote_fail(
     with pytest.raises(CompactionInvalidError) as failure:
         verify_database(ledger)
     assert failure.value.seq == seq and isinstance(failure.value.__cause__, CompactionQuoteError)
+
+
+def test_compaction_dropping_a_pin_fail(ledger: Ledger, thread: Thread, signer: Signer) -> None:
+    grown(thread, 10)
+    body = honest_body(
+        thread.context_state(),
+        folded=(0, 0),
+        lines=(SummaryLine("open_threads", "user: “Why does astroid”", ((0, 0),)),),
+        policy=SMALL,
+    )
+    body["pin_set_sha256"] = hashlib.sha256(PIN_DIGEST_PREFIX).hexdigest()  # no pin carried
+    seq = forge(ledger.engine, signer, thread.id, "context.compaction", body)
+    with pytest.raises(CompactionInvalidError) as failure:
+        verify_database(ledger)
+    assert failure.value.seq == seq and isinstance(failure.value.__cause__, CompactionPinSetError)
 
 
 def test_context_snapshot_edited_fail(ledger: Ledger, thread: Thread) -> None:
