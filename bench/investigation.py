@@ -1,0 +1,646 @@
+"""A long synthetic investigation, played step by step on a real thread.
+
+A supervisor asks a bank to explain a rise in Stage 2 commercial real-estate exposures and to
+reconcile expected credit losses by segment; an analyst agent answers over weeks. The
+storyline, all of it through the real thread API (:mod:`bench.steps`):
+
+* **kickoff** -- the request (a user turn) with its task parameters pinned word for word, a
+  first look at the files, a validated definition pinned;
+* **analysis** -- query bursts (``sql``, ``python``, ``search_documents``: tool call/result
+  pairs with log-normal output sizes, :mod:`bench.textgen`), document reads registered as
+  ``source.read`` with the SHA-256 of each passage, evidence admitted in batches (some items
+  rejected for citing nothing or an unregistered reference), superseded and retracted,
+  hypotheses computed as ``conclusion.compute`` and revised, conclusions left stale by
+  evidence changes and repaired (sooner or later, or abandoned), supervisor check-ins and
+  decisions (``decision`` entries, pinned; older ones unpinned when superseded), definitions
+  read and validated (pinned), open questions pinned and unpinned once answered, and a few
+  **committee detours** (a question from the risk committee, pinned, answered by a side
+  investigation, unpinned, and the committee's decision pinned);
+* **wrap-up** -- a final answer first tried while a hypothesis is stale (the controller
+  refuses it, on the record), the stale conclusions repaired, open questions closed, the
+  ``conclusion.final`` recorded and the answer given.
+
+A model call (``thread.compact`` as the policy says, then ``thread.model_call``) precedes
+every action of the agent: each tool call, assistant turn, evidence batch and conclusion.
+
+**Size.** ``entries`` counts what the investigation plans to write; compactions come on top
+(they depend on the budget) and a model call refused because the context cannot fit is not
+written. So, for one seed and size, every budget sees the same investigation: the same
+turns, tool traffic and lifecycle requests in the same order. How many of each storyline
+event happen scales with the size (:func:`storyline_counts`).
+
+**Determinism.** Everything is drawn from one ``random.Random(seed)``; the lifecycle's ids are
+deterministic under replay, so the same seed, size and policy give the same entry bodies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.steps import (
+    Step,
+    StepOutcome,
+    append_step,
+    conclude_step,
+    conclusion_revise_step,
+    evidence_revise_step,
+    model_call_step,
+    pin_step,
+    read_step,
+    unpin_step,
+    upsert_step,
+)
+from bench.textgen import OUTPUT_PROFILES, TextGen, lognormal_bytes, pick
+from ledger.evidence import BatchResult, StepResult
+from lifecycle import SourceRef
+from lifecycle.context import (
+    ExtractiveSummarizer,
+    Policy,
+    Summarizer,
+    TokenCounter,
+    default_counter,
+)
+
+__all__ = [
+    "MIN_ENTRIES",
+    "Investigation",
+    "InvestigationConfig",
+    "InvestigationStats",
+    "storyline_counts",
+]
+
+MIN_ENTRIES = 100
+_MAX_LIVE_DECISIONS = 6
+_MAX_LIVE_DEFINITIONS = 8
+_FILLERS = (
+    ("queries", 0.46),
+    ("read", 0.26),
+    ("evidence", 0.08),
+    ("revise_hypothesis", 0.06),
+    ("repair", 0.06),
+    ("check_in", 0.05),
+    ("answer", 0.03),
+)
+_Gen = Generator[Step, None, StepOutcome]
+
+
+@dataclass(frozen=True)
+class InvestigationConfig:
+    """``entries``: how many entries to plan (at least :data:`MIN_ENTRIES`); ``seed``: the
+    random stream; ``policy``: the compaction policy and budget of every model call;
+    ``summarizer`` (default: the extractive one) and ``counter`` (default:
+    ``registre.default/1``) for compactions and projections; ``model``: the name recorded
+    in each ``model.call``."""
+
+    entries: int
+    seed: int = 0
+    policy: Policy = field(default_factory=Policy)
+    summarizer: Summarizer | None = None
+    counter: TokenCounter | None = None
+    model: str = "bench/analyst-1"
+
+    def __post_init__(self) -> None:
+        if type(self.entries) is not int or self.entries < MIN_ENTRIES:
+            raise ValueError(f"an investigation needs at least {MIN_ENTRIES} entries")
+
+
+@dataclass
+class InvestigationStats:
+    """What the storyline did, counted as it ran (the ledger is the authority; these are the
+    generator's own tallies, checked against it by the tests)."""
+
+    planned: int = 0
+    written: int = 0
+    compactions: int = 0
+    refused_calls: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    reads: int = 0
+    evidence_admitted: int = 0
+    evidence_rejected: int = 0
+    evidence_superseded: int = 0
+    evidence_retracted: int = 0
+    hypotheses: int = 0
+    hypothesis_revisions: int = 0
+    stale_events: int = 0
+    repaired: int = 0
+    abandoned: int = 0
+    refused_finals: int = 0
+    finals: int = 0
+    committee_detours: int = 0
+    decisions: int = 0
+    definitions: int = 0
+    open_questions: int = 0
+    pins: int = 0
+    unpins: int = 0
+
+
+def storyline_counts(entries: int) -> dict[str, int]:
+    """How many scheduled storyline events an investigation of ``entries`` holds: new
+    hypotheses, committee detours, supervisor decisions, validated definitions and open
+    questions. A dozen hypotheses and two detours from 1,000 entries; more as it grows."""
+    return {
+        "hypothesis": max(2, min(12, entries // 80)) + entries // 4000,
+        "committee": max(1 if entries >= 300 else 0, min(2, entries // 500)) + entries // 10000,
+        "decision": max(1, min(4, entries // 250)) + entries // 2500,
+        "definition": max(1, min(3, entries // 300)) + entries // 5000,
+        "question": max(1, min(3, entries // 300)) + entries // 3000,
+    }
+
+
+@dataclass
+class _Hypothesis:
+    number: int
+    current: str
+    revisions: int = 0
+    stale: bool = False
+
+
+@dataclass
+class _Pin:
+    id: str
+    kind: str
+    text: str
+
+
+class Investigation:
+    """One investigation. Iterate :meth:`steps` and run each step on the thread before
+    asking for the next (the storyline reads each outcome; RuntimeError otherwise)."""
+
+    def __init__(self, config: InvestigationConfig) -> None:
+        self.config = config
+        self.stats = InvestigationStats()
+        self.policy = config.policy
+        self.counter = config.counter or default_counter()
+        self.summarizer = config.summarizer or ExtractiveSummarizer()
+        self._rng = random.Random(config.seed)
+        self._text = TextGen(self._rng)
+        self._phase = "kickoff"
+        self._size = 0
+        self._calls = 0
+        self._refs: list[str] = []
+        self._active: list[str] = []  # active evidence ids, admission order
+        self._hypotheses: list[_Hypothesis] = []
+        self._pins: list[_Pin] = []
+        self._counters: dict[str, int] = {}
+
+    # --- the storyline -------------------------------------------------------------------
+
+    def steps(self) -> Iterator[Step]:
+        """The steps, lazily (see the class docstring)."""
+        yield from self._kickoff()
+        self._phase = "analysis"
+        schedule = self._schedule()
+        while self._room() > 0:
+            if schedule and schedule[0][0] <= self.stats.planned:
+                _position, event = schedule.pop(0)
+                yield from self._scheduled(event)
+            else:
+                yield from self._filler()
+        self._phase = "wrap-up"
+        yield from self._wrap_up()
+
+    def _schedule(self) -> list[tuple[int, str]]:
+        target = self.config.entries
+        events = [
+            (int(target * self._rng.uniform(0.05, 0.85)), event)
+            for event, count in storyline_counts(target).items()
+            for _ in range(count)
+        ]
+        return sorted(events)
+
+    def _room(self) -> int:
+        """Entries left before the wrap-up must start."""
+        open_questions = sum(1 for pin in self._pins if pin.kind == "open_question")
+        stale = sum(1 for h in self._hypotheses if h.stale)
+        reserve = 12 + 2 * stale + 3 * open_questions + (2 if not self._hypotheses else 0)
+        return self.config.entries - self.stats.planned - reserve
+
+    def _scheduled(self, event: str) -> Iterator[Step]:
+        if event == "hypothesis":
+            yield from self._new_hypothesis()
+        elif event == "committee":
+            yield from self._committee()
+        elif event == "decision":
+            yield from self._decision("supervisor")
+        elif event == "definition":
+            yield from self._definition()
+        else:
+            yield from self._question()
+
+    def _filler(self) -> Iterator[Step]:
+        choice = pick(self._rng, _FILLERS)
+        if choice == "evidence" and len(self._active) >= 4:
+            yield from self._change_evidence()
+        elif choice == "revise_hypothesis" and self._hypotheses:
+            yield from self._revise_hypothesis()
+        elif choice == "repair" and any(h.stale for h in self._hypotheses):
+            yield from self._repair(self._rng.choice([h for h in self._hypotheses if h.stale]))
+        elif choice == "check_in":
+            yield from self._check_in()
+        elif choice == "answer" and any(p.kind == "open_question" for p in self._pins):
+            yield from self._answer(next(p for p in self._pins if p.kind == "open_question"))
+        elif choice == "read" or len(self._active) < 2:
+            yield from self._read()
+        else:
+            yield from self._queries(self._rng.randint(1, 5))
+
+    def _kickoff(self) -> Iterator[Step]:
+        rng = self._rng
+        number = rng.randrange(100, 999)
+        threshold = rng.choice((2, 5, 10, 25))
+        deadline = rng.randrange(3, 28)
+        parameters = [
+            "Reporting date: 30 September 2025.",
+            "Scope: commercial real estate, EU borrowers only.",
+            f"Materiality threshold: EUR {threshold}m per segment.",
+            f"Deadline for the answer: {deadline} November 2025.",
+            "Figures must come from the Q3 loan tape, not from management reports.",
+        ]
+        request = (
+            f"Supervisory request SR-2025-{number} from the Joint Supervisory Team: explain the "
+            "rise in Stage 2 exposures of the commercial real-estate book between 30 June and "
+            "30 September 2025 and reconcile the ECL by segment. " + " ".join(parameters)
+        )
+        turn = yield from self._say("user", request, "supervisor")
+        yield from self._say(
+            "assistant",
+            "Understood. I will rebuild the Stage 2 movement from the Q3 loan tape segment by "
+            "segment, check it against the methodology and the committee minutes, and keep the "
+            "task parameters pinned throughout.",
+        )
+        for parameter in parameters[: 4 if self.config.entries < 200 else 5]:
+            yield from self._pin("task_parameter", parameter, turn)
+        yield from self._tool("list_files")
+        yield from self._definition()
+
+    def _wrap_up(self) -> Iterator[Step]:
+        stale = [h for h in self._hypotheses if h.stale]
+        if not self._hypotheses:
+            yield from self._new_hypothesis()
+        if stale:
+            # An eager final first: the controller refuses it, on the record.
+            cites = [stale[0].current, *self._active[-2:]]
+            yield from self._call()
+            outcome = yield from self._do(
+                conclude_step(self._phase, "final", self._answer_text(), cites)
+            )
+            if outcome.refused is not None:
+                self.stats.refused_finals += 1
+        for hypothesis in stale:
+            yield from self._repair(hypothesis)
+        for pin in [p for p in self._pins if p.kind == "open_question"]:
+            yield from self._answer(pin)
+        fresh = [h.current for h in self._hypotheses if not h.stale]
+        yield from self._call()
+        final = yield from self._do(
+            conclude_step(self._phase, "final", self._answer_text(), [*fresh, *self._active[-3:]])
+        )
+        if final.refused is None:
+            self.stats.finals += 1
+        yield from self._say(
+            "assistant",
+            f"Final answer recorded: {self._answer_text()} It cites {len(fresh)} hypotheses "
+            "and the latest evidence; every figure traces back to a registered passage.",
+        )
+        yield from self._say(
+            "user", "Received; we will review the answer with the trace.", "supervisor"
+        )
+
+    # --- episodes ------------------------------------------------------------------------
+
+    def _queries(self, rounds: int) -> Iterator[Step]:
+        rounds = max(1, min(rounds, self._room() // 3))
+        for _ in range(rounds):
+            tool = pick(self._rng, (("sql", 0.5), ("python", 0.3), ("search_documents", 0.2)))
+            yield from self._tool(tool)
+        yield from self._say("assistant", f"Finding: {self._text.finding()}")
+
+    def _read(self) -> Iterator[Step]:
+        result_seq, content, path = yield from self._tool("read_document")
+        paragraphs = [p for p in content.split("\n\n") if p.strip()]
+        chosen = self._rng.sample(paragraphs, min(len(paragraphs), self._rng.randint(1, 2)))
+        refs = []
+        for paragraph in chosen:
+            ref = self._next("r")
+            refs.append(
+                SourceRef(
+                    ref,
+                    path,
+                    f"entry {result_seq}, paragraph {paragraph.split(' ', 1)[0]}",
+                    hashlib.sha256(paragraph.encode("utf-8")).hexdigest(),
+                )
+            )
+        outcome = yield from self._do(read_step(self._phase, refs))
+        assert isinstance(outcome.result, BatchResult)
+        registered = list(outcome.result.accepted)
+        self._refs.extend(registered)
+        self.stats.reads += 1
+        yield from self._upsert(registered)
+
+    def _upsert(self, fresh_refs: list[str]) -> Iterator[Step]:
+        rng = self._rng
+        statements: list[dict[str, Any]] = []
+        for _ in range(rng.randint(1, 3)):
+            cites = [rng.choice(fresh_refs or self._refs)]
+            if len(self._refs) > 3 and rng.random() < 0.3:
+                cites.append(rng.choice(self._refs[:-1]))
+            statements.append({"text": self._text.finding(), "cites": sorted(set(cites))})
+        if rng.random() < 0.12:
+            statements.append({"text": f"Unsourced: {self._text.sentence()}", "cites": []})
+        if rng.random() < 0.06:
+            statements.append({"text": self._text.finding(), "cites": ["r-unregistered"]})
+        yield from self._call()
+        outcome = yield from self._do(upsert_step(self._phase, statements))
+        assert isinstance(outcome.result, BatchResult)
+        self._active.extend(outcome.result.accepted)
+        self.stats.evidence_admitted += len(outcome.result.accepted)
+        self.stats.evidence_rejected += len(outcome.result.rejected)
+
+    def _change_evidence(self) -> Iterator[Step]:
+        rng = self._rng
+        target = rng.choice(self._active[:-1])
+        replacement = None
+        if rng.random() < 0.65:
+            replacement = {
+                "text": f"Corrected: {self._text.finding()}",
+                "cites": [self._refs[-1]],
+            }
+        yield from self._call()
+        outcome = yield from self._do(evidence_revise_step(self._phase, target, replacement))
+        if outcome.refused is not None:
+            return
+        assert isinstance(outcome.result, StepResult)
+        self._active.remove(target)
+        if outcome.result.successor is not None:
+            self._active.append(outcome.result.successor)
+            self.stats.evidence_superseded += 1
+        else:
+            self.stats.evidence_retracted += 1
+        stale = set(outcome.result.stale)
+        for hypothesis in self._hypotheses:
+            if hypothesis.current in stale and not hypothesis.stale:
+                hypothesis.stale = True
+                self.stats.stale_events += 1
+        if stale and rng.random() < 0.5:
+            yield from self._repair(next(h for h in self._hypotheses if h.stale))
+
+    def _new_hypothesis(self) -> Iterator[Step]:
+        while len(self._active) < 2:
+            yield from self._read()
+        number = len(self._hypotheses) + 1
+        text = (
+            f"H{number}: the rise in Stage 2 {self._text.segment()} exposures comes mainly from "
+            f"{self._text.cause()}."
+        )
+        yield from self._call()
+        outcome = yield from self._do(
+            conclude_step(self._phase, "compute", text, self._cites(2, 4))
+        )
+        assert isinstance(outcome.result, StepResult)
+        self._hypotheses.append(_Hypothesis(number, outcome.result.id))
+        self.stats.hypotheses += 1
+
+    def _revise_hypothesis(self) -> Iterator[Step]:
+        hypothesis = self._rng.choice(self._hypotheses)
+        yield from self._revise(hypothesis)
+        self.stats.hypothesis_revisions += 1
+
+    def _repair(self, hypothesis: _Hypothesis) -> Iterator[Step]:
+        if self._rng.random() < 0.15 and len(self._hypotheses) > 2:
+            yield from self._call()
+            outcome = yield from self._do(
+                conclusion_revise_step(self._phase, hypothesis.current, None)
+            )
+            if outcome.refused is None:
+                self._hypotheses.remove(hypothesis)
+                self.stats.abandoned += 1
+            return
+        yield from self._revise(hypothesis)
+        self.stats.repaired += 1
+
+    def _revise(self, hypothesis: _Hypothesis) -> Iterator[Step]:
+        hypothesis.revisions += 1
+        text = (
+            f"H{hypothesis.number} (revision {hypothesis.revisions}): "
+            f"{self._rng.randrange(20, 95)}% of the Stage 2 rise in {self._text.segment()} is "
+            f"explained by {self._text.cause()}."
+        )
+        yield from self._call()
+        outcome = yield from self._do(
+            conclusion_revise_step(
+                self._phase, hypothesis.current, {"text": text, "cites": self._cites(2, 4)}
+            )
+        )
+        if outcome.refused is None:
+            assert isinstance(outcome.result, StepResult)
+            assert outcome.result.successor is not None
+            hypothesis.current = outcome.result.successor
+            hypothesis.stale = False
+
+    def _check_in(self) -> Iterator[Step]:
+        yield from self._say(
+            "user",
+            f"Where do we stand on {self._text.segment()}? The committee meets soon.",
+            "supervisor",
+        )
+        yield from self._say("assistant", f"Status: {self._text.sentences(3)}")
+
+    def _decision(self, actor: str) -> Iterator[Step]:
+        number = self._counters.get("D", 0) + 1
+        self._counters["D"] = number
+        rng = self._rng
+        options = (
+            f"exclude {self._text.segment()} loans under EUR {rng.randrange(1, 9)}m from the "
+            "reconciliation",
+            f"use the external valuations for {self._text.segment()} instead of the internal "
+            "indexation",
+            f"treat the June overlay as expired for {self._text.segment()}",
+            "report ECL before and after overlays in separate columns",
+            f"accept the {self._text.document()[1]} as the reference for staging rules",
+        )
+        text = f"Decision {number}: {rng.choice(options)}."
+        turn = yield from self._say("user", f"{text} Please proceed on that basis.", actor)
+        outcome = yield from self._do(
+            append_step("decision", self._phase, {"text": text, "refs": [turn]}, actor)
+        )
+        self.stats.decisions += 1
+        yield from self._pin("decision", text, outcome.seqs[-1])
+        live = [pin for pin in self._pins if pin.kind == "decision"]
+        if len(live) > _MAX_LIVE_DECISIONS:
+            yield from self._unpin(live[0], f"superseded by decision {number}")
+
+    def _definition(self) -> Iterator[Step]:
+        number = self._counters.get("DEF", 0) + 1
+        self._counters["DEF"] = number
+        code = f"DEF-{number:02d}"
+        segment = self._text.segment()
+        definition = self._rng.choice(
+            (
+                f"Definition {code}: a significant increase in credit risk is presumed when the "
+                f"lifetime PD of a {segment} loan has at least doubled since origination.",
+                f"Definition {code}: a {segment} loan is forborne when a concession is granted "
+                "to a borrower in financial difficulty and recorded in the forbearance register.",
+                f"Definition {code}: the management overlay for {segment} is the post-model "
+                "adjustment the risk committee approved, booked per segment.",
+                f"Definition {code}: Stage 2 holds {segment} exposures with a significant increase "
+                "in credit risk that are not credit-impaired; 30 days past due is a backstop.",
+            )
+        )
+        result_seq, _content, _path = yield from self._tool("read_document", insert=definition)
+        yield from self._say(
+            "user", f"{code} is validated; use it exactly as written.", "supervisor"
+        )
+        yield from self._pin("definition", definition, result_seq)
+        self.stats.definitions += 1
+        live = [pin for pin in self._pins if pin.kind == "definition"]
+        if len(live) > _MAX_LIVE_DEFINITIONS:
+            yield from self._unpin(live[0], f"replaced by {code}")
+
+    def _question(self) -> Iterator[Step]:
+        number = self._counters.get("Q", 0) + 1
+        self._counters["Q"] = number
+        question = (
+            f"Q{number}: does {self._text.cause()} explain the {self._text.segment()} "
+            f"{self._text.metric()} movement?"
+        )
+        turn = yield from self._say("assistant", f"Open question {question} I will come back.")
+        yield from self._pin("open_question", question, turn)
+        self.stats.open_questions += 1
+
+    def _answer(self, pin: _Pin) -> Iterator[Step]:
+        label = pin.text.split(":", 1)[0]
+        turn = yield from self._say("assistant", f"Answer to {label}: {self._text.sentences(2)}")
+        yield from self._unpin(pin, f"{label} answered in entry {turn}")
+
+    def _committee(self) -> Iterator[Step]:
+        number = self._counters.get("C", 0) + 1
+        self._counters["C"] = number
+        question = (
+            f"C{number}: why did {self._text.segment()} {self._text.metric()} move while "
+            "valuations were stable?"
+        )
+        chair = self._text.person()
+        turn = yield from self._say(
+            "user",
+            f"The risk committee (chair: {chair}) asks for its next meeting: {question}",
+            "committee",
+        )
+        yield from self._pin("open_question", question, turn)
+        self.stats.committee_detours += 1
+        self.stats.open_questions += 1
+        previous = self._phase
+        self._phase = "committee"
+        yield from self._say(
+            "assistant", f"Pausing the main line to answer the committee's C{number}."
+        )
+        yield from self._queries(self._rng.randint(3, 8))
+        yield from self._read()
+        pin = next(p for p in self._pins if p.text == question)
+        yield from self._answer(pin)
+        yield from self._decision("committee")
+        self._phase = previous
+
+    # --- building blocks -----------------------------------------------------------------
+
+    def _do(self, step: Step) -> _Gen:
+        yield step
+        outcome = step.outcome
+        if outcome is None:
+            raise RuntimeError("run each step on the thread before asking for the next one")
+        self.stats.planned += step.plans
+        if outcome.seqs:
+            self._size = outcome.seqs[-1] + 1
+        self.stats.written += len(outcome.seqs)
+        if outcome.compaction is not None:
+            self.stats.compactions += 1
+        return outcome
+
+    def _call(self) -> _Gen:
+        step = model_call_step(
+            self._phase, self.config.model, self.policy, self.counter, self.summarizer
+        )
+        outcome = yield from self._do(step)
+        if outcome.refused is not None and outcome.projection is None:
+            self.stats.refused_calls += 1
+        else:
+            self.stats.model_calls += 1
+        return outcome
+
+    def _say(self, role: str, text: str, actor: str | None = None) -> Generator[Step, None, int]:
+        """A turn (a model call first for the assistant's); returns its seq."""
+        if role == "assistant":
+            yield from self._call()
+        outcome = yield from self._do(
+            append_step("turn", self._phase, {"role": role, "text": text}, actor or role)
+        )
+        return outcome.seqs[-1]
+
+    def _tool(
+        self, tool: str, insert: str | None = None
+    ) -> Generator[Step, None, tuple[int, str, str]]:
+        """A model call, a tool call and its result; returns ``(result seq, content, path)``.
+        ``insert`` (a read only) is a paragraph placed in the passage read."""
+        self._calls += 1
+        call_id = f"call-{self._calls:06d}"
+        arguments = self._text.query(tool)
+        size = lognormal_bytes(self._rng, OUTPUT_PROFILES[tool])
+        content = self._text.output(tool, size)
+        if insert is not None:
+            paragraphs = content.split("\n\n")
+            paragraphs.insert(self._rng.randrange(len(paragraphs) + 1), insert)
+            content = "\n\n".join(paragraphs)
+        yield from self._call()
+        yield from self._do(
+            append_step(
+                "tool.call",
+                self._phase,
+                {"call_id": call_id, "name": tool, "arguments": arguments},
+                "assistant",
+            )
+        )
+        result: dict[str, Any] = {"call_id": call_id, "content": content, "name": tool}
+        if tool == "python" and self._rng.random() < 0.05:
+            result["is_error"] = True
+        outcome = yield from self._do(
+            append_step("tool.result", self._phase, result, f"tool:{tool}")
+        )
+        self.stats.tool_calls += 1
+        return outcome.seqs[-1], content, str(arguments.get("path", tool))
+
+    def _pin(self, kind: str, text: str, seq: int) -> Iterator[Step]:
+        outcome = yield from self._do(pin_step(self._phase, kind, text, seq))
+        if outcome.refused is None:
+            assert isinstance(outcome.result, StepResult)
+            self._pins.append(_Pin(outcome.result.id, kind, text))
+            self.stats.pins += 1
+
+    def _unpin(self, pin: _Pin, reason: str) -> Iterator[Step]:
+        outcome = yield from self._do(unpin_step(self._phase, pin.id, reason))
+        if outcome.refused is None:
+            self._pins.remove(pin)
+            self.stats.unpins += 1
+
+    def _cites(self, low: int, high: int) -> list[str]:
+        count = min(len(self._active), self._rng.randint(low, high))
+        return sorted(self._rng.sample(self._active, count), key=_id_order)
+
+    def _next(self, prefix: str) -> str:
+        number = self._counters.get(prefix, 0) + 1
+        self._counters[prefix] = number
+        return f"{prefix}-{number}"
+
+    def _answer_text(self) -> str:
+        return (
+            "The Stage 2 rise is explained by the hypotheses still standing, segment by "
+            "segment, and the ECL reconciles within the materiality threshold."
+        )
+
+
+def _id_order(identifier: str) -> tuple[str, int]:
+    prefix, _, number = identifier.rpartition("-")
+    return prefix, int(number)

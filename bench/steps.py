@@ -1,0 +1,234 @@
+"""Steps: one agent-platform action on a real :class:`ledger.thread.Thread`, timed.
+
+A :class:`Step` is built with everything it will write already decided (bodies, texts,
+ids), so running it does ledger work only: :meth:`Step.run` calls the thread API once (a model
+call step: ``thread.compact`` then ``thread.model_call``), measures the wall time of those
+calls, and returns a :class:`StepOutcome`. The investigation that built the step reads the
+outcome back (accepted ids, stale conclusions, the seq written) before it builds the next.
+
+Refusals the API reports as part of normal operation are outcomes, not failures: a context
+that cannot fit its budget (:class:`lifecycle.context.ContextBudgetError`: the call is not
+recorded), a summary the controller refuses (the compaction is not recorded), a lifecycle
+request the rules refuse (recorded on the ledger as a refusal). Anything else raises.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from attest.entry import Entry
+from ledger.evidence import BatchResult, LifecycleRefusedError, StepResult
+from lifecycle import SourceRef
+from lifecycle.context import (
+    ContextBudgetError,
+    Policy,
+    Projection,
+    Summarizer,
+    SummaryRefusedError,
+    TokenCounter,
+)
+
+if TYPE_CHECKING:
+    from ledger.thread import Thread
+
+__all__ = [
+    "STEP_KINDS",
+    "Step",
+    "StepOutcome",
+    "append_step",
+    "conclude_step",
+    "conclusion_revise_step",
+    "evidence_revise_step",
+    "model_call_step",
+    "pin_step",
+    "read_step",
+    "unpin_step",
+    "upsert_step",
+]
+
+STEP_KINDS = (
+    "turn",
+    "tool.call",
+    "tool.result",
+    "decision",
+    "source.read",
+    "evidence.upsert",
+    "evidence.revise",
+    "conclusion.compute",
+    "conclusion.final",
+    "conclusion.revise",
+    "context.pin",
+    "context.unpin",
+    "model.call",
+)
+"""What a step does, named after the entry kind it writes (a model call step may write a
+``context.compaction`` before its ``model.call``)."""
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What running a step did.
+
+    ``seqs``: the entries written, in order (a compaction first, for a model call step that
+    compacted); ``seconds``: wall time of the API calls, compaction excluded;
+    ``compaction``/``compaction_seconds``: the ``context.compaction`` entry written and the
+    time ``thread.compact`` took (its planning and summarizing included), or None;
+    ``projection``: the context a model call was sent; ``result``: the API's return value
+    (an :class:`~attest.entry.Entry`, :class:`~ledger.evidence.BatchResult` or
+    :class:`~ledger.evidence.StepResult`); ``refused``: the refusal's class name, if the
+    API refused (``refusal`` its message).
+    """
+
+    seqs: tuple[int, ...]
+    seconds: float
+    compaction: Entry | None = None
+    compaction_seconds: float | None = None
+    projection: Projection | None = None
+    result: Entry | BatchResult | StepResult | None = None
+    refused: str | None = None
+    refusal: str | None = None
+
+
+@dataclass
+class Step:
+    """One action: ``kind`` (one of :data:`STEP_KINDS`), the ``phase`` of the investigation
+    it belongs to, and how many entries it ``plans`` to write (compactions excluded)."""
+
+    kind: str
+    phase: str
+    plans: int
+    action: Callable[[Thread], StepOutcome] = field(repr=False)
+    outcome: StepOutcome | None = None
+
+    def run(self, thread: Thread) -> StepOutcome:
+        """Do the action on ``thread`` once; the outcome is also kept in :attr:`outcome`.
+        Raises RuntimeError if the step already ran."""
+        if self.outcome is not None:
+            raise RuntimeError(f"this {self.kind} step already ran")
+        self.outcome = self.action(thread)
+        return self.outcome
+
+
+def append_step(kind: str, phase: str, body: Mapping[str, Any], actor: str) -> Step:
+    """``thread.append(kind, body, actor)``: a turn, tool call, tool result or decision."""
+
+    def action(thread: Thread) -> StepOutcome:
+        start = time.perf_counter()
+        entry = thread.append(kind, dict(body), actor)
+        return StepOutcome((entry.seq,), time.perf_counter() - start, result=entry)
+
+    return Step(kind, phase, 1, action)
+
+
+def read_step(phase: str, refs: Sequence[SourceRef]) -> Step:
+    """``thread.read_source(refs)``."""
+    return _lifecycle("source.read", phase, lambda thread: thread.read_source(refs))
+
+
+def upsert_step(phase: str, statements: Sequence[Mapping[str, Any]]) -> Step:
+    """``thread.evidence.upsert(statements)`` (a batch: some items may be rejected)."""
+    return _lifecycle("evidence.upsert", phase, lambda thread: thread.evidence.upsert(statements))
+
+
+def evidence_revise_step(
+    phase: str, evidence_id: str, replacement: Mapping[str, Any] | None
+) -> Step:
+    """``thread.evidence.revise(evidence_id, replacement)``: supersede, or retract if None."""
+    return _lifecycle(
+        "evidence.revise",
+        phase,
+        lambda thread: thread.evidence.revise(evidence_id, replacement),
+    )
+
+
+def conclude_step(phase: str, kind: str, text: str, cites: Sequence[str]) -> Step:
+    """``thread.conclude(kind, text, cites)`` with kind ``compute`` or ``final``."""
+    return _lifecycle(
+        f"conclusion.{kind}", phase, lambda thread: thread.conclude(kind, text, cites)
+    )
+
+
+def conclusion_revise_step(
+    phase: str, conclusion_id: str, replacement: Mapping[str, Any] | None
+) -> Step:
+    """``thread.conclusions.revise(conclusion_id, replacement)``."""
+    return _lifecycle(
+        "conclusion.revise",
+        phase,
+        lambda thread: thread.conclusions.revise(conclusion_id, replacement),
+    )
+
+
+def pin_step(phase: str, pin_kind: str, text: str, seq: int) -> Step:
+    """``thread.pin(pin_kind, text, seq)``."""
+    return _lifecycle("context.pin", phase, lambda thread: thread.pin(pin_kind, text, seq))
+
+
+def unpin_step(phase: str, pin_id: str, reason: str) -> Step:
+    """``thread.unpin(pin_id, reason)``."""
+    return _lifecycle("context.unpin", phase, lambda thread: thread.unpin(pin_id, reason))
+
+
+def model_call_step(
+    phase: str,
+    model: str,
+    policy: Policy,
+    counter: TokenCounter,
+    summarizer: Summarizer,
+) -> Step:
+    """Compact as the policy says (``thread.compact``), then ``thread.model_call`` at the
+    policy's budget without compacting again. A context that cannot fit, or a refused
+    summary, is an outcome (``refused``); the call is then not recorded."""
+
+    def action(thread: Thread) -> StepOutcome:
+        start = time.perf_counter()
+        try:
+            compaction = thread.compact(policy=policy, summarizer=summarizer, counter=counter)
+        except (ContextBudgetError, SummaryRefusedError) as refusal:
+            return _refused((), time.perf_counter() - start, refusal)
+        compacted = time.perf_counter()
+        seqs: tuple[int, ...] = () if compaction is None else (compaction.seq,)
+        compaction_seconds = compacted - start if compaction is not None else None
+        try:
+            projection, call = thread.model_call(
+                model, policy.budget_tokens, policy, counter, compact=False
+            )
+        except ContextBudgetError as refusal:
+            failed = _refused(seqs, time.perf_counter() - compacted, refusal)
+            return StepOutcome(
+                failed.seqs,
+                failed.seconds,
+                compaction,
+                compaction_seconds,
+                refused=failed.refused,
+                refusal=failed.refusal,
+            )
+        return StepOutcome(
+            (*seqs, call.seq),
+            time.perf_counter() - compacted,
+            compaction,
+            compaction_seconds,
+            projection,
+            call,
+        )
+
+    return Step("model.call", phase, 1, action)
+
+
+def _lifecycle(kind: str, phase: str, call: Callable[[Thread], BatchResult | StepResult]) -> Step:
+    def action(thread: Thread) -> StepOutcome:
+        start = time.perf_counter()
+        try:
+            result = call(thread)
+        except LifecycleRefusedError as refusal:
+            return _refused((refusal.seq,), time.perf_counter() - start, refusal)
+        return StepOutcome((result.seq,), time.perf_counter() - start, result=result)
+
+    return Step(kind, phase, 1, action)
+
+
+def _refused(seqs: tuple[int, ...], seconds: float, refusal: Exception) -> StepOutcome:
+    return StepOutcome(seqs, seconds, refused=type(refusal).__name__, refusal=str(refusal))
