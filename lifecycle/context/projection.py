@@ -205,7 +205,7 @@ def _refuse(state: ContextState, budget: int, total: int, counter: TokenCounter)
         )
     raise ProjectionOverBudgetError(
         f"the context takes {total} tokens, {total - budget} over the budget of {budget}; "
-        "plan and record a compaction (plan_compaction) before projecting",
+        "record a compaction first (`registre compact THREAD --budget N`, or thread.compact)",
         needed=total,
         budget=budget,
     )
