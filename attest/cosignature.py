@@ -17,22 +17,17 @@ key must never serve two witness names (``open_checkpoint`` refuses such a witne
 
 from __future__ import annotations
 
-import os
-
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from attest.errors import BadKeyError, CosignatureError
+from attest.errors import CosignatureError
 from attest.keys import (
     ALG_COSIGNATURE_V1,
+    SigningKey,
     check_key_name,
     decode_vkey,
     encode_vkey,
     key_id,
     load_public_key,
-    read_key_file,
-    write_key_file,
 )
 from attest.note import NoteSignature, check_note_text
 
@@ -117,32 +112,10 @@ class CosignatureVerifier:
         return f"CosignatureVerifier({self.vkey()!r})"
 
 
-class CosignatureSigner:
-    """A witness private key: produces cosignature/v1 signature lines."""
+class CosignatureSigner(SigningKey):
+    """A witness private key (alg 0x04): produces cosignature/v1 signature lines."""
 
     alg = ALG_COSIGNATURE_V1
-
-    def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
-        check_key_name(name)
-        self.name = name
-        self._private = private_key
-        self.public_key = private_key.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
-        self.key_id = key_id(name, self.alg, self.public_key)
-
-    @classmethod
-    def generate(cls, name: str) -> CosignatureSigner:
-        return cls(name, Ed25519PrivateKey.generate())
-
-    @classmethod
-    def from_seed(cls, name: str, seed: bytes) -> CosignatureSigner:
-        if len(seed) != 32:
-            raise BadKeyError(f"an Ed25519 seed is 32 bytes, got {len(seed)}")
-        return cls(name, Ed25519PrivateKey.from_private_bytes(seed))
-
-    def vkey(self) -> str:
-        return encode_vkey(self.name, self.alg, self.public_key)
 
     def verifier(self) -> CosignatureVerifier:
         return CosignatureVerifier(self.name, self.public_key)
@@ -158,17 +131,3 @@ class CosignatureSigner:
         signature = self._private.sign(cosigned_message(checkpoint_body, timestamp))
         payload = timestamp.to_bytes(8, "big") + signature
         return NoteSignature(self.name, self.key_id, payload).line()
-
-    def save(self, path: str | os.PathLike[str], passphrase: bytes | None = None) -> None:
-        """Write a new witness key file (type ``cosignature/v1``), mode 0600, never overwriting."""
-        write_key_file(path, self.name, self.alg, self._private, passphrase)
-
-    @classmethod
-    def load(
-        cls, path: str | os.PathLike[str], passphrase: bytes | None = None
-    ) -> CosignatureSigner:
-        name, private_key = read_key_file(path, cls.alg, passphrase)
-        return cls(name, private_key)
-
-    def __repr__(self) -> str:
-        return f"CosignatureSigner(vkey={self.vkey()!r})"

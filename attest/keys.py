@@ -26,6 +26,7 @@ import hashlib
 import os
 import unicodedata
 from pathlib import Path
+from typing import Self
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -44,6 +45,7 @@ __all__ = [
     "KeyFileRefusedError",
     "SignatureInvalidError",
     "Signer",
+    "SigningKey",
     "Verifier",
     "check_key_name",
     "decode_vkey",
@@ -274,14 +276,16 @@ class Verifier:
         return f"Verifier({self.vkey()!r})"
 
 
-class Signer:
-    """An Ed25519 log private key (alg 0x01) with its name.
+class SigningKey:
+    """An Ed25519 private key with its name, for one note key type (``alg``).
 
-    ``sign`` returns the raw 64-byte signature; Ed25519 is deterministic, so the same key
-    and message always give the same bytes.
+    The shared half of :class:`Signer` (log keys, alg 0x01) and
+    :class:`attest.cosignature.CosignatureSigner` (witness keys, alg 0x04): construction,
+    the verifier key string and key files. The key id depends on the type, so one Ed25519
+    key under two types has two ids.
     """
 
-    alg = ALG_ED25519
+    alg: int
 
     def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
         check_key_name(name)
@@ -293,16 +297,50 @@ class Signer:
         self.key_id = key_id(name, self.alg, self.public_key)
 
     @classmethod
-    def generate(cls, name: str) -> Signer:
+    def generate(cls, name: str) -> Self:
         """A fresh key from the operating system's random source."""
         return cls(name, Ed25519PrivateKey.generate())
 
     @classmethod
-    def from_seed(cls, name: str, seed: bytes) -> Signer:
+    def from_seed(cls, name: str, seed: bytes) -> Self:
         """The key whose RFC 8032 32-byte private seed is ``seed``."""
         if len(seed) != 32:
             raise BadKeyError(f"an Ed25519 seed is 32 bytes, got {len(seed)}")
         return cls(name, Ed25519PrivateKey.from_private_bytes(seed))
+
+    def seed(self) -> bytes:
+        return self._private.private_bytes(
+            serialization.Encoding.Raw,
+            serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
+        )
+
+    def vkey(self) -> str:
+        return encode_vkey(self.name, self.alg, self.public_key)
+
+    def save(self, path: str | os.PathLike[str], passphrase: bytes | None = None) -> None:
+        """Write a new key file (see module docstring); never overwrites, mode 0600."""
+        write_key_file(path, self.name, self.alg, self._private, passphrase)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], passphrase: bytes | None = None) -> Self:
+        """Read a key file written by :meth:`save` for this key type; BadKeyError with the
+        reason otherwise."""
+        name, private_key = read_key_file(path, cls.alg, passphrase)
+        return cls(name, private_key)
+
+    def __repr__(self) -> str:  # never shows the private key
+        return f"{type(self).__name__}(vkey={self.vkey()!r})"
+
+
+class Signer(SigningKey):
+    """An Ed25519 log private key (alg 0x01) with its name.
+
+    ``sign`` returns the raw 64-byte signature; Ed25519 is deterministic, so the same key
+    and message always give the same bytes.
+    """
+
+    alg = ALG_ED25519
 
     @classmethod
     def from_skey(cls, text: str) -> Signer:
@@ -329,38 +367,15 @@ class Signer:
             )
         return signer
 
-    def seed(self) -> bytes:
-        return self._private.private_bytes(
-            serialization.Encoding.Raw,
-            serialization.PrivateFormat.Raw,
-            serialization.NoEncryption(),
-        )
-
     def skey(self) -> str:
         blob = base64.b64encode(bytes([ALG_ED25519]) + self.seed()).decode("ascii")
         return f"{_SKEY_PREFIX}{self.name}+{self.key_id.hex()}+{blob}"
-
-    def vkey(self) -> str:
-        return encode_vkey(self.name, self.alg, self.public_key)
 
     def verifier(self) -> Verifier:
         return Verifier(self.name, self.public_key)
 
     def sign(self, message: bytes) -> bytes:
         return self._private.sign(message)
-
-    def save(self, path: str | os.PathLike[str], passphrase: bytes | None = None) -> None:
-        """Write a new key file (see module docstring); never overwrites, mode 0600."""
-        write_key_file(path, self.name, self.alg, self._private, passphrase)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], passphrase: bytes | None = None) -> Signer:
-        """Read a key file written by :meth:`save`; BadKeyError with the reason otherwise."""
-        name, private_key = read_key_file(path, cls.alg, passphrase)
-        return cls(name, private_key)
-
-    def __repr__(self) -> str:  # never shows the private key
-        return f"Signer(vkey={self.vkey()!r})"
 
 
 # --- key files -------------------------------------------------------------------------
