@@ -29,7 +29,7 @@ typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy --strict attest lifecycle
 
 unit: $(VENV)/.installed-test
-	$(BIN)/pytest -q --benchmark-disable
+	$(BIN)/pytest -q --benchmark-disable --durations=15
 
 test: lint typecheck unit
 
