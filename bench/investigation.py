@@ -23,11 +23,13 @@ storyline, all of it through the real thread API (:mod:`bench.steps`):
 A model call (``thread.compact`` as the policy says, then ``thread.model_call``) precedes
 every action of the agent: each tool call, assistant turn, evidence batch and conclusion.
 
-**Size.** ``entries`` counts what the investigation plans to write; compactions come on top
-(they depend on the budget) and a model call refused because the context cannot fit is not
-written. So, for one seed and size, every budget sees the same investigation: the same
-turns, tool traffic and lifecycle requests in the same order. How many of each storyline
-event happen scales with the size (:func:`storyline_counts`).
+**Size.** The investigation plans exactly ``entries`` entries: once less than a few dozen
+remain before the wrap-up, only closing checks (a query, or a one-line note) are made, so the
+wrap-up ends on the planned size. Compactions come on top (they depend on the budget), and a
+model call refused because the context cannot fit is planned but not written. So, for one
+seed and size, every budget sees the same investigation: the same turns, tool traffic and
+lifecycle requests in the same order (only the sequence numbers they point at shift). How
+many of each storyline event happen scales with the size (:func:`storyline_counts`).
 
 **Determinism.** Everything is drawn from one ``random.Random(seed)``; the lifecycle's ids are
 deterministic under replay, so the same seed, size and policy give the same entry bodies.
@@ -76,10 +78,12 @@ __all__ = [
 MIN_ENTRIES = 100
 _MAX_LIVE_DECISIONS = 6
 _MAX_LIVE_DEFINITIONS = 8
+_CLOSING = 80  # below this room, only closing checks: no episode may overshoot the size
+_READ_SIZE = 6  # a read: call, tool call, result, source.read, call, evidence.upsert
 _FILLERS = (
-    ("queries", 0.46),
+    ("queries", 0.44),
     ("read", 0.26),
-    ("evidence", 0.08),
+    ("evidence", 0.1),
     ("revise_hypothesis", 0.06),
     ("repair", 0.06),
     ("check_in", 0.05),
@@ -156,6 +160,7 @@ def storyline_counts(entries: int) -> dict[str, int]:
 class _Hypothesis:
     number: int
     current: str
+    cites: tuple[str, ...]
     revisions: int = 0
     stale: bool = False
 
@@ -195,8 +200,10 @@ class Investigation:
         yield from self._kickoff()
         self._phase = "analysis"
         schedule = self._schedule()
-        while self._room() > 0:
-            if schedule and schedule[0][0] <= self.stats.planned:
+        while (room := self._room()) > 0:
+            if room < _CLOSING:
+                yield from self._closing_check(room)
+            elif schedule and schedule[0][0] <= self.stats.planned:
                 _position, event = schedule.pop(0)
                 yield from self._scheduled(event)
             else:
@@ -214,11 +221,30 @@ class Investigation:
         return sorted(events)
 
     def _room(self) -> int:
-        """Entries left before the wrap-up must start."""
-        open_questions = sum(1 for pin in self._pins if pin.kind == "open_question")
+        """Entries left before the wrap-up must start, so that it ends exactly at the
+        planned size."""
+        return self.config.entries - self.stats.planned - self._wrap_up_size()
+
+    def _wrap_up_size(self) -> int:
+        """Entries :meth:`_wrap_up` plans, given the state now: an eager final (call and
+        refusal) if a hypothesis is stale, a repair (call and revision) per stale hypothesis,
+        an answer (call, turn, unpin) per open question, the final (call and conclusion),
+        the answer (call and turn) and the supervisor's receipt; a hypothesis (call and
+        conclusion, after a read if no evidence is active) if there is none."""
         stale = sum(1 for h in self._hypotheses if h.stale)
-        reserve = 12 + 2 * stale + 3 * open_questions + (2 if not self._hypotheses else 0)
-        return self.config.entries - self.stats.planned - reserve
+        questions = sum(1 for pin in self._pins if pin.kind == "open_question")
+        size = 5 + 2 * stale + 3 * questions + (2 if stale else 0)
+        if not self._hypotheses:
+            size += 2 + (_READ_SIZE if not self._active else 0)
+        return size
+
+    def _closing_check(self, room: int) -> Iterator[Step]:
+        """The last checks before the wrap-up: a query (3 entries) or a supervisor's note
+        (1 entry), neither of which changes what the wrap-up needs."""
+        if room >= 3:
+            yield from self._tool(pick(self._rng, (("sql", 0.6), ("python", 0.4))))
+        else:
+            yield from self._say("user", "Noted; keep going.", "supervisor")
 
     def _scheduled(self, event: str) -> Iterator[Step]:
         if event == "hypothesis":
@@ -281,7 +307,7 @@ class Investigation:
     def _wrap_up(self) -> Iterator[Step]:
         stale = [h for h in self._hypotheses if h.stale]
         if not self._hypotheses:
-            yield from self._new_hypothesis()
+            yield from self._new_hypothesis(least_evidence=1)
         if stale:
             # An eager final first: the controller refuses it, on the record.
             cites = [stale[0].current, *self._active[-2:]]
@@ -363,7 +389,9 @@ class Investigation:
 
     def _change_evidence(self) -> Iterator[Step]:
         rng = self._rng
-        target = rng.choice(self._active[:-1])
+        # Evidence a hypothesis relies on is what gets re-examined most.
+        cited = sorted({e for h in self._hypotheses for e in h.cites if e in self._active})
+        target = rng.choice(cited if cited and rng.random() < 0.6 else self._active[:-1])
         replacement = None
         if rng.random() < 0.65:
             replacement = {
@@ -389,20 +417,19 @@ class Investigation:
         if stale and rng.random() < 0.5:
             yield from self._repair(next(h for h in self._hypotheses if h.stale))
 
-    def _new_hypothesis(self) -> Iterator[Step]:
-        while len(self._active) < 2:
+    def _new_hypothesis(self, least_evidence: int = 2) -> Iterator[Step]:
+        while len(self._active) < least_evidence:
             yield from self._read()
         number = len(self._hypotheses) + 1
         text = (
             f"H{number}: the rise in Stage 2 {self._text.segment()} exposures comes mainly from "
             f"{self._text.cause()}."
         )
+        cites = self._cites(2, 4)
         yield from self._call()
-        outcome = yield from self._do(
-            conclude_step(self._phase, "compute", text, self._cites(2, 4))
-        )
+        outcome = yield from self._do(conclude_step(self._phase, "compute", text, cites))
         assert isinstance(outcome.result, StepResult)
-        self._hypotheses.append(_Hypothesis(number, outcome.result.id))
+        self._hypotheses.append(_Hypothesis(number, outcome.result.id, tuple(cites)))
         self.stats.hypotheses += 1
 
     def _revise_hypothesis(self) -> Iterator[Step]:
@@ -430,16 +457,16 @@ class Investigation:
             f"{self._rng.randrange(20, 95)}% of the Stage 2 rise in {self._text.segment()} is "
             f"explained by {self._text.cause()}."
         )
+        cites = self._cites(2, 4)
         yield from self._call()
         outcome = yield from self._do(
-            conclusion_revise_step(
-                self._phase, hypothesis.current, {"text": text, "cites": self._cites(2, 4)}
-            )
+            conclusion_revise_step(self._phase, hypothesis.current, {"text": text, "cites": cites})
         )
         if outcome.refused is None:
             assert isinstance(outcome.result, StepResult)
             assert outcome.result.successor is not None
             hypothesis.current = outcome.result.successor
+            hypothesis.cites = tuple(cites)
             hypothesis.stale = False
 
     def _check_in(self) -> Iterator[Step]:

@@ -27,6 +27,7 @@ def cli() -> None:
 def _register() -> None:
     # Imported for their side effect of adding commands to `cli`.
     import ledger.cli.append as _append  # noqa: F401
+    import ledger.cli.bench as _bench  # noqa: F401
     import ledger.cli.checkpoint as _checkpoint  # noqa: F401
     import ledger.cli.compact as _compact  # noqa: F401
     import ledger.cli.conclusions as _conclusions  # noqa: F401

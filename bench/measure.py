@@ -1,0 +1,225 @@
+"""What the harness measures while an investigation runs, step by step.
+
+A :class:`RunRecorder` is the ``on_step`` callback of one run (one thread, one budget). After
+each step it reads the entries the step wrote back from the ledger (``Thread.entries``,
+signatures checked) into the :class:`~bench.baselines.TruncationBaseline`, and records:
+
+* every step's wall time by kind, and every compaction's;
+* at every model call: the tokens of the context sent, and the tokens of the whole history
+  (what replaying it verbatim would take);
+* at **quality points** (a geometric grid of history lengths): the latency of
+  ``thread.project`` at the head; which live pins the context carries word for word, for
+  registre and for the truncation baseline at the same budget; what share of the active
+  evidence the context still references (an entry the manifest does not mark ``folded``;
+  for truncation, an entry inside the kept window);
+* at **naive points** (a sparser geometric grid): the naive projection's latency, and
+  whether it equals registre's.
+
+Reading back and the quality checks are harness work, outside every timed figure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bench.baselines import TruncationBaseline, naive_projection
+from bench.steps import Step, StepOutcome
+from lifecycle.context import Policy, Projection, TokenCounter
+
+if TYPE_CHECKING:
+    from ledger.ledger import Ledger
+    from ledger.thread import Thread
+
+__all__ = ["PinCheck", "QualitySample", "RunRecorder", "sample_points"]
+
+
+def sample_points(total: int, count: int, start: int = 50) -> list[int]:
+    """About ``count`` history lengths from ``start`` to ``total``, geometrically spaced
+    (so small and large histories are both measured), increasing, without repeats."""
+    if count < 1 or total <= start:
+        return [total]
+    ratio = (total / start) ** (1 / max(1, count - 1))
+    points = sorted({int(start * ratio**k) for k in range(count)} | {total})
+    return [p for p in points if p <= total]
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """One live pin at a quality point, and whether each context carried its text."""
+
+    id: str
+    kind: str
+    text: str
+    ours: bool
+    truncation: bool
+
+
+@dataclass(frozen=True)
+class QualitySample:
+    """Quality at a model call: entries ``0..at``; the pins checked; active evidence and
+    how much of it each context references; the truncation window's first entry."""
+
+    at: int
+    pins: tuple[PinCheck, ...]
+    evidence_active: int
+    evidence_ours: int
+    evidence_truncation: int
+    truncation_first_seq: int
+
+
+@dataclass
+class RunRecorder:
+    """The ``on_step`` callback of one run; see the module docstring."""
+
+    ledger: Ledger
+    thread: Thread
+    policy: Policy
+    counter: TokenCounter
+    quality_points: Sequence[int]
+    naive_points: Sequence[int]
+    checkpoint_every: int = 0
+    step_seconds: dict[str, list[float]] = field(default_factory=dict)
+    compaction_seconds: list[float] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[tuple[int, int, int]] = field(default_factory=list)
+    refusals: Counter[str] = field(default_factory=Counter)
+    ours_latency: list[tuple[int, float]] = field(default_factory=list)
+    naive_latency: list[tuple[int, float]] = field(default_factory=list)
+    naive_equal: int = 0
+    call_latency: list[tuple[int, float]] = field(default_factory=list)
+    quality: list[QualitySample] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+    phases: Counter[str] = field(default_factory=Counter)
+    pointers: list[tuple[int, int]] = field(default_factory=list)
+    checkpoint_seconds: list[float] = field(default_factory=list)
+    last_projection: Projection | None = None
+    harness_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.truncation = TruncationBaseline(self.counter)
+        self._next_quality = 0
+        self._next_naive = 0
+        self._next_checkpoint = self.checkpoint_every
+
+    @property
+    def size(self) -> int:
+        """Entries read back so far (the thread's head after the last step)."""
+        return self.truncation.size
+
+    def on_step(self, step: Step, outcome: StepOutcome) -> None:
+        """Record ``outcome`` of ``step`` (see the module docstring)."""
+        self.step_seconds.setdefault(step.kind, []).append(outcome.seconds)
+        if outcome.compaction_seconds is not None:
+            self.compaction_seconds.append(outcome.compaction_seconds)
+        if outcome.refused is not None:
+            self.refusals[f"{step.kind}: {outcome.refused}"] += 1
+        began = time.perf_counter()
+        if outcome.seqs:
+            self._read_back(outcome.seqs[-1] + 1, step.phase)
+        if outcome.projection is not None:
+            self.call_latency.append((self.size, outcome.seconds))
+            self._after_call(outcome.projection)
+        if self.checkpoint_every and self.size >= self._next_checkpoint:
+            start = time.perf_counter()
+            self.thread.checkpoint()
+            self.checkpoint_seconds.append(time.perf_counter() - start)
+            self._next_checkpoint += self.checkpoint_every
+        self.harness_seconds += time.perf_counter() - began
+
+    def _read_back(self, stop: int, phase: str) -> None:
+        for entry in self.thread.entries(self.truncation.size, stop):
+            self.truncation.add(entry)
+            self.kinds[entry.kind] += 1
+            self.phases[phase] += 1
+            if entry.kind == "context.compaction":
+                self._compaction(entry.seq, entry.body)
+
+    def _compaction(self, seq: int, body: dict[str, Any]) -> None:
+        folded = body.get("folded")
+        lines = body["summary"]
+        for line in lines:
+            self.pointers.extend((first, last) for first, last in line["pointers"])
+        # A refold folds live summaries again: its range starts before the fold boundary.
+        refold = folded is not None and folded["from"] <= self._last_folded_to()
+        self.compactions.append(
+            {
+                "seq": seq,
+                "folded": None if folded is None else [folded["from"], folded["to"]],
+                "stubbed": len(body.get("stubbed", [])),
+                "lines": len(lines),
+                "tokens_before": body["tokens_before"],
+                "tokens_after": body["tokens_after"],
+                "refold": refold,
+            }
+        )
+
+    def _last_folded_to(self) -> int:
+        for compaction in reversed(self.compactions):
+            if compaction["folded"] is not None:
+                return int(compaction["folded"][1])
+        return -1
+
+    def _after_call(self, projection: Projection) -> None:
+        self.last_projection = projection
+        self.calls.append((projection.at + 1, projection.tokens, self.truncation.history_tokens))
+        history = self.size
+        if self._next_quality < len(self.quality_points) and (
+            history >= self.quality_points[self._next_quality]
+        ):
+            self._sample_quality(projection)
+            while (
+                self._next_quality < len(self.quality_points)
+                and self.quality_points[self._next_quality] <= history
+            ):
+                self._next_quality += 1
+        if self._next_naive < len(self.naive_points) and (
+            history >= self.naive_points[self._next_naive]
+        ):
+            self._sample_naive()
+            while (
+                self._next_naive < len(self.naive_points)
+                and self.naive_points[self._next_naive] <= history
+            ):
+                self._next_naive += 1
+
+    def _project(self) -> Projection:
+        start = time.perf_counter()
+        projection = self.thread.project(
+            budget=self.policy.budget_tokens, policy=self.policy, counter=self.counter
+        )
+        self.ours_latency.append((self.size, time.perf_counter() - start))
+        return projection
+
+    def _sample_quality(self, sent: Projection) -> None:
+        self._project()
+        budget = self.policy.budget_tokens
+        window = self.truncation.window(budget)
+        ours_text = "\x00".join(message.content for message in sent.messages)
+        kept_text = "\x00".join(message.content for message in self.truncation.kept(budget))
+        pins = tuple(
+            PinCheck(pin.id, pin.kind, pin.text, pin.text in ours_text, pin.text in kept_text)
+            for pin in self.thread.pins(live=True)
+        )
+        active = self.thread.evidence.list("active")
+        ours = sum(1 for e in active if sent.manifest.status_of(e.seq).status != "folded")
+        kept = sum(1 for e in active if e.seq >= window.first_seq)
+        self.quality.append(QualitySample(sent.at, pins, len(active), ours, kept, window.first_seq))
+
+    def _sample_naive(self) -> None:
+        ours = self._project()
+        start = time.perf_counter()
+        naive = naive_projection(
+            self.ledger,
+            self.thread.id,
+            ours.at,
+            self.policy.budget_tokens,
+            self.policy,
+            self.counter,
+        )
+        self.naive_latency.append((self.size, time.perf_counter() - start))
+        if naive.to_json() == ours.to_json():
+            self.naive_equal += 1

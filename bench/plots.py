@@ -1,0 +1,188 @@
+"""The PNG plots of a ``registre bench`` run (matplotlib, the ``bench`` extra, Agg backend).
+
+* ``latency.png`` -- projection latency against history length, registre and naive, one
+  colour per budget (all sizes together; log-log);
+* ``tokens.png`` -- the largest size: tokens of the context at every model call against the
+  budget and the high-water mark, compactions marked, with the history's own size (what
+  replaying it verbatim would take) on the right axis;
+* ``pins.png`` -- the largest size: live pins, and how many of them registre's context and
+  the truncation baseline carry word for word, along the thread.
+
+matplotlib is imported only when plotting, so the harness itself does not need it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_plots"]
+
+_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def write_plots(results: Mapping[str, Any], out: Path) -> dict[str, Path]:
+    """Write the three plots into ``out``; return ``{"latency": path, ...}``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = results["runs"]
+    if not runs:
+        return {}
+    budgets = sorted({run["budget"] for run in runs})
+    colour = {budget: _COLOURS[i % len(_COLOURS)] for i, budget in enumerate(budgets)}
+    largest = max(run["size"] for run in runs)
+    last_runs = [run for run in runs if run["size"] == largest]
+    paths = {
+        "latency": out / "latency.png",
+        "tokens": out / "tokens.png",
+        "pins": out / "pins.png",
+    }
+    _latency(plt, runs, budgets, colour, paths["latency"])
+    _tokens(plt, last_runs, colour, paths["tokens"])
+    _pins(plt, last_runs, colour, paths["pins"])
+    return paths
+
+
+def _label(budget: int) -> str:
+    return f"{budget // 1000}k" if budget % 1000 == 0 else str(budget)
+
+
+def _latency(plt: Any, runs: list[Any], budgets: list[int], colour: Any, path: Path) -> None:
+    figure, axes = plt.subplots(figsize=(8, 5), dpi=120)
+    for budget in budgets:
+        ours = sorted(
+            p for r in runs if r["budget"] == budget for p in r["projection"]["ours"]["points"]
+        )
+        naive = sorted(
+            p for r in runs if r["budget"] == budget for p in r["projection"]["naive"]["points"]
+        )
+        if ours:
+            axes.plot(
+                [p[0] for p in ours],
+                [p[1] * 1000 for p in ours],
+                "o-",
+                markersize=3,
+                linewidth=1,
+                color=colour[budget],
+                label=f"registre, budget {_label(budget)}",
+            )
+        if naive:
+            axes.plot(
+                [p[0] for p in naive],
+                [p[1] * 1000 for p in naive],
+                "s--",
+                markersize=4,
+                linewidth=1,
+                color=colour[budget],
+                alpha=0.6,
+                label=f"naive re-fold, budget {_label(budget)}",
+            )
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("history length (entries)")
+    axes.set_ylabel("projection latency (ms)")
+    axes.set_title("Projecting the working context: registre vs re-folding the whole thread")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def _tokens(plt: Any, runs: list[Any], colour: Any, path: Path) -> None:
+    figure, panels = plt.subplots(
+        len(runs), 1, figsize=(9, 2.6 * len(runs) + 0.6), dpi=120, sharex=True, squeeze=False
+    )
+    for panel, run in zip(panels[:, 0], runs, strict=True):
+        context = run["context"]
+        series = context["series"]
+        seqs = [point[0] for point in series]
+        panel.plot(
+            seqs,
+            [point[1] for point in series],
+            linewidth=0.8,
+            color=colour[run["budget"]],
+            label="context sent (tokens)",
+        )
+        panel.axhline(context["budget"], color="black", linewidth=1, label="budget")
+        panel.axhline(
+            context["high_water"], color="black", linewidth=0.8, linestyle=":", label="high water"
+        )
+        compactions = run["compaction"]["seqs"]
+        if compactions:
+            panel.plot(
+                compactions,
+                [0] * len(compactions),
+                "|",
+                color="#444444",
+                markersize=8,
+                label=f"compaction ({len(compactions)})",
+            )
+        panel.set_ylim(bottom=-0.04 * context["budget"], top=context["budget"] * 1.12)
+        panel.set_ylabel("tokens")
+        panel.set_title(f"budget {_label(run['budget'])}", fontsize=9, loc="left")
+        history = panel.twinx()
+        history.plot(
+            seqs,
+            [point[2] for point in series],
+            linewidth=0.8,
+            linestyle="--",
+            color="grey",
+            label="whole history (tokens, right axis)",
+        )
+        history.set_ylabel("history tokens", color="grey", fontsize=8)
+        history.tick_params(axis="y", labelcolor="grey", labelsize=7)
+        lines, labels = panel.get_legend_handles_labels()
+        more, more_labels = history.get_legend_handles_labels()
+        panel.legend(lines + more, labels + more_labels, fontsize=7, loc="upper left", ncol=3)
+    panels[-1, 0].set_xlabel("ledger entry (seq)")
+    figure.suptitle(
+        f"Tokens of the context at each model call, {runs[0]['entries']:,}-entry investigation",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def _pins(plt: Any, runs: list[Any], colour: Any, path: Path) -> None:
+    figure, panels = plt.subplots(
+        1, len(runs), figsize=(4 * len(runs) + 1, 3.6), dpi=120, sharey=True, squeeze=False
+    )
+    for panel, run in zip(panels[0, :], runs, strict=True):
+        series = run["pins"]["series"]
+        seqs = [point[0] for point in series]
+        panel.plot(
+            seqs, [p[1] for p in series], color="black", linewidth=5, alpha=0.18, label="live pins"
+        )
+        panel.plot(
+            seqs,
+            [p[2] for p in series],
+            "o-",
+            markersize=3,
+            color=colour[run["budget"]],
+            linewidth=1.5,
+            label="kept by registre",
+        )
+        panel.plot(
+            seqs,
+            [p[3] for p in series],
+            "x--",
+            markersize=4,
+            color="#7f7f7f",
+            linewidth=1,
+            label="kept by truncation",
+        )
+        panel.set_title(f"budget {_label(run['budget'])}", fontsize=9)
+        panel.set_xlabel("ledger entry (seq)")
+        panel.grid(True, alpha=0.3)
+    panels[0, 0].set_ylabel("pins carried word for word")
+    panels[0, 0].legend(fontsize=8, loc="upper left")
+    figure.suptitle("Pin survival: registre vs silent truncation to the budget", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)

@@ -1,0 +1,225 @@
+"""The ``results.json`` schema, ``registre-bench/1`` (``specs/bench.md``), and its checker.
+
+:data:`RESULTS` describes the document as nested Python values: a dict lists required keys
+(every key must be present; others are refused, so a renamed field cannot slip through), a
+one-item list is "a list of these", :class:`MapOf` is an object with free keys, and a tuple
+is "one of these types". ``Number`` is an int or a float; ``None`` in a tuple allows null.
+:func:`check_results` raises :class:`ResultsSchemaError` naming the first path that breaks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from attest.errors import MalformedError
+
+__all__ = ["RESULTS", "MapOf", "ResultsSchemaError", "check_results"]
+
+
+class ResultsSchemaError(MalformedError):
+    """A results document that does not follow ``registre-bench/1``."""
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """An object with any keys, every value following ``value``."""
+
+    value: Any
+
+
+Number: Final = (int, float)
+_NUM_OR_NULL: Final = (int, float, None)
+_LATENCY: Final = {
+    "count": int,
+    "p50_ms": _NUM_OR_NULL,
+    "p99_ms": _NUM_OR_NULL,
+    "max_ms": _NUM_OR_NULL,
+    "total_s": Number,
+}
+_PIN: Final = {"id": str, "kind": str, "text": str}
+_RUN: Final = {
+    "size": int,
+    "budget": int,
+    "policy": MapOf(int),
+    "thread": str,
+    "entries": int,
+    "kinds": MapOf(int),
+    "phases": MapOf(int),
+    "storyline": MapOf(int),
+    "wall_s": Number,
+    "harness_s": Number,
+    "append": {
+        "entries": int,
+        "ledger_s": Number,
+        "per_second": _NUM_OR_NULL,
+        "plain_per_second": _NUM_OR_NULL,
+        "steps": MapOf(_LATENCY),
+        "checkpoints": _LATENCY,
+    },
+    "projection": {
+        "ours": {**_LATENCY, "points": [[Number]]},
+        "naive": {**_LATENCY, "points": [[Number]]},
+        "naive_equal": int,
+        "by_history": [
+            {
+                "from": int,
+                "to": (int, None),
+                "ours_samples": int,
+                "ours_p50_ms": _NUM_OR_NULL,
+                "ours_p99_ms": _NUM_OR_NULL,
+                "naive_samples": int,
+                "naive_p50_ms": _NUM_OR_NULL,
+                "model_calls": int,
+                "model_call_p50_ms": _NUM_OR_NULL,
+                "model_call_p99_ms": _NUM_OR_NULL,
+            }
+        ],
+    },
+    "model_calls": {**_LATENCY, "refused": int, "refusals": MapOf(int)},
+    "compaction": {
+        **_LATENCY,
+        "folds": int,
+        "refolds": int,
+        "stub_only": int,
+        "stubbed": int,
+        "seqs": [int],
+    },
+    "context": {
+        "budget": int,
+        "high_water": int,
+        "final_tokens": int,
+        "final_history_tokens": int,
+        "compression_ratio": _NUM_OR_NULL,
+        "mean_use": _NUM_OR_NULL,
+        "max_use": _NUM_OR_NULL,
+        "final_status": MapOf(int),
+        "series": [[int]],
+    },
+    "pins": {
+        "samples": int,
+        "checks": int,
+        "ours_kept": int,
+        "truncation_kept": int,
+        "by_kind": MapOf({"checks": int, "ours_kept": int, "truncation_kept": int}),
+        "series": [[int]],
+        "lost_at_end": {"at": (int, None), "ours": [_PIN], "truncation": [_PIN]},
+    },
+    "evidence": {
+        "samples": int,
+        "ours_share": _NUM_OR_NULL,
+        "truncation_share": _NUM_OR_NULL,
+        "active_at_end": int,
+        "ours_at_end": int,
+        "truncation_at_end": int,
+        "series": [[int]],
+    },
+    "conclusions": {
+        "computed": int,
+        "revisions": int,
+        "stale_events": int,
+        "repaired": int,
+        "abandoned": int,
+        "refused_finals": int,
+        "finals": int,
+        "stale_at_end": int,
+    },
+    "pointers": {"spans": int, "checked": int, "resolved": int},
+    "bundle": {
+        "bytes": int,
+        "entries": int,
+        "checkpoints": int,
+        "export_s": Number,
+        "verify_s": Number,
+        "verified": bool,
+        "path": (str, None),
+    },
+    "merkle": {
+        "leaves": int,
+        "pymerkle": str,
+        "ours": {
+            "build_s": Number,
+            "inclusion_s": Number,
+            "consistency_s": Number,
+            "stored_inclusion_s": Number,
+        },
+        "theirs?": {"build_s": Number, "inclusion_s": Number, "consistency_s": Number},
+    },
+}
+RESULTS: Final = {
+    "schema": str,
+    "registre": str,
+    "created": str,
+    "machine": {"python": str, "platform": str, "cpus": int},
+    "config": {
+        "seed": int,
+        "sizes": [int],
+        "budgets": [int],
+        "summarizer": {"name": str, "version": str},
+        "token_counter": str,
+        "database": str,
+        "model": str,
+        "quality_samples": int,
+        "naive_samples": int,
+        "pointer_samples": int,
+    },
+    "runs": [_RUN],
+    "seconds": Number,
+}
+"""The schema. A key ending in ``?`` is optional (``merkle.theirs`` is absent when pymerkle
+is not installed)."""
+
+
+def check_results(data: Any) -> None:
+    """Raise ResultsSchemaError unless ``data`` follows :data:`RESULTS` and names the
+    ``registre-bench/1`` schema."""
+    if not isinstance(data, dict) or data.get("schema") != "registre-bench/1":
+        raise ResultsSchemaError('results: expected an object with "schema": "registre-bench/1"')
+    _check(data, RESULTS, "results")
+
+
+def _check(value: Any, spec: Any, path: str) -> None:
+    if isinstance(spec, dict):
+        _check_object(value, spec, path)
+    elif isinstance(spec, MapOf):
+        if not isinstance(value, dict):
+            raise ResultsSchemaError(f"{path}: expected an object")
+        for key, item in value.items():
+            _check(item, spec.value, f"{path}.{key}")
+    elif isinstance(spec, list):
+        if not isinstance(value, list):
+            raise ResultsSchemaError(f"{path}: expected a list")
+        for index, item in enumerate(value):
+            _check(item, spec[0], f"{path}[{index}]")
+    else:
+        _check_scalar(value, spec if isinstance(spec, tuple) else (spec,), path)
+
+
+def _check_object(value: Any, spec: dict[str, Any], path: str) -> None:
+    if not isinstance(value, dict):
+        raise ResultsSchemaError(f"{path}: expected an object")
+    known = {key.rstrip("?") for key in spec}
+    for key in value:
+        if key not in known:
+            raise ResultsSchemaError(f"{path}.{key}: not a field of registre-bench/1")
+    for key, item_spec in spec.items():
+        name = key.rstrip("?")
+        if name not in value:
+            if key.endswith("?"):
+                continue
+            raise ResultsSchemaError(f"{path}.{name}: missing")
+        _check(value[name], item_spec, f"{path}.{name}")
+
+
+def _check_scalar(value: Any, types: tuple[Any, ...], path: str) -> None:
+    for allowed in types:
+        if allowed is None and value is None:
+            return
+        if allowed is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return
+        if allowed is int and isinstance(value, int) and not isinstance(value, bool):
+            return
+        if allowed in (str, bool) and type(value) is allowed:
+            return
+    names = "/".join("null" if t is None else t.__name__ for t in types)
+    raise ResultsSchemaError(f"{path}: expected {names}, got {type(value).__name__}")

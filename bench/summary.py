@@ -1,0 +1,235 @@
+"""From a :class:`~bench.measure.RunRecorder` to one run of ``results.json`` (``specs/bench.md``).
+
+Percentiles are nearest-rank (p50 of 1..100 is 50, p99 is 99); latencies are reported in
+milliseconds, sizes in entries and tokens. Long series (tokens at every model call) are
+thinned to at most :data:`MAX_SERIES` points, evenly by call, keeping the last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from typing import Any
+
+from bench.measure import RunRecorder
+
+__all__ = ["HISTORY_BUCKETS", "MAX_SERIES", "percentile", "summarize_run"]
+
+MAX_SERIES = 1500
+HISTORY_BUCKETS = (0, 300, 1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
+"""Lower bounds of the history-length buckets latencies are reported in."""
+_APPENDS = ("turn", "tool.call", "tool.result", "decision")
+
+
+def percentile(values: Iterable[float], rank: float) -> float | None:
+    """The nearest-rank ``rank`` percentile (0 < rank <= 100) of ``values``; None if empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value * 1000, 4)
+
+
+def _latency(values: Sequence[float]) -> dict[str, Any]:
+    return {
+        "count": len(values),
+        "p50_ms": _ms(percentile(values, 50)),
+        "p99_ms": _ms(percentile(values, 99)),
+        "max_ms": _ms(max(values) if values else None),
+        "total_s": round(sum(values), 6),
+    }
+
+
+def _thin(points: Sequence[Any], limit: int = MAX_SERIES) -> list[Any]:
+    if len(points) <= limit:
+        return list(points)
+    step = len(points) / limit
+    chosen = [points[int(k * step)] for k in range(limit - 1)]
+    return [*chosen, points[-1]]
+
+
+def _buckets(recorder: RunRecorder) -> list[dict[str, Any]]:
+    rows = []
+    bounds = [*HISTORY_BUCKETS, math.inf]
+    for low, high in pairwise(bounds):
+
+        def inside(
+            points: Sequence[tuple[int, float]], lo: float = low, hi: float = high
+        ) -> list[float]:
+            return [seconds for history, seconds in points if lo <= history < hi]
+
+        ours = inside(recorder.ours_latency)
+        naive = inside(recorder.naive_latency)
+        calls = inside(recorder.call_latency)
+        if not (ours or naive or calls):
+            continue
+        rows.append(
+            {
+                "from": low,
+                "to": None if high == math.inf else int(high),
+                "ours_samples": len(ours),
+                "ours_p50_ms": _ms(percentile(ours, 50)),
+                "ours_p99_ms": _ms(percentile(ours, 99)),
+                "naive_samples": len(naive),
+                "naive_p50_ms": _ms(percentile(naive, 50)),
+                "model_calls": len(calls),
+                "model_call_p50_ms": _ms(percentile(calls, 50)),
+                "model_call_p99_ms": _ms(percentile(calls, 99)),
+            }
+        )
+    return rows
+
+
+def _pins(recorder: RunRecorder) -> dict[str, Any]:
+    by_kind: dict[str, Counter[str]] = {}
+    for sample in recorder.quality:
+        for pin in sample.pins:
+            tally = by_kind.setdefault(pin.kind, Counter())
+            tally["checks"] += 1
+            tally["ours_kept"] += pin.ours
+            tally["truncation_kept"] += pin.truncation
+    checks = sum(t["checks"] for t in by_kind.values())
+    last = recorder.quality[-1] if recorder.quality else None
+    return {
+        "samples": len(recorder.quality),
+        "checks": checks,
+        "ours_kept": sum(t["ours_kept"] for t in by_kind.values()),
+        "truncation_kept": sum(t["truncation_kept"] for t in by_kind.values()),
+        "by_kind": {kind: dict(tally) for kind, tally in sorted(by_kind.items())},
+        "series": [
+            [s.at, len(s.pins), sum(p.ours for p in s.pins), sum(p.truncation for p in s.pins)]
+            for s in recorder.quality
+        ],
+        "lost_at_end": {
+            "at": None if last is None else last.at,
+            "ours": [_pin(p) for p in last.pins if not p.ours] if last else [],
+            "truncation": [_pin(p) for p in last.pins if not p.truncation] if last else [],
+        },
+    }
+
+
+def _pin(pin: Any) -> dict[str, str]:
+    return {"id": pin.id, "kind": pin.kind, "text": pin.text}
+
+
+def _evidence(recorder: RunRecorder) -> dict[str, Any]:
+    samples = [s for s in recorder.quality if s.evidence_active]
+    last = recorder.quality[-1] if recorder.quality else None
+    return {
+        "samples": len(samples),
+        "ours_share": _share(
+            sum(s.evidence_ours for s in samples), sum(s.evidence_active for s in samples)
+        ),
+        "truncation_share": _share(
+            sum(s.evidence_truncation for s in samples), sum(s.evidence_active for s in samples)
+        ),
+        "active_at_end": 0 if last is None else last.evidence_active,
+        "ours_at_end": 0 if last is None else last.evidence_ours,
+        "truncation_at_end": 0 if last is None else last.evidence_truncation,
+        "series": [
+            [s.at, s.evidence_active, s.evidence_ours, s.evidence_truncation]
+            for s in recorder.quality
+        ],
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return None if whole == 0 else round(part / whole, 6)
+
+
+def _context(recorder: RunRecorder, budget: int) -> dict[str, Any]:
+    calls = recorder.calls
+    uses = [tokens / budget for _seq, tokens, _history in calls]
+    final = recorder.last_projection
+    statuses: Counter[str] = Counter()
+    if final is not None:
+        for run in final.manifest.runs:
+            statuses[run.status] += run.last - run.first + 1
+    last = calls[-1] if calls else (0, 0, 0)
+    return {
+        "budget": budget,
+        "high_water": recorder.policy.high_water_tokens,
+        "final_tokens": last[1],
+        "final_history_tokens": last[2],
+        "compression_ratio": None if not last[1] else round(last[2] / last[1], 3),
+        "mean_use": None if not uses else round(sum(uses) / len(uses), 4),
+        "max_use": None if not uses else round(max(uses), 4),
+        "final_status": dict(sorted(statuses.items())),
+        "series": _thin([list(call) for call in calls]),
+    }
+
+
+def summarize_run(
+    recorder: RunRecorder, *, size: int, budget: int, origin: str, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """The run's entry of ``results.json``: the recorder's measurements, plus ``extra`` (wall
+    time, storyline tallies, pointers, stale conclusions at the end, bundle, merkle)."""
+    seconds = recorder.step_seconds
+    ledger_seconds = sum(sum(values) for values in seconds.values()) + sum(
+        recorder.compaction_seconds
+    )
+    plain = [value for kind in _APPENDS for value in seconds.get(kind, [])]
+    storyline = extra["storyline"]
+    compactions = recorder.compactions
+    ours = [s for _h, s in recorder.ours_latency]
+    naive = [s for _h, s in recorder.naive_latency]
+    return {
+        "size": size,
+        "budget": budget,
+        "policy": recorder.policy.to_json(),
+        "thread": origin,
+        "entries": recorder.size,
+        "kinds": dict(sorted(recorder.kinds.items())),
+        "phases": dict(sorted(recorder.phases.items())),
+        "storyline": storyline,
+        "wall_s": round(extra["wall_s"], 3),
+        "harness_s": round(recorder.harness_seconds, 3),
+        "append": {
+            "entries": recorder.size,
+            "ledger_s": round(ledger_seconds, 6),
+            "per_second": round(recorder.size / ledger_seconds, 2) if ledger_seconds else None,
+            "plain_per_second": round(len(plain) / sum(plain), 2) if plain else None,
+            "steps": {kind: _latency(values) for kind, values in sorted(seconds.items())},
+            "checkpoints": _latency(recorder.checkpoint_seconds),
+        },
+        "projection": {
+            "ours": {**_latency(ours), "points": [[h, s] for h, s in recorder.ours_latency]},
+            "naive": {**_latency(naive), "points": [[h, s] for h, s in recorder.naive_latency]},
+            "naive_equal": recorder.naive_equal,
+            "by_history": _buckets(recorder),
+        },
+        "model_calls": {
+            **_latency([s for _h, s in recorder.call_latency]),
+            "refused": storyline["refused_calls"],
+            "refusals": dict(sorted(recorder.refusals.items())),
+        },
+        "compaction": {
+            **_latency(recorder.compaction_seconds),
+            "folds": sum(1 for c in compactions if c["folded"] is not None),
+            "refolds": sum(1 for c in compactions if c["refold"]),
+            "stub_only": sum(1 for c in compactions if c["folded"] is None),
+            "stubbed": sum(c["stubbed"] for c in compactions),
+            "seqs": [c["seq"] for c in compactions],
+        },
+        "context": _context(recorder, budget),
+        "pins": _pins(recorder),
+        "evidence": _evidence(recorder),
+        "conclusions": {
+            "computed": storyline["hypotheses"],
+            "revisions": storyline["hypothesis_revisions"],
+            "stale_events": storyline["stale_events"],
+            "repaired": storyline["repaired"],
+            "abandoned": storyline["abandoned"],
+            "refused_finals": storyline["refused_finals"],
+            "finals": storyline["finals"],
+            "stale_at_end": extra["stale_at_end"],
+        },
+        "pointers": extra["pointers"],
+        "bundle": extra["bundle"],
+        "merkle": extra["merkle"],
+    }

@@ -1,0 +1,19 @@
+"""A tiny `registre bench` run, made once and shared by the harness and schema tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.cli import main
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """``registre bench --sizes 200 --budgets 8k`` into a temporary folder: (folder, results)."""
+    out = tmp_path_factory.mktemp("bench")
+    main(["bench", "--sizes", "200", "--budgets", "8k", "--out", str(out), "--seed", "3"])
+    return out, json.loads((out / "results.json").read_text(encoding="utf-8"))

@@ -1,0 +1,85 @@
+"""Smoke of `registre bench` at a tiny size, so the harness never rots: it runs through the
+real ledger, writes a report naming every metric, results.json following registre-bench/1,
+and three PNG plots. No timing is asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.report import METRICS
+from bench.run import parse_quantity, resolve_summarizer
+from bench.schema import check_results
+from ledger.cli import main
+
+
+def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
+    _out, results = smoke
+    check_results(results)
+    assert results["schema"] == "registre-bench/1"
+    assert results["config"]["sizes"] == [200] and results["config"]["budgets"] == [8000]
+    assert results["config"]["summarizer"] == {"name": "registre.extractive", "version": "1"}
+
+
+def test_report_names_every_metric(smoke: tuple[Path, dict[str, Any]]) -> None:
+    report = (smoke[0] / "report.md").read_text(encoding="utf-8")
+    missing = [metric for metric in METRICS if metric not in report]
+    assert not missing
+
+
+def test_plots_are_written(smoke: tuple[Path, dict[str, Any]]) -> None:
+    for name in ("latency", "tokens", "pins"):
+        data = (smoke[0] / f"{name}.png").read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+
+
+def test_the_run_checks_what_it_reports(smoke: tuple[Path, dict[str, Any]]) -> None:
+    (run,) = smoke[1]["runs"]
+    assert run["entries"] == run["append"]["entries"] == sum(run["kinds"].values())
+    assert run["storyline"]["planned"] == 200
+    assert run["bundle"]["verified"] and run["bundle"]["entries"] == run["entries"]
+    assert run["bundle"]["path"] is None and not list((smoke[0] / "bundles").iterdir())
+    pointers = run["pointers"]
+    assert pointers["checked"] > 0 and pointers["resolved"] == pointers["checked"]
+    naive = run["projection"]["naive"]
+    assert naive["count"] >= 1 and run["projection"]["naive_equal"] == naive["count"]
+    pins = run["pins"]
+    assert pins["checks"] > 0 and pins["ours_kept"] == pins["checks"]
+    assert pins["truncation_kept"] < pins["checks"]  # the baseline does lose pins at 8k
+    assert run["context"]["max_use"] <= 1
+    assert run["merkle"]["leaves"] == run["entries"]
+
+
+def test_quantities_accept_suffixes_and_exponents() -> None:
+    assert parse_quantity("8k", "budget") == 8000
+    assert parse_quantity("1e4", "size") == 10_000
+    assert parse_quantity("128000", "budget") == 128_000
+    assert parse_quantity("2.5k", "size") == 2500
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--sizes", "50"], "at least 100"),
+        (["--sizes", "lots"], "not a number"),
+        (["--budgets", ""], "at least one budget"),
+        (["--summarizer", "nope"], "unknown summarizer"),
+        (["--summarizer", "no.such.module:make"], "cannot be loaded"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    args: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "--out", str(tmp_path), *args])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and "Traceback" not in err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_a_summarizer_is_one_callable_away() -> None:
+    summarizer = resolve_summarizer("lifecycle.context:ExtractiveSummarizer")
+    assert summarizer.name == "registre.extractive"

@@ -1,0 +1,54 @@
+"""results.json follows registre-bench/1, and the checker refuses documents that do not."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.schema import ResultsSchemaError, check_results
+
+
+def _broken(results: dict[str, Any], change: Any) -> dict[str, Any]:
+    document = copy.deepcopy(results)
+    change(document)
+    return document
+
+
+def test_a_real_run_follows_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
+    check_results(smoke[1])
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (lambda d: d.update(schema="registre-bench/2"), "results"),
+        (lambda d: d["runs"][0].pop("pins"), "results.runs[0].pins: missing"),
+        (lambda d: d["runs"][0]["bundle"].update(verified="yes"), "bundle.verified: expected bool"),
+        (lambda d: d["runs"][0]["context"].update(extra=1), "context.extra: not a field"),
+        (lambda d: d["runs"][0]["kinds"].update(turn=1.5), "kinds.turn: expected int"),
+        (lambda d: d["config"].update(sizes="200"), "config.sizes: expected a list"),
+        (lambda d: d["runs"][0]["merkle"]["ours"].pop("build_s"), "ours.build_s: missing"),
+    ],
+)
+def test_documents_breaking_the_schema_are_refused(
+    smoke: tuple[Path, dict[str, Any]], change: Any, path: str
+) -> None:
+    with pytest.raises(ResultsSchemaError, match=path.replace("[", r"\[").replace("]", r"\]")):
+        check_results(_broken(smoke[1], change))
+
+
+def test_pymerkle_figures_are_optional(smoke: tuple[Path, dict[str, Any]]) -> None:
+    def not_installed(document: dict[str, Any]) -> None:
+        merkle = document["runs"][0]["merkle"]
+        merkle.pop("theirs", None)
+        merkle["pymerkle"] = "not installed"
+
+    check_results(_broken(smoke[1], not_installed))
+
+
+def test_booleans_are_not_numbers(smoke: tuple[Path, dict[str, Any]]) -> None:
+    with pytest.raises(ResultsSchemaError, match="entries: expected int, got bool"):
+        check_results(_broken(smoke[1], lambda d: d["runs"][0].update(entries=True)))
