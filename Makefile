@@ -35,6 +35,10 @@ test: lint typecheck unit
 
 # Benchmarks are measured, never asserted. Sizes may be overridden: make bench BENCH_SIZES=1000,100000
 BENCH_SIZES ?= 1000,100000,1000000
+# ... and a small `registre bench` (report.md, results.json, plots in .benchmarks/registre-bench):
+# make bench BENCH_RUN_SIZES=1e3,1e4 BENCH_BUDGETS=8k,32k,128k
+BENCH_RUN_SIZES ?= 1e3
+BENCH_BUDGETS ?= 8k,32k,128k
 bench: $(VENV)/.installed-test
 	mkdir -p .benchmarks
 	REGISTRE_BENCH_SIZES=$(BENCH_SIZES) $(BIN)/pytest tests/benchmarks -q \
@@ -42,6 +46,8 @@ bench: $(VENV)/.installed-test
 		--benchmark-group-by=group --benchmark-sort=name \
 		--benchmark-json=.benchmarks/latest.json
 	$(BIN)/python -m bench.sidebyside .benchmarks/latest.json --markdown
+	$(BIN)/registre bench --sizes $(BENCH_RUN_SIZES) --budgets $(BENCH_BUDGETS) \
+		--out .benchmarks/registre-bench
 
 clean:
 	rm -rf $(VENV) .registre .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks
