@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,13 @@ def test_pymerkle_figures_are_optional(smoke: tuple[Path, dict[str, Any]]) -> No
 def test_booleans_are_not_numbers(smoke: tuple[Path, dict[str, Any]]) -> None:
     with pytest.raises(ResultsSchemaError, match="entries: expected int, got bool"):
         check_results(_broken(smoke[1], lambda d: d["runs"][0].update(entries=True)))
+
+
+def test_the_worked_example_of_the_spec_follows_the_schema() -> None:
+    spec = (Path(__file__).parents[2] / "specs" / "bench.md").read_text(encoding="utf-8")
+    example = spec.split("```json\n", 1)[1].split("\n```", 1)[0]
+    document = json.loads(example)
+    check_results(document)
+    (run,) = document["runs"]
+    assert run["pins"]["checks"] == 368 and run["pins"]["truncation_kept"] == 67
+    assert run["projection"]["naive_equal"] == run["projection"]["naive"]["count"] == 12
