@@ -22,6 +22,7 @@ storyline, all of it through the real thread API (:mod:`bench.steps`):
 
 A model call (``thread.compact`` as the policy says, then ``thread.model_call``) precedes
 every action of the agent: each tool call, assistant turn, evidence batch and conclusion.
+Those building blocks (model calls, turns, tool pairs, pins) are :class:`bench.agent.AgentLoop`'s.
 
 **Size.** The investigation plans exactly ``entries`` entries: once less than a few dozen
 remain before the wrap-up, only closing checks (a query, or a one-line note) are made, so the
@@ -38,34 +39,29 @@ deterministic under replay, so the same seed, size and policy give the same entr
 from __future__ import annotations
 
 import hashlib
-import random
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from bench.agent import (
+    MIN_ENTRIES,
+    AgentLoop,
+    InvestigationConfig,
+    InvestigationStats,
+    LivePin,
+)
 from bench.steps import (
     Step,
-    StepOutcome,
     append_step,
     conclude_step,
     conclusion_revise_step,
     evidence_revise_step,
-    model_call_step,
-    pin_step,
     read_step,
-    unpin_step,
     upsert_step,
 )
-from bench.textgen import OUTPUT_PROFILES, TextGen, lognormal_bytes, pick
+from bench.textgen import pick
 from ledger.evidence import BatchResult, StepResult
 from lifecycle import SourceRef
-from lifecycle.context import (
-    ExtractiveSummarizer,
-    Policy,
-    Summarizer,
-    TokenCounter,
-    default_counter,
-)
 
 __all__ = [
     "MIN_ENTRIES",
@@ -75,7 +71,6 @@ __all__ = [
     "storyline_counts",
 ]
 
-MIN_ENTRIES = 100
 _MAX_LIVE_DECISIONS = 6
 _MAX_LIVE_DEFINITIONS = 8
 _CLOSING = 80  # below this room, only closing checks: no episode may overshoot the size
@@ -89,58 +84,6 @@ _FILLERS = (
     ("check_in", 0.05),
     ("answer", 0.03),
 )
-_Gen = Generator[Step, None, StepOutcome]
-
-
-@dataclass(frozen=True)
-class InvestigationConfig:
-    """``entries``: how many entries to plan (at least :data:`MIN_ENTRIES`); ``seed``: the
-    random stream; ``policy``: the compaction policy and budget of every model call;
-    ``summarizer`` (default: the extractive one) and ``counter`` (default:
-    ``registre.default/1``) for compactions and projections; ``model``: the name recorded
-    in each ``model.call``."""
-
-    entries: int
-    seed: int = 0
-    policy: Policy = field(default_factory=Policy)
-    summarizer: Summarizer | None = None
-    counter: TokenCounter | None = None
-    model: str = "bench/analyst-1"
-
-    def __post_init__(self) -> None:
-        if type(self.entries) is not int or self.entries < MIN_ENTRIES:
-            raise ValueError(f"an investigation needs at least {MIN_ENTRIES} entries")
-
-
-@dataclass
-class InvestigationStats:
-    """What the storyline did, counted as it ran (the ledger is the authority; these are the
-    generator's own tallies, checked against it by the tests)."""
-
-    planned: int = 0
-    written: int = 0
-    compactions: int = 0
-    refused_calls: int = 0
-    model_calls: int = 0
-    tool_calls: int = 0
-    reads: int = 0
-    evidence_admitted: int = 0
-    evidence_rejected: int = 0
-    evidence_superseded: int = 0
-    evidence_retracted: int = 0
-    hypotheses: int = 0
-    hypothesis_revisions: int = 0
-    stale_events: int = 0
-    repaired: int = 0
-    abandoned: int = 0
-    refused_finals: int = 0
-    finals: int = 0
-    committee_detours: int = 0
-    decisions: int = 0
-    definitions: int = 0
-    open_questions: int = 0
-    pins: int = 0
-    unpins: int = 0
 
 
 def storyline_counts(entries: int) -> dict[str, int]:
@@ -165,33 +108,15 @@ class _Hypothesis:
     stale: bool = False
 
 
-@dataclass
-class _Pin:
-    id: str
-    kind: str
-    text: str
-
-
-class Investigation:
+class Investigation(AgentLoop):
     """One investigation. Iterate :meth:`steps` and run each step on the thread before
     asking for the next (the storyline reads each outcome; RuntimeError otherwise)."""
 
     def __init__(self, config: InvestigationConfig) -> None:
-        self.config = config
-        self.stats = InvestigationStats()
-        self.policy = config.policy
-        self.counter = config.counter or default_counter()
-        self.summarizer = config.summarizer or ExtractiveSummarizer()
-        self._rng = random.Random(config.seed)
-        self._text = TextGen(self._rng)
-        self._phase = "kickoff"
-        self._size = 0
-        self._calls = 0
+        super().__init__(config)
         self._refs: list[str] = []
         self._active: list[str] = []  # active evidence ids, admission order
         self._hypotheses: list[_Hypothesis] = []
-        self._pins: list[_Pin] = []
-        self._counters: dict[str, int] = {}
 
     # --- the storyline -------------------------------------------------------------------
 
@@ -539,7 +464,7 @@ class Investigation:
         yield from self._pin("open_question", question, turn)
         self.stats.open_questions += 1
 
-    def _answer(self, pin: _Pin) -> Iterator[Step]:
+    def _answer(self, pin: LivePin) -> Iterator[Step]:
         label = pin.text.split(":", 1)[0]
         turn = yield from self._say("assistant", f"Answer to {label}: {self._text.sentences(2)}")
         yield from self._unpin(pin, f"{label} answered in entry {turn}")
@@ -572,94 +497,9 @@ class Investigation:
         yield from self._decision("committee")
         self._phase = previous
 
-    # --- building blocks -----------------------------------------------------------------
-
-    def _do(self, step: Step) -> _Gen:
-        yield step
-        outcome = step.outcome
-        if outcome is None:
-            raise RuntimeError("run each step on the thread before asking for the next one")
-        self.stats.planned += step.plans
-        if outcome.seqs:
-            self._size = outcome.seqs[-1] + 1
-        self.stats.written += len(outcome.seqs)
-        if outcome.compaction is not None:
-            self.stats.compactions += 1
-        return outcome
-
-    def _call(self) -> _Gen:
-        step = model_call_step(
-            self._phase, self.config.model, self.policy, self.counter, self.summarizer
-        )
-        outcome = yield from self._do(step)
-        if outcome.refused is not None and outcome.projection is None:
-            self.stats.refused_calls += 1
-        else:
-            self.stats.model_calls += 1
-        return outcome
-
-    def _say(self, role: str, text: str, actor: str | None = None) -> Generator[Step, None, int]:
-        """A turn (a model call first for the assistant's); returns its seq."""
-        if role == "assistant":
-            yield from self._call()
-        outcome = yield from self._do(
-            append_step("turn", self._phase, {"role": role, "text": text}, actor or role)
-        )
-        return outcome.seqs[-1]
-
-    def _tool(
-        self, tool: str, insert: str | None = None
-    ) -> Generator[Step, None, tuple[int, str, str]]:
-        """A model call, a tool call and its result; returns ``(result seq, content, path)``.
-        ``insert`` (a read only) is a paragraph placed in the passage read."""
-        self._calls += 1
-        call_id = f"call-{self._calls:06d}"
-        arguments = self._text.query(tool)
-        size = lognormal_bytes(self._rng, OUTPUT_PROFILES[tool])
-        content = self._text.output(tool, size)
-        if insert is not None:
-            paragraphs = content.split("\n\n")
-            paragraphs.insert(self._rng.randrange(len(paragraphs) + 1), insert)
-            content = "\n\n".join(paragraphs)
-        yield from self._call()
-        yield from self._do(
-            append_step(
-                "tool.call",
-                self._phase,
-                {"call_id": call_id, "name": tool, "arguments": arguments},
-                "assistant",
-            )
-        )
-        result: dict[str, Any] = {"call_id": call_id, "content": content, "name": tool}
-        if tool == "python" and self._rng.random() < 0.05:
-            result["is_error"] = True
-        outcome = yield from self._do(
-            append_step("tool.result", self._phase, result, f"tool:{tool}")
-        )
-        self.stats.tool_calls += 1
-        return outcome.seqs[-1], content, str(arguments.get("path", tool))
-
-    def _pin(self, kind: str, text: str, seq: int) -> Iterator[Step]:
-        outcome = yield from self._do(pin_step(self._phase, kind, text, seq))
-        if outcome.refused is None:
-            assert isinstance(outcome.result, StepResult)
-            self._pins.append(_Pin(outcome.result.id, kind, text))
-            self.stats.pins += 1
-
-    def _unpin(self, pin: _Pin, reason: str) -> Iterator[Step]:
-        outcome = yield from self._do(unpin_step(self._phase, pin.id, reason))
-        if outcome.refused is None:
-            self._pins.remove(pin)
-            self.stats.unpins += 1
-
     def _cites(self, low: int, high: int) -> list[str]:
         count = min(len(self._active), self._rng.randint(low, high))
         return sorted(self._rng.sample(self._active, count), key=_id_order)
-
-    def _next(self, prefix: str) -> str:
-        number = self._counters.get(prefix, 0) + 1
-        self._counters[prefix] = number
-        return f"{prefix}-{number}"
 
     def _answer_text(self) -> str:
         return (
