@@ -21,6 +21,7 @@ import os
 import platform
 import random
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,7 +84,12 @@ class BenchConfig:
     pointer_samples: int = 1000
     keep_bundles: bool = False
     model: str = "bench/analyst-1"
-    tag: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y%m%dT%H%M%S"))
+    tag: str = field(default_factory=lambda: _run_tag())
+
+
+def _run_tag() -> str:
+    """A suffix that keeps the thread ids of runs on a shared database apart."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
 
 
 def parse_quantity(text: str, what: str) -> int:

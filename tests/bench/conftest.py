@@ -1,4 +1,5 @@
-"""A tiny `registre bench` run, made once and shared by the harness and schema tests."""
+"""A tiny `registre bench` run, made once and shared by the harness and schema tests; and the
+ledger tests' ``db_url`` fixture (SQLite, and PostgreSQL when REGISTRE_TEST_PG is set)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.cli import main
+from tests.ledger.conftest import db_url  # noqa: F401  (a fresh SQLite or PostgreSQL database)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ and three PNG plots. No timing is asserted."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from bench.report import METRICS
 from bench.run import parse_quantity, resolve_summarizer
 from bench.schema import check_results
 from ledger.cli import main
+from ledger.ledger import Ledger
 
 
 def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
@@ -83,3 +85,20 @@ def test_bad_input_is_one_line_exit_2(
 def test_a_summarizer_is_one_callable_away() -> None:
     summarizer = resolve_summarizer("lifecycle.context:ExtractiveSummarizer")
     assert summarizer.name == "registre.extractive"
+
+
+def test_bench_records_on_the_database_given(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--db` puts the runs on that database (SQLite or PostgreSQL); two runs never collide."""
+    for _ in range(2):
+        main(["bench", "--sizes", "120", "--budgets", "8k", "--db", db_url, "--out", str(tmp_path)])
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    check_results(results)
+    (run,) = results["runs"]
+    assert run["bundle"]["verified"] and not (tmp_path / "bench.db").exists()
+    with Ledger.open(db_url) as ledger:
+        threads = [t for t in ledger.threads() if t.id.startswith("bench-n120-b8000-s0-")]
+    assert len(threads) == 2 and {t.head().size for t in threads} == {run["entries"]}
+    assert results["config"]["database"] == ("sqlite" if "sqlite" in db_url else "postgresql")
+    capsys.readouterr()
