@@ -13,6 +13,7 @@ matplotlib is imported only when plotting, so the harness itself does not need i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,11 +65,19 @@ def _latency(plt: Any, runs: list[Any], budgets: list[int], colour: Any, path: P
             axes.plot(
                 [p[0] for p in ours],
                 [p[1] * 1000 for p in ours],
-                "o-",
+                ".",
                 markersize=3,
-                linewidth=1,
+                alpha=0.35,
                 color=colour[budget],
-                label=f"registre, budget {_label(budget)}",
+            )
+            medians = _binned_medians(ours)
+            axes.plot(
+                [p[0] for p in medians],
+                [p[1] * 1000 for p in medians],
+                "-",
+                linewidth=2,
+                color=colour[budget],
+                label=f"registre, budget {_label(budget)} (median; dots: samples)",
             )
         if naive:
             axes.plot(
@@ -91,6 +100,22 @@ def _latency(plt: Any, runs: list[Any], budgets: list[int], colour: Any, path: P
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
+
+
+def _binned_medians(points: list[Any], per_decade: int = 5) -> list[tuple[float, float]]:
+    """``(geometric centre, median)`` of the points in each log-spaced bin of history."""
+    bins: dict[int, list[Any]] = {}
+    for history, seconds in points:
+        bins.setdefault(int(math.log10(max(history, 1)) * per_decade), []).append(
+            (history, seconds)
+        )
+    medians = []
+    for key in sorted(bins):
+        members = bins[key]
+        latencies = sorted(seconds for _h, seconds in members)
+        centre = math.exp(sum(math.log(max(h, 1)) for h, _s in members) / len(members))
+        medians.append((centre, latencies[len(latencies) // 2]))
+    return medians
 
 
 def _tokens(plt: Any, runs: list[Any], colour: Any, path: Path) -> None:
