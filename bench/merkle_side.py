@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from attest.merkle import MemoryHashSource, leaf_hash
@@ -28,12 +29,13 @@ __all__ = ["compare_trees", "pymerkle_version"]
 def pymerkle_version() -> str | None:
     """pymerkle's version, or None when it is not installed."""
     try:
-        from importlib.metadata import version
-
         import pymerkle  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         return None
-    return version("pymerkle")
+    try:
+        return version("pymerkle")
+    except PackageNotFoundError:
+        return "unknown version"
 
 
 def compare_trees(

@@ -1,7 +1,8 @@
 """The PNG plots of a ``registre bench`` run (matplotlib, the ``bench`` extra, Agg backend).
 
-* ``latency.png`` -- projection latency against history length, registre and naive, one
-  colour per budget (all sizes together; log-log);
+* ``latency.png`` -- projection latency against history length, one colour per budget
+  (log-log): registre's samples of every size with their median per log bin, and the naive
+  re-fold's samples of the largest size;
 * ``tokens.png`` -- the largest size: tokens of the context at every model call against the
   budget and the high-water mark, compactions marked, with the history's own size (what
   replaying it verbatim would take) on the right axis;
@@ -58,9 +59,9 @@ def _latency(plt: Any, runs: list[Any], budgets: list[int], colour: Any, path: P
         ours = sorted(
             p for r in runs if r["budget"] == budget for p in r["projection"]["ours"]["points"]
         )
-        naive = sorted(
-            p for r in runs if r["budget"] == budget for p in r["projection"]["naive"]["points"]
-        )
+        # The naive samples of the largest run only: its grid spans every smaller one.
+        widest = max((r for r in runs if r["budget"] == budget), key=lambda r: r["size"])
+        naive = sorted(widest["projection"]["naive"]["points"])
         if ours:
             axes.plot(
                 [p[0] for p in ours],
