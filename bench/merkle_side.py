@@ -17,13 +17,19 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from attest.errors import VerificationError
 from attest.merkle import MemoryHashSource, leaf_hash
 from attest.proofs import consistency_proof, inclusion_proof
 
 if TYPE_CHECKING:
     from ledger.thread import Thread
 
-__all__ = ["compare_trees", "pymerkle_version"]
+__all__ = ["TreeMismatchError", "compare_trees", "pymerkle_version"]
+
+
+class TreeMismatchError(VerificationError):
+    """The leaves given, or pymerkle's tree of them, do not make the thread's signed tree:
+    the comparison would be about another tree, so it is not reported."""
 
 
 def pymerkle_version() -> str | None:
@@ -42,8 +48,8 @@ def compare_trees(
     thread: Thread, leaves: Iterable[Sequence[bytes]], *, samples: int = 200, seed: int = 0
 ) -> dict[str, Any]:
     """Times (seconds per operation, or per tree for ``build``) of ours and pymerkle's over
-    ``leaves`` (the thread's leaf bytes, in batches, seq order). Raises AssertionError if the
-    roots differ from the thread's head root: the benchmark must not report on a wrong tree.
+    ``leaves`` (the thread's leaf bytes, in batches, seq order). Raises
+    TreeMismatchError if a root differs from the thread's head root.
     """
     version = pymerkle_version()
     theirs: Any = None
@@ -66,7 +72,10 @@ def compare_trees(
     size = ours.size
     head = thread.head()
     if size != head.size or ours.root() != head.root:
-        raise AssertionError("the recomputed tree is not the thread's tree")
+        raise TreeMismatchError(
+            f"the {size} leaves given do not make the tree of thread {thread.id} "
+            f"({head.size} entries): pass every leaf of the thread, in seq order"
+        )
     rng = random.Random(seed)
     indices = [rng.randrange(size) for _ in range(samples)]
     olds = [rng.randrange(1, size) if size > 1 else 1 for _ in range(samples)]
@@ -82,7 +91,10 @@ def compare_trees(
     }
     if theirs is not None:
         if theirs.get_root() != head.root:
-            raise AssertionError("pymerkle's root is not the thread's root")
+            raise TreeMismatchError(
+                f"pymerkle's root of thread {thread.id} is not the signed root: one of the two "
+                "trees is not RFC 9162"
+            )
         result["theirs"] = {
             "build_s": theirs_build,
             "inclusion_s": _mean(lambda i: theirs.prove_inclusion(i + 1, size), indices),
