@@ -188,7 +188,15 @@ def _read(handle: BinaryIO, limits: ZipLimits) -> dict[str, bytes]:
     _check_end_record(handle, limits)
     try:
         archive = zipfile.ZipFile(handle)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,  # a directory record asking for a newer zip version
+        struct.error,
+        ValueError,
+        EOFError,
+        OSError,
+    ) as exc:
         raise ZipFormatError(f"not a readable zip file: {exc}") from None
     infos = archive.infolist()
     if len(infos) > limits.max_members:

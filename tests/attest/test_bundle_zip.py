@@ -16,6 +16,7 @@ from attest.bundle_zip import (
     BundleFileError,
     MemberSizeMismatchError,
     UnsafeMemberNameError,
+    ZipFormatError,
     deterministic_zip,
     read_zip,
 )
@@ -75,3 +76,13 @@ def test_member_longer_than_declared_is_refused_where_zipfile_truncates() -> Non
 def _deflate(data: bytes) -> bytes:
     compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
     return compressor.compress(data) + compressor.flush()
+
+
+def test_directory_record_asking_for_a_newer_zip_version_fail() -> None:
+    """A flipped byte that raises the "version needed to extract" of a directory record is
+    unusable input (found by the bundle fuzzer: zipfile raises NotImplementedError)."""
+    data = bytearray(deterministic_zip({"a.txt": b"hello"}))
+    directory = data.rindex(b"PK\x01\x02")
+    data[directory + 6] = 84  # version needed to extract: 8.4
+    with pytest.raises(ZipFormatError, match=r"not a readable zip file: zip file version 8\.4"):
+        read_zip(bytes(data))
