@@ -3,9 +3,10 @@
 * ``latency.png`` -- projection latency against history length, one colour per budget
   (log-log): registre's samples of every size with their median per log bin, and the naive
   re-fold's samples of the largest size;
-* ``tokens.png`` -- the largest size: tokens of the context at every model call against the
-  budget and the high-water mark, compactions marked, with the history's own size (what
-  replaying it verbatim would take) on the right axis;
+* ``tokens.png`` -- the largest size, one row per budget: tokens of the context at every
+  model call against the budget and the high-water mark, with the history's own size (what
+  replaying it verbatim would take) on the right axis; beside it a close-up of the last
+  model calls with each compaction marked;
 * ``pins.png`` -- the largest size: live pins, and how many of them registre's context and
   the truncation baseline carry word for word, along the thread.
 
@@ -21,6 +22,7 @@ from typing import Any
 
 __all__ = ["write_plots"]
 
+_MAX_TICKS = 150  # more compactions than this would merge into a bar: the close-up shows them
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
@@ -121,58 +123,105 @@ def _binned_medians(points: list[Any], per_decade: int = 5) -> list[tuple[float,
 
 def _tokens(plt: Any, runs: list[Any], colour: Any, path: Path) -> None:
     figure, panels = plt.subplots(
-        len(runs), 1, figsize=(9, 2.6 * len(runs) + 0.6), dpi=120, sharex=True, squeeze=False
+        len(runs),
+        2,
+        figsize=(12, 2.7 * len(runs) + 0.7),
+        dpi=120,
+        squeeze=False,
+        gridspec_kw={"width_ratios": [3, 2]},
     )
-    for panel, run in zip(panels[:, 0], runs, strict=True):
+    axes: list[Any] = []
+    for row, run in zip(panels, runs, strict=True):
         context = run["context"]
-        series = context["series"]
-        seqs = [point[0] for point in series]
-        panel.plot(
-            seqs,
-            [point[1] for point in series],
-            linewidth=0.8,
-            color=colour[run["budget"]],
-            label="context sent (tokens)",
-        )
-        panel.axhline(context["budget"], color="black", linewidth=1, label="budget")
-        panel.axhline(
-            context["high_water"], color="black", linewidth=0.8, linestyle=":", label="high water"
-        )
         compactions = run["compaction"]["seqs"]
-        if compactions:
-            panel.plot(
-                compactions,
-                [0] * len(compactions),
-                "|",
-                color="#444444",
-                markersize=8,
-                label=f"compaction ({len(compactions)})",
-            )
-        panel.set_ylim(bottom=-0.04 * context["budget"], top=context["budget"] * 1.12)
-        panel.set_ylabel("tokens")
-        panel.set_title(f"budget {_label(run['budget'])}", fontsize=9, loc="left")
-        history = panel.twinx()
-        history.plot(
-            seqs,
-            [point[2] for point in series],
-            linewidth=0.8,
-            linestyle="--",
-            color="grey",
-            label="whole history (tokens, right axis)",
+        whole, recent = row
+        axes.extend(_token_panel(whole, run, context["series"], compactions, colour, history=True))
+        whole.set_title(
+            f"budget {_label(run['budget'])}: the whole thread ({len(compactions)} compactions)",
+            fontsize=9,
+            loc="left",
         )
-        history.set_ylabel("history tokens", color="grey", fontsize=8)
-        history.tick_params(axis="y", labelcolor="grey", labelsize=7)
-        lines, labels = panel.get_legend_handles_labels()
-        more, more_labels = history.get_legend_handles_labels()
-        panel.legend(lines + more, labels + more_labels, fontsize=7, loc="upper left", ncol=3)
+        first = context["recent"][0][0] if context["recent"] else 0
+        _token_panel(recent, run, context["recent"], [c for c in compactions if c >= first], colour)
+        recent.set_title(
+            f"close-up: the last {len(context['recent'])} model calls", fontsize=9, loc="left"
+        )
+    handles: dict[str, Any] = {}
+    for axis in axes:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    for row in panels:
+        row[0].set_ylabel("tokens")
     panels[-1, 0].set_xlabel("ledger entry (seq)")
+    panels[-1, 1].set_xlabel("ledger entry (seq)")
     figure.suptitle(
-        f"Tokens of the context at each model call, {runs[0]['entries']:,}-entry investigation",
+        f"Tokens of the context at each model call against the budget "
+        f"({runs[0]['entries']:,}-entry investigation)",
         fontsize=10,
     )
-    figure.tight_layout()
+    figure.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+    )
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
     figure.savefig(path)
     plt.close(figure)
+
+
+def _token_panel(
+    panel: Any,
+    run: Mapping[str, Any],
+    series: list[Any],
+    compactions: list[int],
+    colour: Any,
+    *,
+    history: bool = False,
+) -> list[Any]:
+    """Context tokens per call, the budget and high-water lines, compactions as ticks (only
+    when they are few enough to tell apart), and optionally the history on a right axis.
+    Returns the axes drawn on, labelled for the figure's one legend."""
+    context = run["context"]
+    seqs = [point[0] for point in series]
+    panel.plot(
+        seqs,
+        [point[1] for point in series],
+        linewidth=0.8,
+        color=colour[run["budget"]],
+        label="context sent",
+    )
+    panel.axhline(context["budget"], color="black", linewidth=1, label="budget")
+    panel.axhline(
+        context["high_water"], color="black", linewidth=0.8, linestyle=":", label="high water"
+    )
+    if compactions and len(compactions) <= _MAX_TICKS:
+        panel.plot(
+            compactions,
+            [0] * len(compactions),
+            "|",
+            color="#444444",
+            markersize=8,
+            label="compaction",
+        )
+    panel.set_ylim(bottom=-0.05 * context["budget"], top=context["budget"] * 1.1)
+    panel.grid(True, alpha=0.25)
+    if not history:
+        return [panel]
+    axis = panel.twinx()
+    axis.plot(
+        seqs,
+        [point[2] for point in series],
+        linewidth=0.8,
+        linestyle="--",
+        color="grey",
+        label="whole history (right axis)",
+    )
+    axis.set_ylabel("history tokens", color="grey", fontsize=8)
+    axis.tick_params(axis="y", labelcolor="grey", labelsize=7)
+    return [panel, axis]
 
 
 def _pins(plt: Any, runs: list[Any], colour: Any, path: Path) -> None:

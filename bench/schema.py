@@ -95,6 +95,7 @@ _RUN: Final = {
         "max_use": _NUM_OR_NULL,
         "final_status": MapOf(int),
         "series": [[int]],
+        "recent": [[int]],
     },
     "pins": {
         "samples": int,

@@ -2,7 +2,8 @@
 
 Percentiles are nearest-rank (p50 of 1..100 is 50, p99 is 99); latencies are reported in
 milliseconds, sizes in entries and tokens. Long series (tokens at every model call) are
-thinned to at most :data:`MAX_SERIES` points, evenly by call, keeping the last.
+thinned to at most :data:`MAX_SERIES` points, evenly by call, keeping the last; the last
+:data:`RECENT_CALLS` calls are also kept whole, for a close-up.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 from bench.measure import RunRecorder
 
-__all__ = ["HISTORY_BUCKETS", "MAX_SERIES", "percentile", "summarize_run"]
+__all__ = ["HISTORY_BUCKETS", "MAX_SERIES", "RECENT_CALLS", "percentile", "summarize_run"]
 
 MAX_SERIES = 1500
+RECENT_CALLS = 300
+"""Model calls kept unthinned at the end of a run (``context.recent``), for a close-up."""
 HISTORY_BUCKETS = (0, 300, 1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
 """Lower bounds of the history-length buckets latencies are reported in."""
 _APPENDS = ("turn", "tool.call", "tool.result", "decision")
@@ -161,6 +164,7 @@ def _context(recorder: RunRecorder, budget: int) -> dict[str, Any]:
         "max_use": None if not uses else round(max(uses), 4),
         "final_status": dict(sorted(statuses.items())),
         "series": _thin([list(call) for call in calls]),
+        "recent": [list(call) for call in calls[-RECENT_CALLS:]],
     }
 
 
