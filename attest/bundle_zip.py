@@ -215,7 +215,14 @@ def _read(handle: BinaryIO, limits: ZipLimits) -> dict[str, bytes]:
                 "the bundle is too large to verify with these limits"
             )
     # 3. every member's data, bounded by its declared size
-    return {info.orig_filename: _read_member(handle, info) for info in sorted(infos, key=_name)}
+    try:
+        return {info.orig_filename: _read_member(handle, info) for info in sorted(infos, key=_name)}
+    except MalformedError:
+        raise
+    except (ValueError, OSError, EOFError, struct.error) as exc:
+        # A damaged record the checks above did not anticipate is still unusable input,
+        # never a crash (the bundle fuzzer in tests/tamper/test_fuzz.py looks for these).
+        raise ZipFormatError(f"not a readable zip file: {exc}") from None
 
 
 def _name(info: zipfile.ZipInfo) -> str:
@@ -295,6 +302,10 @@ def _check_record(info: zipfile.ZipInfo, seen: set[str], limits: ZipLimits) -> N
         raise CompressionMethodError(
             f"member {name!r} uses compression method {info.compress_type}; only stored (0) "
             "and deflate (8) are read"
+        )
+    if info.header_offset < 0:
+        raise ZipFormatError(
+            f"member {name!r}: its directory record points before the start of the file"
         )
     if name in seen:
         raise DuplicateMemberError(f"member name {name!r} appears twice")

@@ -86,3 +86,14 @@ def test_directory_record_asking_for_a_newer_zip_version_fail() -> None:
     data[directory + 6] = 84  # version needed to extract: 8.4
     with pytest.raises(ZipFormatError, match=r"not a readable zip file: zip file version 8\.4"):
         read_zip(bytes(data))
+
+
+def test_directory_record_pointing_before_the_file_fail() -> None:
+    """A flipped byte in the end record's directory offset can make zipfile compute a
+    negative local header offset (found by the bundle fuzzer)."""
+    data = bytearray(deterministic_zip({"a.txt": b"hello", "b.txt": b"world"}))
+    end = data.rindex(b"PK\x05\x06")
+    offset = int.from_bytes(data[end + 16 : end + 20], "little")
+    data[end + 16 : end + 20] = (offset + 1).to_bytes(4, "little")
+    with pytest.raises(ZipFormatError):
+        read_zip(bytes(data))
