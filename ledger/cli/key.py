@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
 from attest.errors import RefusedError
 from ledger.cli import cli
+from ledger.cli.files import write_atomically
 from ledger.cli.options import key_file_option, load_signer
 
 __all__ = ["key_group"]
@@ -68,19 +67,5 @@ def export(key_file: Path | None, fmt: str, output: Path | None) -> None:
         return
     if output.exists():
         raise RefusedError(f"{output} exists; refusing to overwrite it")
-    _write_new(output, text)
+    write_atomically(output, [text])
     click.echo(f"wrote {output}")
-
-
-def _write_new(path: Path, text: str) -> None:
-    """Write to a temporary name in the same folder, flush, then rename into place."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -10,14 +10,12 @@ nothing.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
 from ledger.cli import cli
+from ledger.cli.files import write_atomically
 from ledger.cli.options import ledger_options, open_ledger
 from ledger.transcript import FORMATS, render_transcript
 
@@ -46,17 +44,5 @@ def transcript_command(
             for chunk in chunks:
                 click.echo(chunk, nl=False)
             return
-        folder = output.parent if str(output.parent) else Path(".")
-        handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", dir=folder)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                for chunk in chunks:
-                    file.write(chunk)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, output)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        write_atomically(output, chunks)
     click.echo(f"wrote {output}", err=True)
