@@ -23,11 +23,7 @@ from attest.errors import CosignatureError
 from attest.keys import (
     ALG_COSIGNATURE_V1,
     SigningKey,
-    check_key_name,
-    decode_vkey,
-    encode_vkey,
-    key_id,
-    load_public_key,
+    VerifierKey,
 )
 from attest.note import NoteSignature, check_note_text
 
@@ -61,29 +57,11 @@ def cosigned_message(checkpoint_body: str | bytes, timestamp: int) -> bytes:
     return COSIGNATURE_HEADER + b"time " + str(timestamp).encode("ascii") + b"\n" + body
 
 
-class CosignatureVerifier:
-    """A pinned witness public key; verifies cosignature/v1 signatures and returns their time.
-
-    Construction validates the name and refuses weak keys (BadKeyError / WeakKeyError).
-    """
+class CosignatureVerifier(VerifierKey):
+    """A pinned witness public key (alg 0x04); verifies cosignature/v1 signatures and returns
+    their time. ``from_vkey`` refuses a log key (0x01)."""
 
     alg = ALG_COSIGNATURE_V1
-
-    def __init__(self, name: str, public_key: bytes) -> None:
-        check_key_name(name)
-        self._key = load_public_key(public_key)
-        self.name = name
-        self.public_key = bytes(public_key)
-        self.key_id = key_id(name, self.alg, self.public_key)
-
-    @classmethod
-    def from_vkey(cls, text: str) -> CosignatureVerifier:
-        """Parse ``name+hex8+base64(0x04 ‖ key)``; a log key (0x01) is refused."""
-        name, public_key = decode_vkey(text, expected_alg=cls.alg)
-        return cls(name, public_key)
-
-    def vkey(self) -> str:
-        return encode_vkey(self.name, self.alg, self.public_key)
 
     def verify(self, message: bytes, signature: bytes) -> int:
         """Verify a cosignature over the checkpoint text ``message``; return its timestamp.
@@ -107,9 +85,6 @@ class CosignatureVerifier:
                 "does not verify over this checkpoint"
             ) from None
         return timestamp
-
-    def __repr__(self) -> str:
-        return f"CosignatureVerifier({self.vkey()!r})"
 
 
 class CosignatureSigner(SigningKey):

@@ -47,6 +47,7 @@ __all__ = [
     "Signer",
     "SigningKey",
     "Verifier",
+    "VerifierKey",
     "check_key_name",
     "decode_vkey",
     "encode_vkey",
@@ -232,13 +233,17 @@ def decode_vkey(text: str, *, expected_alg: int) -> tuple[str, bytes]:
 # --- signer and verifier ---------------------------------------------------------------
 
 
-class Verifier:
-    """An Ed25519 log public key (alg 0x01) with its name; verifies raw signatures.
+class VerifierKey:
+    """An Ed25519 public key with its name, for one note key type (``alg``).
 
-    Construction validates the name and refuses weak keys (see :func:`load_public_key`).
+    The shared half of :class:`Verifier` (log keys, alg 0x01) and
+    :class:`attest.cosignature.CosignatureVerifier` (witness keys, alg 0x04): construction
+    validates the name and refuses weak keys (see :func:`load_public_key`), and the verifier
+    key string ``name+hex8+base64(alg ‖ key)`` is read and written for the subclass's type
+    only, so a witness key is never accepted as a log key or the reverse.
     """
 
-    alg = ALG_ED25519
+    alg: int
 
     def __init__(self, name: str, public_key: bytes) -> None:
         check_key_name(name)
@@ -248,13 +253,23 @@ class Verifier:
         self.key_id = key_id(name, self.alg, self.public_key)
 
     @classmethod
-    def from_vkey(cls, text: str) -> Verifier:
-        """Parse ``name+hex8+base64(0x01 ‖ key)``; BadKeyError/WeakKeyError if unsound."""
+    def from_vkey(cls, text: str) -> Self:
+        """Parse ``name+hex8+base64(alg ‖ key)``; BadKeyError/WeakKeyError if unsound, or if
+        the string is for another key type."""
         name, public_key = decode_vkey(text, expected_alg=cls.alg)
         return cls(name, public_key)
 
     def vkey(self) -> str:
         return encode_vkey(self.name, self.alg, self.public_key)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.vkey()!r})"
+
+
+class Verifier(VerifierKey):
+    """An Ed25519 log public key (alg 0x01) with its name; verifies raw signatures."""
+
+    alg = ALG_ED25519
 
     def verify(self, message: bytes, signature: bytes) -> None:
         """Return only if ``signature`` is this key's Ed25519 signature of ``message``.
@@ -271,9 +286,6 @@ class Verifier:
             raise SignatureInvalidError(
                 f"signature does not verify with key {self.name}+{self.key_id.hex()}"
             ) from None
-
-    def __repr__(self) -> str:
-        return f"Verifier({self.vkey()!r})"
 
 
 class SigningKey:

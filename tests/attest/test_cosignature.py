@@ -17,7 +17,7 @@ from attest.cosignature import (
     CosignatureVerifier,
     cosigned_message,
 )
-from attest.errors import CosignatureError, NoteFormatError
+from attest.errors import BadKeyError, CosignatureError, NoteFormatError
 from attest.keys import ALG_COSIGNATURE_V1, SignatureInvalidError, Signer, Verifier, key_id
 from attest.note import parse_note
 
@@ -131,3 +131,12 @@ def test_log_signature_is_not_a_cosignature_fail() -> None:
     payload = (0).to_bytes(8, "big") + log.sign(BODY.encode())
     with pytest.raises(CosignatureError):
         CosignatureVerifier("w", log.public_key).verify(BODY.encode(), payload)
+
+
+def test_witness_key_offered_as_log_key_fail() -> None:
+    """A cosignature/v1 key string is never read as a log key, nor a log key as a witness's:
+    the key type is part of the key id, and each verifier reads only its own type."""
+    with pytest.raises(BadKeyError):
+        Verifier.from_vkey(CKPT["witness_vkey"])
+    with pytest.raises(BadKeyError):
+        CosignatureVerifier.from_vkey(CKPT["log_vkey"])
