@@ -9,17 +9,29 @@ The names below are the public API; each module's ``__all__`` lists its specific
 helpers.
 """
 
-from attest.bundle import read_bundle, write_bundle
-from attest.canonical import canonical_bytes, parse_canonical, parse_strict
-from attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner, CosignatureVerifier
-from attest.entry import Entry, open_entry, sign_entry
-from attest.errors import MalformedError, RefusedError, RegistreError, VerificationError
-from attest.keys import Signer, Verifier
-from attest.merkle import CompactRange, HashSource, MemoryHashSource, leaf_hash, node_hash, root_at
-from attest.note import open_note, sign_note
-from attest.proofs import consistency_proof, inclusion_proof, verify_consistency, verify_inclusion
-from attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.bundle import read_bundle, write_bundle
+from registre.attest.canonical import canonical_bytes, parse_canonical, parse_strict
+from registre.attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
+from registre.attest.entry import Entry, open_entry, sign_entry
+from registre.attest.errors import MalformedError, RefusedError, RegistreError, VerificationError
+from registre.attest.keys import Signer, Verifier
+from registre.attest.merkle import (
+    CompactRange,
+    HashSource,
+    MemoryHashSource,
+    leaf_hash,
+    node_hash,
+    root_at,
+)
+from registre.attest.note import open_note, sign_note
+from registre.attest.proofs import (
+    consistency_proof,
+    inclusion_proof,
+    verify_consistency,
+    verify_inclusion,
+)
+from registre.attest.verifier import TrustPolicy, verify_bundle
 
 __all__ = [
     "Checkpoint",

@@ -1,4 +1,4 @@
-"""``python -m attest verify BUNDLE.zip --key VKEY``: the regulator's offline verifier.
+"""``python -m registre.attest verify BUNDLE.zip --key VKEY``: the regulator's offline verifier.
 
 Needs only attest, lifecycle, cryptography, rfc8785 and click: no database, no network.
 Exit status: 0 verified, 1 a check failed, 2 unusable input (a bad key, a file that is not a
@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 import click
 
-from attest.cosignature import CosignatureVerifier
-from attest.errors import BadKeyError, RegistreError
-from attest.keys import Verifier
-from attest.verifier import TrustPolicy, verify_bundle
-from attest.verify_report import VerifyReport, report_of
+from registre.attest.cosignature import CosignatureVerifier
+from registre.attest.errors import BadKeyError, RegistreError
+from registre.attest.keys import Verifier
+from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.verify_report import VerifyReport, report_of
 
 __all__ = ["ReportedFailure", "cli", "main", "run_verify", "verify_options"]
 

@@ -5,7 +5,7 @@
 :data:`ENTRY_KINDS`) or :class:`BodySchemaError`, whose message starts with the path of the
 offending field and says what was expected, e.g.
 ``body.arguments: expected an object, got a list``. Both are subclasses of
-:class:`~attest.errors.MalformedError` (CLI exit 2).
+:class:`~registre.attest.errors.MalformedError` (CLI exit 2).
 
 Rules for every kind, checked before the kind's own schema:
 
@@ -22,7 +22,7 @@ Rules for every kind, checked before the kind's own schema:
 The kinds registre defines itself are checked here, strictly: unknown fields are refused,
 required fields must be present, texts are capped at :data:`MAX_TEXT_BYTES` and names at
 :data:`MAX_NAME_BYTES` (UTF-8 bytes). The lifecycle kinds (:data:`LIFECYCLE_KINDS`) are
-checked by ``lifecycle.codec.parse_body``; its refusals are re-raised as
+checked by ``registre.lifecycle.codec.parse_body``; its refusals are re-raised as
 :class:`BodySchemaError` with the same message.
 """
 
@@ -33,14 +33,14 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from attest.canonical import parse_canonical
-from attest.errors import MalformedError
-from attest.strict_json import MAX_SAFE_INTEGER
-from lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
-from lifecycle.codec import parse_body
-from lifecycle.context.model import SECTIONS
-from lifecycle.context.policy import parse_policy
-from lifecycle.errors import LifecycleFormatError
+from registre.attest.canonical import parse_canonical
+from registre.attest.errors import MalformedError
+from registre.attest.strict_json import MAX_SAFE_INTEGER
+from registre.lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
+from registre.lifecycle.codec import parse_body
+from registre.lifecycle.context.model import SECTIONS
+from registre.lifecycle.context.policy import parse_policy
+from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
     "ENTRY_KINDS",
@@ -75,7 +75,7 @@ MAX_DEPTH = 32
 """Deepest nesting of objects and lists in a body (the body itself is depth 1)."""
 
 LIFECYCLE_KINDS: frozenset[str] = frozenset(LIFECYCLE_CODEC_KINDS)
-"""Kinds whose bodies ``lifecycle.codec`` defines and checks."""
+"""Kinds whose bodies ``registre.lifecycle.codec`` defines and checks."""
 
 
 class UnknownKindError(MalformedError):
@@ -314,7 +314,8 @@ def _spans(value: object, path: str) -> None:
 
 
 def _policy(value: object, path: str) -> None:
-    """The compaction policy: exactly the six integer fields of ``lifecycle.context.Policy``."""
+    """The compaction policy: exactly the six integer fields of
+    ``registre.lifecycle.context.Policy``."""
     try:
         parse_policy(value, path)
     except LifecycleFormatError as exc:
@@ -516,7 +517,7 @@ def validate_body(kind: str, body: object) -> None:
        Unicode strings, nesting at most :data:`MAX_DEPTH`;
     3. it is at most :data:`MAX_BODY_BYTES` as compact JSON;
     4. it follows its kind's schema (``specs/entries.md``; lifecycle kinds: the schema of
-       ``lifecycle.codec.parse_body``).
+       ``registre.lifecycle.codec.parse_body``).
     """
     if kind not in ENTRY_KINDS:
         known = ", ".join(sorted(ENTRY_KINDS))

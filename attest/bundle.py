@@ -1,6 +1,6 @@
 """Audit bundles (``specs/bundle.md``): write one zip from plain data, read one back safely.
 
-A bundle is a deterministic zip (:mod:`attest.bundle_zip`) holding
+A bundle is a deterministic zip (:mod:`registre.attest.bundle_zip`) holding
 
 * ``manifest.json`` -- format, origin, disclosure (``full`` or ``partial``), tree size, entry
   count, checkpoint sizes, and the byte size and SHA-256 of every other member;
@@ -12,11 +12,12 @@ A bundle is a deterministic zip (:mod:`attest.bundle_zip`) holding
 
 :func:`bundle_bytes` / :func:`write_bundle` take plain data (an origin, leaf bytes, signed
 notes, proofs) so an exporter needs no more than its database rows; :func:`build_proofs`
-(:mod:`attest.bundle_proofs`, re-exported here) makes the proofs from any
-:class:`~attest.merkle.HashSource`. :func:`read_bundle` is step 1
-of the verifier (``specs/verify.md``): the container checks of :func:`attest.bundle_zip.read_zip`,
-then the manifest, then every member against it. Nothing read here is trusted yet: keys in
-the manifest are informational only, and signatures are the verifier's job.
+(:mod:`registre.attest.bundle_proofs`, re-exported here) makes the proofs from any
+:class:`~registre.attest.merkle.HashSource`. :func:`read_bundle` is step 1
+of the verifier (``specs/verify.md``): the container checks of
+:func:`registre.attest.bundle_zip.read_zip`, then the manifest, then every member against it.
+Nothing read here is trusted yet: keys in the manifest are informational only, and signatures are
+the verifier's job.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
-from attest.bundle_proofs import (
+from registre.attest.bundle_proofs import (
     PROOFS_MEMBER,
     BundleProofs,
     InclusionProof,
@@ -39,11 +40,11 @@ from attest.bundle_proofs import (
     build_proofs,
     parse_proofs,
 )
-from attest.bundle_zip import DEFAULT_LIMITS, ZipLimits, deterministic_zip, read_zip
-from attest.canonical import canonical_bytes, parse_strict
-from attest.checkpoint import Checkpoint
-from attest.errors import MalformedError, RefusedError, VerificationError
-from attest.note import parse_note
+from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits, deterministic_zip, read_zip
+from registre.attest.canonical import canonical_bytes, parse_strict
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.errors import MalformedError, RefusedError, VerificationError
+from registre.attest.note import parse_note
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -355,7 +356,8 @@ def read_bundle(
 ) -> Bundle:
     """Step 1 of verification: read the zip safely and check every member against the manifest.
 
-    1.1-1.3 the container (:func:`attest.bundle_zip.read_zip`: bounded, safe names, no links,
+    1.1-1.3 the container (:func:`registre.attest.bundle_zip.read_zip`: bounded, safe names, no
+    links,
         no duplicates, stored/deflate only, sizes enforced while streaming, CRC-32);
     1.4 every name is one the format defines (:class:`UnexpectedMemberError`);
     1.5 ``manifest.json`` is present and strict JSON following its schema

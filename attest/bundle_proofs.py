@@ -1,9 +1,9 @@
 """``proofs.json`` of a partial audit bundle (``specs/bundle.md`` section 3): the proofs that tie
 disclosed entries and earlier checkpoints to the head, made from any
-:class:`~attest.merkle.HashSource` and read back under bounds.
+:class:`~registre.attest.merkle.HashSource` and read back under bounds.
 
-Nothing here is verified: :mod:`attest.verifier` looks each proof up by sizes it takes from
-signed data and checks it with :mod:`attest.proofs`.
+Nothing here is verified: :mod:`registre.attest.verifier` looks each proof up by sizes it takes from
+signed data and checks it with :mod:`registre.attest.proofs`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from attest.canonical import parse_strict
-from attest.errors import MalformedError
-from attest.merkle import HASH_SIZE, HashSource
-from attest.proofs import MAX_PROOF_HASHES, consistency_proof, inclusion_proof
+from registre.attest.canonical import parse_strict
+from registre.attest.errors import MalformedError
+from registre.attest.merkle import HASH_SIZE, HashSource
+from registre.attest.proofs import MAX_PROOF_HASHES, consistency_proof, inclusion_proof
 
 __all__ = [
     "PROOFS_MEMBER",

@@ -5,7 +5,7 @@ Writing (:func:`deterministic_zip`): members sorted by name, every timestamp 198
 same members give the same bytes (on one zlib build).
 
 Reading (:func:`read_zip`) checks, in this order, and raises its own
-:class:`~attest.errors.MalformedError` subclass at the first problem:
+:class:`~registre.attest.errors.MalformedError` subclass at the first problem:
 
 1. the end-of-central-directory record is found and its member count and central directory
    size are within the limits, *before* the directory is parsed (:class:`ZipFormatError`,
@@ -24,7 +24,7 @@ Reading (:func:`read_zip`) checks, in this order, and raises its own
    (:class:`MemberSizeMismatchError`), so a zip bomb costs at most its declared size; the
    CRC-32 must match (:class:`MemberCorruptError`).
 
-Members are returned by name; which names a bundle may hold is :mod:`attest.bundle`'s
+Members are returned by name; which names a bundle may hold is :mod:`registre.attest.bundle`'s
 business.
 """
 
@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from attest.errors import MalformedError
+from registre.attest.errors import MalformedError
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -7,7 +7,7 @@ canonical form of what they contain, so one value has one byte string and one by
 one value.
 
 :func:`canonical_bytes` refuses what JCS cannot represent unambiguously, each with its own
-:class:`~attest.strict_json.JSONFormatError` subclass: non-``str`` keys
+:class:`~registre.attest.strict_json.JSONFormatError` subclass: non-``str`` keys
 (:class:`NonStringKeyError`), integers beyond +/-(2**53 - 1) and floats JCS would write as
 such integers (:class:`IntegerRangeError`), NaN and infinities
 (:class:`NonFiniteNumberError`), strings or keys with surrogate code points
@@ -25,7 +25,7 @@ from typing import Any
 
 import rfc8785
 
-from attest.strict_json import (
+from registre.attest.strict_json import (
     DEFAULT_MAX_DEPTH,
     MAX_DEPTH_LIMIT,
     MAX_SAFE_INTEGER,

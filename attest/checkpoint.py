@@ -25,15 +25,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from attest.cosignature import CosignatureSigner, CosignatureVerifier
-from attest.errors import (
+from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
+from registre.attest.errors import (
     CheckpointFormatError,
     OriginMismatchError,
     QuorumNotMetError,
     RefusedError,
 )
-from attest.keys import Signer, Verifier
-from attest.note import OpenedNote, append_signature, open_note, sign_note
+from registre.attest.keys import Signer, Verifier
+from registre.attest.note import OpenedNote, append_signature, open_note, sign_note
 
 __all__ = [
     "HASH_SIZE",

@@ -1,7 +1,7 @@
 """Witness cosignatures, C2SP ``tlog-cosignature`` Ed25519 type (``cosignature/v1``).
 
 A witness key is an Ed25519 key whose key id uses type byte 0x04
-(:data:`~attest.keys.ALG_COSIGNATURE_V1`); its vkey is ``name+hex8+base64(0x04 ‖ key)``.
+(:data:`~registre.attest.keys.ALG_COSIGNATURE_V1`); its vkey is ``name+hex8+base64(0x04 ‖ key)``.
 
 The witness signs::
 
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from cryptography.exceptions import InvalidSignature
 
-from attest.errors import CosignatureError
-from attest.keys import (
+from registre.attest.errors import CosignatureError
+from registre.attest.keys import (
     ALG_COSIGNATURE_V1,
     SigningKey,
     VerifierKey,
 )
-from attest.note import NoteSignature, check_note_text
+from registre.attest.note import NoteSignature, check_note_text
 
 __all__ = [
     "COSIGNATURE_HEADER",
@@ -100,7 +100,7 @@ class CosignatureSigner(SigningKey):
 
         ``checkpoint_body`` must be a valid note text (NoteFormatError otherwise); the
         caller is responsible for having checked the checkpoint before vouching for it
-        (see :func:`attest.checkpoint.cosign_checkpoint`).
+        (see :func:`registre.attest.checkpoint.cosign_checkpoint`).
         """
         check_note_text(checkpoint_body)
         signature = self._private.sign(cosigned_message(checkpoint_body, timestamp))

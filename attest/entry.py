@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from attest.bodies import validate_body
-from attest.canonical import canonical_bytes, parse_canonical
-from attest.errors import MalformedError, OriginMismatchError, VerificationError
-from attest.keys import SignatureInvalidError, Signer, Verifier
-from attest.merkle import HASH_SIZE, leaf_hash
+from registre.attest.bodies import validate_body
+from registre.attest.canonical import canonical_bytes, parse_canonical
+from registre.attest.errors import MalformedError, OriginMismatchError, VerificationError
+from registre.attest.keys import SignatureInvalidError, Signer, Verifier
+from registre.attest.merkle import HASH_SIZE, leaf_hash
 
 __all__ = [
     "ENTRY_SIGNATURE_PREFIX",
@@ -238,7 +238,7 @@ def sign_entry(
 def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -> Entry:
     """Verify the leaf bytes of one entry and return it. Steps, each its own error:
 
-    1. Parse the bytes as received (:func:`attest.canonical.parse_canonical`): strict JSON
+    1. Parse the bytes as received (:func:`registre.attest.canonical.parse_canonical`): strict JSON
        in RFC 8785 canonical form, or that module's MalformedError.
     2. Structure and types: ``{"entry", "sig"}`` exactly; the ten envelope fields exactly,
        each of its type; ``v == 1``; ``prev.size == seq``; base64 root of 32 bytes and
@@ -248,7 +248,8 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
        ``log == NAME/thread`` -> EntryOriginError.
     4. Signature over ``b"registre/entry/v1\\n" ‖ canonical_bytes(envelope)``
        -> EntrySignatureError.
-    5. Body schema for the kind (:func:`attest.bodies.validate_body`) -> its MalformedError.
+    5. Body schema for the kind (:func:`registre.attest.bodies.validate_body`) -> its
+    MalformedError.
 
     ``keys`` are the pinned verifier keys (or a mapping whose values are). The caller checks
     that ``thread`` and ``seq`` are the ones it expected at this position.

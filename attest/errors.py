@@ -12,15 +12,14 @@ Three families, kept apart because callers react to them differently:
 Every check raises its own subclass with a message a person can act on; nothing in registre
 returns a boolean that a caller could forget to look at. The classes shared across modules are
 here; a check that only one module makes defines its class next to it (e.g.
-``attest.strict_json.DuplicateKeyError``, ``attest.entry.EntrySignatureError``), always under
-one of these families.
+``registre.attest.strict_json.DuplicateKeyError``, ``registre.attest.entry.EntrySignatureError``),
+always under one of these families.
 """
 
 from __future__ import annotations
 
-# The roots live in the lowest package so that lifecycle, which may import nothing else of
-# registre, shares the one hierarchy.
-from lifecycle.errors import MalformedError, RefusedError, RegistreError, VerificationError
+# The roots live on the ground floor (registre.errors), shared with lifecycle.
+from registre.errors import MalformedError, RefusedError, RegistreError, VerificationError
 
 __all__ = [
     "BadKeyError",

@@ -13,9 +13,9 @@ Formats (normative text in ``specs/checkpoint.md``):
 Every public key is checked when it is loaded: a point that is not on the curve, a
 non-canonical encoding, or a point of small order (the identity and the seven other points
 ``P`` with ``8·P = identity``, which would let one signature "verify" for many messages) is
-refused with :class:`~attest.errors.BadKeyError` or :class:`~attest.errors.WeakKeyError`
-(THREATS row 5). Key names must be non-empty and contain no ``+``, no whitespace (ASCII or
-Unicode) and no control characters.
+refused with :class:`~registre.attest.errors.BadKeyError` or
+:class:`~registre.attest.errors.WeakKeyError` (THREATS row 5). Key names must be non-empty and
+contain no ``+``, no whitespace (ASCII or Unicode) and no control characters.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
-from attest.errors import BadKeyError, RefusedError, VerificationError, WeakKeyError
+from registre.attest.errors import BadKeyError, RefusedError, VerificationError, WeakKeyError
 
 __all__ = [
     "ALG_COSIGNATURE_V1",
@@ -237,7 +237,7 @@ class VerifierKey:
     """An Ed25519 public key with its name, for one note key type (``alg``).
 
     The shared half of :class:`Verifier` (log keys, alg 0x01) and
-    :class:`attest.cosignature.CosignatureVerifier` (witness keys, alg 0x04): construction
+    :class:`registre.attest.cosignature.CosignatureVerifier` (witness keys, alg 0x04): construction
     validates the name and refuses weak keys (see :func:`load_public_key`), and the verifier
     key string ``name+hex8+base64(alg ‖ key)`` is read and written for the subclass's type
     only, so a witness key is never accepted as a log key or the reverse.
@@ -292,7 +292,7 @@ class SigningKey:
     """An Ed25519 private key with its name, for one note key type (``alg``).
 
     The shared half of :class:`Signer` (log keys, alg 0x01) and
-    :class:`attest.cosignature.CosignatureSigner` (witness keys, alg 0x04): construction,
+    :class:`registre.attest.cosignature.CosignatureSigner` (witness keys, alg 0x04): construction,
     the verifier key string and key files. The key id depends on the type, so one Ed25519
     key under two types has two ids.
     """

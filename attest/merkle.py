@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from attest.errors import MalformedError, ProofBoundsError
+from registre.attest.errors import MalformedError, ProofBoundsError
 
 __all__ = [
     "HASH_SIZE",
@@ -41,7 +41,8 @@ HASH_SIZE = 32
 
 MAX_TREE_SIZE = 2**62
 """Largest tree size accepted anywhere. Every valid proof for a tree up to this size has at most
-63 hashes (``attest.proofs.MAX_PROOF_HASHES``), and every size fits a signed 64-bit column."""
+63 hashes (``registre.attest.proofs.MAX_PROOF_HASHES``), and every size fits a signed 64-bit
+column."""
 
 _sha256 = hashlib.sha256
 _LEAF_PREFIX = b"\x00"
@@ -59,7 +60,7 @@ class CompactRangeError(MalformedError):
 
 def check_hash(value: object, what: str) -> bytes:
     """Return ``value`` if it is ``bytes`` of length 32; raise :class:`HashLengthError` naming
-    ``what`` otherwise. (Shared with :mod:`attest.proofs`; not part of the public API.)"""
+    ``what`` otherwise. (Shared with :mod:`registre.attest.proofs`; not part of the public API.)"""
     if type(value) is not bytes:
         raise HashLengthError(f"{what} must be {HASH_SIZE} raw bytes, got {type(value).__name__}")
     if len(value) != HASH_SIZE:
@@ -73,7 +74,7 @@ def check_size(value: object, what: str) -> int:
     """Return ``value`` if it is an ``int`` (not a bool) in ``[0, MAX_TREE_SIZE]``.
 
     Raises :class:`MalformedError` for a non-integer and :class:`ProofBoundsError` for an integer
-    out of range. (Shared with :mod:`attest.proofs`; not part of the public API.)
+    out of range. (Shared with :mod:`registre.attest.proofs`; not part of the public API.)
     """
     if type(value) is not int:
         raise MalformedError(f"{what} must be an integer, got {type(value).__name__}")
@@ -110,8 +111,8 @@ class HashSource(Protocol):
     ``node(level, index)`` returns the hash of the perfect subtree of ``2**level`` leaves
     covering leaves ``[index * 2**level, (index + 1) * 2**level)``; level 0 is the leaf hash.
     Callers only ever ask for subtrees that are complete in the tree size they work with. An
-    implementation raises (a :class:`~attest.errors.RegistreError`) for a subtree it does not
-    hold; it never invents one.
+    implementation raises (a :class:`~registre.attest.errors.RegistreError`) for a subtree it does
+    not hold; it never invents one.
     """
 
     def node(self, level: int, index: int) -> bytes: ...
@@ -130,7 +131,7 @@ def root_at(source: HashSource, size: int) -> bytes:
 
 
 def range_root(source: HashSource, start: int, end: int) -> bytes:
-    """Root of the leaves ``[start, end)``. (Shared with :mod:`attest.proofs`; not public.)
+    """Root of the leaves ``[start, end)``. (Shared with :mod:`registre.attest.proofs`; not public.)
 
     ``start`` must be a multiple of a power of two that is at least ``end - start``, as it is
     for every subtree of an RFC 9162 tree. One read per set bit of ``end - start``, so a

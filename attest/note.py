@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from attest.errors import (
+from registre.attest.errors import (
     BadKeyError,
     KnownSignerFailedError,
     NoteFormatError,
@@ -39,7 +39,7 @@ from attest.errors import (
     TooManySignaturesError,
     VerificationError,
 )
-from attest.keys import check_key_name
+from registre.attest.keys import check_key_name
 
 __all__ = [
     "MAX_SIGNATURES",

@@ -8,8 +8,8 @@ import attest, so the digest is computed here, where the canonical encoder lives
 the projection from the context state at the recorded ``at_seq`` with the recorded budget,
 policy and counter, and require the digest to reproduce. It raises, never returns a verdict:
 
-1. :class:`~lifecycle.context.errors.UnknownTokenCounterError` -- the verifier has no counter
-   of the recorded name;
+1. :class:`~registre.lifecycle.context.errors.UnknownTokenCounterError` -- the verifier has no
+   counter of the recorded name;
 2. :class:`ModelCallOverBudgetError` -- the rebuilt context does not fit the recorded budget
    (so no such projection could have been sent);
 3. :class:`ContextDigestMismatchError` -- the digest does not reproduce: the context behind the
@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from attest.canonical import canonical_bytes
-from attest.errors import VerificationError
-from lifecycle.context import (
+from registre.attest.canonical import canonical_bytes
+from registre.attest.errors import VerificationError
+from registre.lifecycle.context import (
     ContextBudgetError,
     ContextState,
     Projection,

@@ -1,8 +1,8 @@
 """RFC 9162 §2.1.3-2.1.4 inclusion and consistency proofs: generation and verification.
 
-Generation reads complete-subtree hashes through a :class:`~attest.merkle.HashSource` and makes
-O(log n) reads per proof (at most ``2·log2(n) + 2``), so a store only needs the subtree hashes
-that :meth:`~attest.merkle.CompactRange.append` reports.
+Generation reads complete-subtree hashes through a :class:`~registre.attest.merkle.HashSource` and
+makes O(log n) reads per proof (at most ``2·log2(n) + 2``), so a store only needs the subtree hashes
+that :meth:`~registre.attest.merkle.CompactRange.append` reports.
 
 Verification raises and never returns a value to check. Its steps, in order:
 
@@ -24,13 +24,13 @@ import hashlib
 import hmac
 from collections.abc import Sequence
 
-from attest.errors import (
+from registre.attest.errors import (
     ConsistencyProofError,
     InclusionProofError,
     ProofBoundsError,
     ProofLengthError,
 )
-from attest.merkle import HashSource, check_hash, check_size, empty_root, range_root
+from registre.attest.merkle import HashSource, check_hash, check_size, empty_root, range_root
 
 __all__ = [
     "MAX_PROOF_HASHES",
@@ -44,7 +44,8 @@ __all__ = [
 
 MAX_PROOF_HASHES = 63
 """No proof with more hashes is read. Every valid proof for a tree of up to ``2**62`` leaves
-(``attest.merkle.MAX_TREE_SIZE``) fits: inclusion needs at most 62, consistency at most 63."""
+(``registre.attest.merkle.MAX_TREE_SIZE``) fits: inclusion needs at most 62, consistency at most
+63."""
 
 _sha256 = hashlib.sha256
 _NODE_PREFIX = b"\x01"

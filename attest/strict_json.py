@@ -4,7 +4,7 @@ RFC 8259 leaves room for two readers to see different values in the same bytes (
 keys, NaN, huge numbers, lone surrogates, ...). Anything registre hashes or signs must mean
 one thing to every reader, so :func:`parse_strict` refuses every such input instead of
 guessing. It accepts exactly the RFC 8259 grammar minus the refusals below; every value it
-returns can be written by :func:`attest.canonical.canonical_bytes`.
+returns can be written by :func:`registre.attest.canonical.canonical_bytes`.
 
 Refusals (each its own :class:`JSONFormatError` subclass, ``position`` = byte offset):
 
@@ -27,7 +27,7 @@ Refusals (each its own :class:`JSONFormatError` subclass, ``position`` = byte of
 Numbers: a literal without fraction or exponent is returned as ``int``; any other literal as
 the nearest ``float`` (``1E2`` -> ``100.0``, ``1.0`` -> ``1.0``). Rounding to the nearest
 double is not refused: the canonical form of every number is the shortest text that reads
-back as the same double, which :func:`attest.canonical.parse_canonical` enforces.
+back as the same double, which :func:`registre.attest.canonical.parse_canonical` enforces.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import math
 import re
 from typing import Any, NoReturn
 
-from attest.errors import MalformedError
+from registre.attest.errors import MalformedError
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -407,7 +407,7 @@ def parse_strict(
     """Read one JSON value from ``data`` (UTF-8 bytes, or ``str``) and refuse all ambiguity.
 
     Returns ``dict``/``list``/``str``/``int``/``float``/``bool``/``None`` values only; every
-    one of them is accepted by :func:`attest.canonical.canonical_bytes`. Raises a
+    one of them is accepted by :func:`registre.attest.canonical.canonical_bytes`. Raises a
     :class:`JSONFormatError` subclass (see the module docstring) whose ``position`` is the
     byte offset of the problem in the UTF-8 form of the input. ``max_depth`` must be between
     0 (scalars only) and :data:`MAX_DEPTH_LIMIT`, else :class:`ValueError` (a caller bug).

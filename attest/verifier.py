@@ -3,25 +3,25 @@
 :func:`verify_bundle` trusts only what the caller pins (:class:`TrustPolicy`: the log's
 verifier key, witness keys and a quorum) and, optionally, its own state file. It runs
 
-1. **container** -- :func:`attest.bundle.read_bundle`: a safe zip, every member as the
+1. **container** -- :func:`registre.attest.bundle.read_bundle`: a safe zip, every member as the
    manifest records it;
 2. **checkpoints** -- every checkpoint signed by the pinned log key, for the bundle's origin,
    which is a thread of that log; named by its signed size; the head (largest) cosigned by a
    quorum of pinned witnesses;
-3. **entries** -- :func:`attest.verify_entries.check_entries`: canonical bytes, signature by
-   the pinned key, origin, seq, prev binding;
+3. **entries** -- :func:`registre.attest.verify_entries.check_entries`: canonical bytes, signature
+   by the pinned key, origin, seq, prev binding;
 4. **tree** -- the head's size and root recomputed (full) or every disclosed entry's inclusion proof
    against it, each entry's ``prev.root`` and each earlier checkpoint proved consistent with
    it (partial); every size comes from a signed checkpoint or a signed entry;
-5. **history** -- :func:`attest.verify_history.check_history` against the state file;
-6. **semantics** -- :func:`attest.verify_semantics.check_semantics`;
-7. **claims** -- :func:`attest.verify_semantics.check_claims`;
+5. **history** -- :func:`registre.attest.verify_history.check_history` against the state file;
+6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics`;
+7. **claims** -- :func:`registre.attest.verify_semantics.check_claims`;
 
 and writes the state file (atomically) only once all seven passed. It returns a
-:class:`~attest.verify_report.VerifyReport`; at the first failure it raises that check's own
-:class:`~attest.errors.RegistreError` subclass with the report attached
-(:func:`~attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys it
-names are informational, and its proofs are looked up by sizes taken from signed data.
+:class:`~registre.attest.verify_report.VerifyReport`; at the first failure it raises that check's
+own :class:`~registre.attest.errors.RegistreError` subclass with the report attached
+(:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
+it names are informational, and its proofs are looked up by sizes taken from signed data.
 """
 
 from __future__ import annotations
@@ -31,27 +31,27 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from attest.bundle import Bundle, read_bundle
-from attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
-from attest.checkpoint import Checkpoint, check_origin, open_checkpoint
-from attest.cosignature import CosignatureVerifier
-from attest.errors import (
+from registre.attest.bundle import Bundle, read_bundle
+from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
+from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
+from registre.attest.cosignature import CosignatureVerifier
+from registre.attest.errors import (
     ConsistencyProofError,
     RegistreError,
     RootMismatchError,
     VerificationError,
 )
-from attest.keys import Verifier
-from attest.merkle import CompactRange, leaf_hash
-from attest.proofs import verify_consistency, verify_inclusion
-from attest.verify_context import context_hooks
-from attest.verify_entries import (
+from registre.attest.keys import Verifier
+from registre.attest.merkle import CompactRange, leaf_hash
+from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.attest.verify_context import context_hooks
+from registre.attest.verify_entries import (
     EntriesChecked,
     EntriesProgress,
     PrevRootMismatchError,
     check_entries,
 )
-from attest.verify_history import (
+from registre.attest.verify_history import (
     MissingProofError,
     TrustedHead,
     TrustedState,
@@ -59,8 +59,8 @@ from attest.verify_history import (
     load_state,
     save_state,
 )
-from attest.verify_report import Failure, StepResult, VerifyReport, attach
-from attest.verify_semantics import (
+from registre.attest.verify_report import Failure, StepResult, VerifyReport, attach
+from registre.attest.verify_semantics import (
     SemanticHooks,
     SemanticsChecked,
     SemanticsProgress,
@@ -122,7 +122,7 @@ def verify_bundle(
     Returns the report of a verified bundle. Raises the failing check's RegistreError (its
     ``exit_code`` is 2 for unreadable input, 1 for a failed check) with the report attached.
     ``jobs`` processes share the signature checks of step 3. ``hooks`` replay the working
-    context in step 6 (default: :func:`attest.verify_context.context_hooks`; pass
+    context in step 6 (default: :func:`registre.attest.verify_context.context_hooks`; pass
     ``SemanticHooks()`` to skip, and the report will say those checks were not made).
     """
     name = "<bytes>" if isinstance(source, bytes | bytearray | memoryview) else os.fspath(source)

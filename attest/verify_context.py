@@ -1,15 +1,15 @@
 """Steps 6.5 and 6.7 of bundle verification: the working context replayed (``specs/context.md``).
 
-:class:`ContextReplay` fills :class:`~attest.verify_semantics.SemanticHooks` with the
-working-context module (``lifecycle.context``, issue 5): it folds the verified entries of a
-full bundle into a :class:`~lifecycle.context.ContextState`, in seq order, as far as each
+:class:`ContextReplay` fills :class:`~registre.attest.verify_semantics.SemanticHooks` with the
+working-context module (``registre.lifecycle.context``, issue 5): it folds the verified entries of a
+full bundle into a :class:`~registre.lifecycle.context.ContextState`, in seq order, as far as each
 check needs, and
 
-* for every ``context.compaction``: :func:`lifecycle.context.validate_compaction` against the
-  fold of the entries before it -- fold boundaries, stubs, tool calls kept with their
+* for every ``context.compaction``: :func:`registre.lifecycle.context.validate_compaction` against
+  the fold of the entries before it -- fold boundaries, stubs, tool calls kept with their
   results, recent turns, summary share, quoted spans, pin set, token counts -- raising that
   rule's ``Compaction*Error`` (or ``UnknownTokenCounterError``);
-* for every ``model.call``: :func:`attest.projection.verify_model_call` against the fold of
+* for every ``model.call``: :func:`registre.attest.projection.verify_model_call` against the fold of
   entries ``0..at_seq`` -- the projection rebuilt with the recorded budget, policy and
   counter must have the recorded digest (``ContextDigestMismatchError``,
   ``ModelCallOverBudgetError``).
@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from attest.projection import verify_model_call
-from attest.verify_semantics import Compaction, ModelCall, SemanticHooks
-from lifecycle.context import (
+from registre.attest.projection import verify_model_call
+from registre.attest.verify_semantics import Compaction, ModelCall, SemanticHooks
+from registre.lifecycle.context import (
     ContextEntry,
     ContextState,
     TokenCounter,

@@ -2,7 +2,7 @@
 
 For each leaf, in line order (``specs/verify.md`` step 3):
 
-3.1 open it as received (:func:`open_leaf`, equivalent to :func:`attest.entry.open_entry`):
+3.1 open it as received (:func:`open_leaf`, equivalent to :func:`registre.attest.entry.open_entry`):
     strict canonical JSON, envelope structure, a PINNED key with this key id whose name gives
     the entry's origin, the Ed25519 signature, the body schema of its kind;
 3.2 its ``log`` is the bundle's origin (:class:`EntryOriginMismatchError`);
@@ -28,7 +28,7 @@ shorter), no lone surrogate (it has no UTF-8 form) and only safe integers (the b
 bounds them), and is nested at most 34 deep -- so the bytes are exactly its RFC 8785 form,
 and the canonical envelope, the signed message, is a slice of the leaf: nothing is parsed or
 serialised twice. Anything else -- and every failure -- goes through
-:func:`attest.entry.open_entry` itself, which raises the precise error.
+:func:`registre.attest.entry.open_entry` itself, which raises the precise error.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from attest.bodies import LIFECYCLE_KINDS, validate_body
-from attest.entry import (
+from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
+from registre.attest.entry import (
     _FAST_JSON,
     ENTRY_SIGNATURE_PREFIX,
     Entry,
@@ -51,10 +51,10 @@ from attest.entry import (
     _split_leaf,
     open_entry,
 )
-from attest.errors import OriginMismatchError, RegistreError, VerificationError
-from attest.keys import Verifier
-from attest.merkle import CompactRange, leaf_hash
-from attest.strict_json import MAX_SAFE_INTEGER
+from registre.attest.errors import OriginMismatchError, RegistreError, VerificationError
+from registre.attest.keys import Verifier
+from registre.attest.merkle import CompactRange, leaf_hash
+from registre.attest.strict_json import MAX_SAFE_INTEGER
 
 __all__ = [
     "MIN_LEAVES_PER_PROCESS",
@@ -120,7 +120,7 @@ class PrevRootMismatchError(VerificationError):
 
 
 def open_leaf(leaf: bytes, keys: Sequence[Verifier]) -> Entry:
-    """Exactly :func:`attest.entry.open_entry` (same result, same errors), faster.
+    """Exactly :func:`registre.attest.entry.open_entry` (same result, same errors), faster.
 
     See the module docstring for why the fast path accepts only what open_entry accepts.
     """

@@ -32,10 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attest.canonical import canonical_bytes, parse_strict
-from attest.errors import MalformedError, RegistreError, VerificationError
-from attest.merkle import HASH_SIZE
-from attest.proofs import verify_consistency
+from registre.attest.canonical import canonical_bytes, parse_strict
+from registre.attest.errors import MalformedError, RegistreError, VerificationError
+from registre.attest.merkle import HASH_SIZE
+from registre.attest.proofs import verify_consistency
 
 __all__ = [
     "STATE_FORMAT",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from attest.errors import RegistreError
+from registre.attest.errors import RegistreError
 
 __all__ = [
     "STEP_NAMES",
@@ -146,7 +146,7 @@ class VerifyReport:
 
 
 def report_of(error: BaseException) -> VerifyReport | None:
-    """The report attached to an error raised by :func:`attest.verifier.verify_bundle`."""
+    """The report attached to an error raised by :func:`registre.attest.verifier.verify_bundle`."""
     report = getattr(error, "report", None)
     return report if isinstance(report, VerifyReport) else None
 

@@ -1,18 +1,18 @@
 """Steps 6 and 7 of bundle verification: what the entries mean, replayed and resolved.
 
-Step 6, semantics, over the entries of :data:`attest.verify_entries.SEMANTIC_KINDS` in seq
+Step 6, semantics, over the entries of :data:`registre.attest.verify_entries.SEMANTIC_KINDS` in seq
 order:
 
 6.1 lifecycle (full bundles): every ``source.read``, ``evidence.*``, ``conclusion.*``,
-    ``context.pin`` and ``context.unpin`` event is re-decided by ``lifecycle.apply`` from the
-    empty state, and its recorded outcome must be the one the rules give
+    ``context.pin`` and ``context.unpin`` event is re-decided by ``registre.lifecycle.apply`` from
+    the empty state, and its recorded outcome must be the one the rules give
     (:class:`LifecycleReplayError`). A partial bundle cannot be replayed: the ids and
     decisions depend on entries it does not disclose; the report says so;
 6.2 a pin's ``seq`` names an earlier entry (:class:`PinSourceError`);
 6.3 a compaction folds (and stubs) only entries before it (:class:`CompactionFoldsFutureError`);
     that its summary pointers lie inside the folded range is the body schema's rule,
     checked in step 3.1;
-6.4 full bundles: a compaction's ``pin_set_sha256`` is :func:`lifecycle.pin_set_sha256` of
+6.4 full bundles: a compaction's ``pin_set_sha256`` is :func:`registre.lifecycle.pin_set_sha256` of
     the pins live at that point of the replay, so every live pin was carried verbatim
     (:class:`PinSetDigestError`);
 6.5 full bundles: the rest of a compaction's rules against the working-context fold
@@ -22,7 +22,7 @@ order:
 6.7 full bundles: a model call's ``projection_sha256`` is reproduced from the ledger prefix up
     to ``at_seq`` -- the hook :attr:`SemanticHooks.model_call`.
 
-The hooks (6.5, 6.7) replay the working context (issue 5); :mod:`attest.verify_context`
+The hooks (6.5, 6.7) replay the working context (issue 5); :mod:`registre.attest.verify_context`
 fills them, and the verifier uses it unless told otherwise. A caller may pass other hooks,
 or none: then the report lists those checks as not checked, never as passed.
 
@@ -40,9 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from attest.errors import VerificationError
-from attest.verify_entries import EntryRecord
-from lifecycle import (
+from registre.attest.errors import VerificationError
+from registre.attest.verify_entries import EntryRecord
+from registre.lifecycle import (
     Accepted,
     ComputeRequest,
     ConclusionReviseRequest,
@@ -136,7 +136,7 @@ class Compaction:
 class SemanticHooks:
     """Checks that replay the working context (issue 5); ``None``: not checked, and the report
     says so. Each returns if the entry keeps the rules of ``specs/context.md`` and raises a
-    :class:`~attest.errors.VerificationError` (or MalformedError) otherwise.
+    :class:`~registre.attest.errors.VerificationError` (or MalformedError) otherwise.
 
     ``compaction(point)``: the compaction against the context fold of ``point.prefix``.
     ``model_call(call)``: the recorded projection digest reproduces from ``call.prefix``.

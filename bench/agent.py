@@ -1,9 +1,9 @@
 """The agent loop of a synthetic investigation: how an agent platform records each action.
 
 :class:`AgentLoop` holds what every investigation shares -- the seeded random stream and its
-words (:mod:`bench.textgen`), the tallies (:class:`InvestigationStats`), the live pins -- and
-the building blocks the storyline (:mod:`bench.investigation`) is made of, each a generator of
-:mod:`bench.steps` that reads back the outcome of the step it yielded:
+words (:mod:`registre.bench.textgen`), the tallies (:class:`InvestigationStats`), the live pins --
+and the building blocks the storyline (:mod:`registre.bench.investigation`) is made of, each a
+generator of :mod:`registre.bench.steps` that reads back the outcome of the step it yielded:
 
 * ``_call()`` -- a model call: compact as the policy says, then ``thread.model_call``;
 * ``_say(role, text)`` -- a turn, preceded by a model call when the assistant speaks;
@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.steps import (
+from registre.bench.steps import (
     Step,
     StepOutcome,
     append_step,
@@ -26,9 +26,9 @@ from bench.steps import (
     pin_step,
     unpin_step,
 )
-from bench.textgen import OUTPUT_PROFILES, TextGen, lognormal_bytes
-from ledger.evidence import StepResult
-from lifecycle.context import (
+from registre.bench.textgen import OUTPUT_PROFILES, TextGen, lognormal_bytes
+from registre.ledger.evidence import StepResult
+from registre.lifecycle.context import (
     ExtractiveSummarizer,
     Policy,
     Summarizer,

@@ -7,7 +7,7 @@
   was cut; :meth:`TruncationBaseline.lost` says it here.
 * :func:`naive_projection` -- registre's own projection computed the naive way: read every
   entry of the thread back from the ledger, by the same reader the real projection uses for
-  its tail (:func:`ledger.store.context_snapshots.context_entries`: parsed, signatures not
+  its tail (:func:`registre.ledger.store.context_snapshots.context_entries`: parsed, signatures not
   re-checked), and fold the whole history again (``ContextState.replay``) for each call.
   Its result must equal the real projection (the harness compares them).
 """
@@ -19,16 +19,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from attest.entry import Entry
-from ledger.store.context_snapshots import context_entries
-from ledger.store.engine import read_transaction
-from lifecycle.context import ContextEntry, ContextState, Message, Policy, Projection, project
-from lifecycle.context.render import message_tokens, pin_message, tail_message, unpin_message
-from lifecycle.context.tokens import TokenCounter
-from lifecycle.model import PinnedItem
+from registre.attest.entry import Entry
+from registre.ledger.store.context_snapshots import context_entries
+from registre.ledger.store.engine import read_transaction
+from registre.lifecycle.context import (
+    ContextEntry,
+    ContextState,
+    Message,
+    Policy,
+    Projection,
+    project,
+)
+from registre.lifecycle.context.render import (
+    message_tokens,
+    pin_message,
+    tail_message,
+    unpin_message,
+)
+from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.model import PinnedItem
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
+    from registre.ledger.ledger import Ledger
 
 __all__ = ["TruncationBaseline", "TruncationWindow", "naive_projection", "transcript_message"]
 

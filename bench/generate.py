@@ -2,14 +2,14 @@
 
 ::
 
-    from bench.generate import InvestigationConfig, policy_for, record_investigation
+    from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
 
     config = InvestigationConfig(entries=5000, seed=7, policy=policy_for(32000))
     stats = record_investigation(ledger.create_thread("review"), config)
 
 :func:`investigation_steps` gives the steps lazily, for a harness that times each one
-(:mod:`bench.run`); :func:`record_investigation` simply runs them all. The storyline is
-described in :mod:`bench.investigation`, the words in :mod:`bench.textgen`.
+(:mod:`registre.bench.run`); :func:`record_investigation` simply runs them all. The storyline is
+described in :mod:`registre.bench.investigation`, the words in :mod:`registre.bench.textgen`.
 
 Run as ``python -m bench.generate --entries N [--seed S] [--budget B] --db FILE`` it records
 one investigation on a fresh SQLite ledger with a throw-away key and prints its tallies.
@@ -23,18 +23,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from bench.investigation import (
+from registre.bench.investigation import (
     MIN_ENTRIES,
     Investigation,
     InvestigationConfig,
     InvestigationStats,
     storyline_counts,
 )
-from bench.steps import Step, StepOutcome
-from lifecycle.context import Policy
+from registre.bench.steps import Step, StepOutcome
+from registre.lifecycle.context import Policy
 
 if TYPE_CHECKING:
-    from ledger.thread import Thread
+    from registre.ledger.thread import Thread
 
 __all__ = [
     "MIN_ENTRIES",
@@ -80,7 +80,7 @@ def record_investigation(
 ) -> InvestigationStats:
     """Run every step of the investigation ``config`` describes on ``thread``; call
     ``on_step`` after each. Returns the storyline's tallies. Errors of the API other than
-    its normal refusals (:mod:`bench.steps`) propagate; what was written stays written."""
+    its normal refusals (:mod:`registre.bench.steps`) propagate; what was written stays written."""
     investigation, steps = investigation_steps(config)
     for step in steps:
         outcome = step.run(thread)
@@ -91,8 +91,8 @@ def record_investigation(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.generate``: see the module docstring."""
-    from attest.keys import Signer
-    from ledger.ledger import Ledger
+    from registre.attest.keys import Signer
+    from registre.ledger.ledger import Ledger
 
     parser = argparse.ArgumentParser(prog="python -m bench.generate")
     parser.add_argument("--entries", type=lambda s: int(float(s)), required=True)

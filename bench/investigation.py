@@ -2,12 +2,12 @@
 
 A supervisor asks a bank to explain a rise in Stage 2 commercial real-estate exposures and to
 reconcile expected credit losses by segment; an analyst agent answers over weeks. The
-storyline, all of it through the real thread API (:mod:`bench.steps`):
+storyline, all of it through the real thread API (:mod:`registre.bench.steps`):
 
 * **kickoff** -- the request (a user turn) with its task parameters pinned word for word, a
   first look at the files, a validated definition pinned;
 * **analysis** -- query bursts (``sql``, ``python``, ``search_documents``: tool call/result
-  pairs with log-normal output sizes, :mod:`bench.textgen`), document reads registered as
+  pairs with log-normal output sizes, :mod:`registre.bench.textgen`), document reads registered as
   ``source.read`` with the SHA-256 of each passage, evidence admitted in batches (some items
   rejected for citing nothing or an unregistered reference), superseded and retracted,
   hypotheses computed as ``conclusion.compute`` and revised, conclusions left stale by
@@ -22,7 +22,8 @@ storyline, all of it through the real thread API (:mod:`bench.steps`):
 
 A model call (``thread.compact`` as the policy says, then ``thread.model_call``) precedes
 every action of the agent: each tool call, assistant turn, evidence batch and conclusion.
-Those building blocks (model calls, turns, tool pairs, pins) are :class:`bench.agent.AgentLoop`'s.
+Those building blocks (model calls, turns, tool pairs, pins) are
+:class:`registre.bench.agent.AgentLoop`'s.
 
 **Size.** The investigation plans exactly ``entries`` entries: once less than a few dozen
 remain before the wrap-up, only closing checks (a query, or a one-line note) are made, so the
@@ -43,14 +44,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bench.agent import (
+from registre.bench.agent import (
     MIN_ENTRIES,
     AgentLoop,
     InvestigationConfig,
     InvestigationStats,
     LivePin,
 )
-from bench.steps import (
+from registre.bench.steps import (
     Step,
     append_step,
     conclude_step,
@@ -59,9 +60,9 @@ from bench.steps import (
     read_step,
     upsert_step,
 )
-from bench.textgen import pick
-from ledger.evidence import BatchResult, StepResult
-from lifecycle import SourceRef
+from registre.bench.textgen import pick
+from registre.ledger.evidence import BatchResult, StepResult
+from registre.lifecycle import SourceRef
 
 __all__ = [
     "MIN_ENTRIES",

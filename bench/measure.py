@@ -2,7 +2,7 @@
 
 A :class:`RunRecorder` is the ``on_step`` callback of one run (one thread, one budget). After
 each step it reads the entries the step wrote back from the ledger (``Thread.entries``,
-signatures checked) into the :class:`~bench.baselines.TruncationBaseline`, and records:
+signatures checked) into the :class:`~registre.bench.baselines.TruncationBaseline`, and records:
 
 * every step's wall time by kind, and every compaction's;
 * at every model call: the tokens of the context sent, and the tokens of the whole history
@@ -26,13 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.baselines import TruncationBaseline, naive_projection
-from bench.steps import Step, StepOutcome
-from lifecycle.context import Policy, Projection, TokenCounter
+from registre.bench.baselines import TruncationBaseline, naive_projection
+from registre.bench.steps import Step, StepOutcome
+from registre.lifecycle.context import Policy, Projection, TokenCounter
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
-    from ledger.thread import Thread
+    from registre.ledger.ledger import Ledger
+    from registre.ledger.thread import Thread
 
 __all__ = ["PinCheck", "QualitySample", "RunRecorder", "sample_points"]
 

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from attest.errors import VerificationError
-from attest.merkle import MemoryHashSource, leaf_hash
-from attest.proofs import consistency_proof, inclusion_proof
+from registre.attest.errors import VerificationError
+from registre.attest.merkle import MemoryHashSource, leaf_hash
+from registre.attest.proofs import consistency_proof, inclusion_proof
 
 if TYPE_CHECKING:
-    from ledger.thread import Thread
+    from registre.ledger.thread import Thread
 
 __all__ = ["TreeMismatchError", "compare_trees", "pymerkle_version"]
 

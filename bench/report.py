@@ -299,7 +299,7 @@ def _mix(results: Mapping[str, Any]) -> list[str]:
 
 
 _METHOD = """\
-How each figure is measured. Every run records one investigation (`bench.investigation`) on
+How each figure is measured. Every run records one investigation (`registre.bench.investigation`) on
 its own thread through the real API; for one seed and size every budget sees the same
 investigation, and only compactions and model calls differ.
 
@@ -312,7 +312,7 @@ investigation, and only compactions and model calls differ.
 - **projection latency p50 / p99**: `thread.project` at the head, at a geometric grid of
   history lengths (so short and long histories are both sampled).
 - **naive projection**: the same projection computed by re-reading every entry of the thread
-  and folding from entry 0 (`bench.baselines.naive_projection`). It costs O(history) per
+  and folding from entry 0 (`registre.bench.baselines.naive_projection`). It costs O(history) per
   call, so it is sampled at a sparser geometric grid rather than run at every call; each
   sample is compared with registre's projection (they must be equal).
 - **tokens used against budget**: the tokens of the context sent at each model call over the
@@ -328,8 +328,8 @@ investigation, and only compactions and model calls differ.
   expanded with `thread.expand` (entry plus verified inclusion proof).
 - **conclusions left stale / repaired**: hypotheses flagged stale by an evidence change, and
   revised afterwards; *stale at end* counts active conclusions still stale after the final.
-- **bundle size, export time, verify time**: `ledger.export.export_thread` to a zip, then
-  `attest.verifier.verify_bundle` with only the operator's verifier key (steps 1-7, the
+- **bundle size, export time, verify time**: `registre.ledger.export.export_thread` to a zip, then
+  `registre.attest.verifier.verify_bundle` with only the operator's verifier key (steps 1-7, the
   working context replayed).
 - **pymerkle**: the thread's own leaves in both trees, in memory; proofs at the same seeded
   indices; both roots checked against the signed head.

@@ -1,16 +1,16 @@
 """The benchmark harness behind ``registre bench``: investigations on a real ledger, measured.
 
 For each size and each budget, :func:`run_bench` records one investigation
-(:mod:`bench.investigation`, the same one for every budget of a size) on its own thread of one
-ledger (a fresh embedded SQLite file by default, or the database ``db`` names), through the
-real API, with a :class:`~bench.measure.RunRecorder` watching every step. After the
+(:mod:`registre.bench.investigation`, the same one for every budget of a size) on its own thread of
+one ledger (a fresh embedded SQLite file by default, or the database ``db`` names), through the
+real API, with a :class:`~registre.bench.measure.RunRecorder` watching every step. After the
 investigation it checks every summary pointer it can afford (``Thread.expand``: the entry
 and its verified inclusion proof), signs a checkpoint, exports the signed bundle
-(:func:`ledger.export.export_thread`), verifies it offline with only the verifier key
-(:func:`attest.verifier.verify_bundle`), and builds the thread's Merkle tree beside pymerkle
-(:mod:`bench.merkle_side`). The results are plain JSON data (schema ``registre-bench/1``,
-``specs/bench.md``); :func:`write_outputs` writes ``results.json``, ``report.md`` and the
-plots.
+(:func:`registre.ledger.export.export_thread`), verifies it offline with only the verifier key
+(:func:`registre.attest.verifier.verify_bundle`), and builds the thread's Merkle tree beside
+pymerkle (:mod:`registre.bench.merkle_side`). The results are plain JSON data (schema
+``registre-bench/1``, ``specs/bench.md``); :func:`write_outputs` writes ``results.json``,
+``report.md`` and the plots.
 """
 
 from __future__ import annotations
@@ -30,21 +30,21 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from attest.errors import MalformedError, RegistreError
-from attest.keys import Signer
-from attest.verifier import TrustPolicy, verify_bundle
-from bench.generate import investigation_steps, policy_for
-from bench.investigation import InvestigationConfig
-from bench.measure import RunRecorder, sample_points
-from bench.merkle_side import compare_trees
-from bench.plots import write_plots
-from bench.report import render_report
-from bench.schema import check_results
-from bench.summary import summarize_run
-from ledger.export import export_thread
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from lifecycle.context import ExtractiveSummarizer, Summarizer, default_counter
+from registre.attest.errors import MalformedError, RegistreError
+from registre.attest.keys import Signer
+from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.bench.generate import investigation_steps, policy_for
+from registre.bench.investigation import InvestigationConfig
+from registre.bench.measure import RunRecorder, sample_points
+from registre.bench.merkle_side import compare_trees
+from registre.bench.plots import write_plots
+from registre.bench.report import render_report
+from registre.bench.schema import check_results
+from registre.bench.summary import summarize_run
+from registre.ledger.export import export_thread
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.lifecycle.context import ExtractiveSummarizer, Summarizer, default_counter
 
 __all__ = [
     "DEFAULT_SUMMARIZER",
@@ -71,7 +71,7 @@ class UnknownSummarizerError(MalformedError):
 @dataclass(frozen=True)
 class BenchConfig:
     """One ``registre bench`` invocation. ``db``: a database URL (default: a fresh SQLite file
-    ``bench.db`` in ``out``); the sample counts bound the harness's own work per run."""
+    ``registre.bench.db`` in ``out``); the sample counts bound the harness's own work per run."""
 
     out: Path
     sizes: tuple[int, ...] = (1000, 10000)
@@ -300,7 +300,7 @@ def _leaf_batches(thread: Thread, batch: int = 2000) -> Iterator[list[bytes]]:
 
 def write_outputs(results: dict[str, Any], out: Path) -> dict[str, Path]:
     """Write ``results.json``, ``report.md`` and the PNG plots into ``out``; return their
-    paths by name. The JSON is checked against the schema first (``bench.schema``)."""
+    paths by name. The JSON is checked against the schema first (``registre.bench.schema``)."""
     check_results(results)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"results": out / "results.json", "report": out / "report.md"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from attest.errors import MalformedError
+from registre.attest.errors import MalformedError
 
 __all__ = ["RESULTS", "MapOf", "ResultsSchemaError", "check_results"]
 

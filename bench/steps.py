@@ -1,4 +1,4 @@
-"""Steps: one agent-platform action on a real :class:`ledger.thread.Thread`, timed.
+"""Steps: one agent-platform action on a real :class:`registre.ledger.thread.Thread`, timed.
 
 A :class:`Step` is built with everything it will write already decided (bodies, texts,
 ids), so running it does ledger work only: :meth:`Step.run` calls the thread API once (a model
@@ -7,7 +7,7 @@ calls, and returns a :class:`StepOutcome`. The investigation that built the step
 outcome back (accepted ids, stale conclusions, the seq written) before it builds the next.
 
 Refusals the API reports as part of normal operation are outcomes, not failures: a context
-that cannot fit its budget (:class:`lifecycle.context.ContextBudgetError`: the call is not
+that cannot fit its budget (:class:`registre.lifecycle.context.ContextBudgetError`: the call is not
 recorded), a summary the controller refuses (the compaction is not recorded), a lifecycle
 request the rules refuse (recorded on the ledger as a refusal). Anything else raises.
 """
@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from attest.entry import Entry
-from ledger.evidence import BatchResult, LifecycleRefusedError, StepResult
-from lifecycle import SourceRef
-from lifecycle.context import (
+from registre.attest.entry import Entry
+from registre.ledger.evidence import BatchResult, LifecycleRefusedError, StepResult
+from registre.lifecycle import SourceRef
+from registre.lifecycle.context import (
     ContextBudgetError,
     Policy,
     Projection,
@@ -32,7 +32,7 @@ from lifecycle.context import (
 )
 
 if TYPE_CHECKING:
-    from ledger.thread import Thread
+    from registre.ledger.thread import Thread
 
 __all__ = [
     "STEP_KINDS",
@@ -77,8 +77,8 @@ class StepOutcome:
     ``compaction``/``compaction_seconds``: the ``context.compaction`` entry written and the
     time ``thread.compact`` took (its planning and summarizing included), or None;
     ``projection``: the context a model call was sent; ``result``: the API's return value
-    (an :class:`~attest.entry.Entry`, :class:`~ledger.evidence.BatchResult` or
-    :class:`~ledger.evidence.StepResult`); ``refused``: the refusal's class name, if the
+    (an :class:`~registre.attest.entry.Entry`, :class:`~registre.ledger.evidence.BatchResult` or
+    :class:`~registre.ledger.evidence.StepResult`); ``refused``: the refusal's class name, if the
     API refused (``refusal`` its message).
     """
 

@@ -1,4 +1,5 @@
-"""From a :class:`~bench.measure.RunRecorder` to one run of ``results.json`` (``specs/bench.md``).
+"""From a :class:`~registre.bench.measure.RunRecorder` to one run of ``results.json``
+(``specs/bench.md``).
 
 Percentiles are nearest-rank (p50 of 1..100 is 50, p99 is 99); latencies are reported in
 milliseconds, sizes in entries and tokens. Long series (tokens at every model call) are
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
-from bench.measure import RunRecorder
+from registre.bench.measure import RunRecorder
 
 __all__ = ["HISTORY_BUCKETS", "MAX_SERIES", "RECENT_CALLS", "percentile", "summarize_run"]
 

@@ -3,8 +3,8 @@
 Inside one write transaction, :func:`append_entries`
 
 1. locks the thread row (SQLite: the ``BEGIN IMMEDIATE`` write lock taken by
-   :func:`ledger.store.engine.write_transaction`; PostgreSQL: ``SELECT ... FOR UPDATE``) and
-   reads the head ``(size, root, frontier)``; the frontier must reproduce the root;
+   :func:`registre.ledger.store.engine.write_transaction`; PostgreSQL: ``SELECT ... FOR UPDATE``)
+   and reads the head ``(size, root, frontier)``; the frontier must reproduce the root;
 2. for each item: signs the entry with ``seq = size`` and ``prev = (size, root)``, appends its
    leaf hash to the frontier and collects the subtrees that completed;
 3. inserts the entries, the completed subtree hashes, and moves the head (size, root,
@@ -12,7 +12,7 @@ Inside one write transaction, :func:`append_entries`
 
 Sequence numbers therefore come from the locked head, never from a database sequence, and
 are gap-free: the transaction commits all of it or none of it (THREATS rows 16 and 18).
-Every item is validated (actor, kind, body schema: :func:`attest.entry.sign_entry`) while
+Every item is validated (actor, kind, body schema: :func:`registre.attest.entry.sign_entry`) while
 the batch is signed in step 2, before the first INSERT; a refused item raises there and the
 transaction rolls back with nothing written.
 """
@@ -24,10 +24,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from attest.entry import Entry, sign_entry
-from attest.keys import Signer
-from attest.merkle import HASH_SIZE, CompactRange
-from ledger.errors import ForeignThreadError, StoreCorruptError, UnknownThreadError
+from registre.attest.entry import Entry, sign_entry
+from registre.attest.keys import Signer
+from registre.attest.merkle import HASH_SIZE, CompactRange
+from registre.ledger.errors import ForeignThreadError, StoreCorruptError, UnknownThreadError
 
 __all__ = ["AppendItem", "append_entries", "read_head", "split_frontier"]
 

@@ -32,16 +32,16 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import bindparam, select
 
-from attest.errors import RefusedError
-from ledger.ledger import Ledger
-from ledger.lifecycle_views import (
+from registre.attest.errors import RefusedError
+from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle_views import (
     ConclusionRecord,
     evidence_history,
     get_conclusion,
     list_references,
 )
-from ledger.store.engine import read_transaction
-from ledger.store.schema import tables
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.schema import tables
 
 __all__ = ["ClaimBeyondCheckpointError", "ClaimChain", "claim_chain"]
 

@@ -1,6 +1,6 @@
 """The thread's working-context API: project, compact, call a model, replay, expand.
 
-Mixed into :class:`ledger.thread.Thread`::
+Mixed into :class:`registre.ledger.thread.Thread`::
 
     projection = thread.project(budget=8000)             # messages + manifest, at the head
     thread.compact(budget=8000)                           # appends a context.compaction if due
@@ -11,14 +11,15 @@ Mixed into :class:`ledger.thread.Thread`::
 
 A projection is a pure function of the ledger prefix ``0..at``, the budget, the policy and
 the counter: ``project(at=k)`` today gives what it gave when entry ``k`` was the head. It is
-read from the context snapshots (:mod:`ledger.store.context_snapshots`), so its cost follows the
-context, not the history. Defaults: the budget is the policy's ``budget_tokens``; without a
-policy, ``Policy(budget_tokens=budget)`` (the other fields at their defaults); the counter is
-the default counter ``registre.default/1``.
+read from the context snapshots (:mod:`registre.ledger.store.context_snapshots`), so its cost
+follows the context, not the history. Defaults: the budget is the policy's ``budget_tokens``;
+without a policy, ``Policy(budget_tokens=budget)`` (the other fields at their defaults); the
+counter is the default counter ``registre.default/1``.
 
 Every write is one ledger entry written with what it derives, or nothing
-(:mod:`ledger.context_store`). Pins and unpins are lifecycle requests
-(:meth:`ledger.evidence.LifecycleAPI.pin`); a live pin's text is in every projection verbatim.
+(:mod:`registre.ledger.context_store`). Pins and unpins are lifecycle requests
+(:meth:`registre.ledger.evidence.LifecycleAPI.pin`); a live pin's text is in every projection
+verbatim.
 """
 
 from __future__ import annotations
@@ -27,21 +28,21 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from attest.entry import Entry
-from attest.errors import RefusedError
-from attest.projection import verify_model_call
-from attest.proofs import verify_inclusion
-from ledger.context_store import (
+from registre.attest.entry import Entry
+from registre.attest.errors import RefusedError
+from registre.attest.projection import verify_model_call
+from registre.attest.proofs import verify_inclusion
+from registre.ledger.context_store import (
     MODEL_CALL_ACTOR,
     head_size,
     record_compaction,
     record_model_call,
 )
-from ledger.errors import EntryNotFoundError, StoreCorruptError
-from ledger.store.context_snapshots import fold_context
-from ledger.store.engine import read_transaction
-from lifecycle import LifecycleFormatError
-from lifecycle.context import (
+from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
+from registre.ledger.store.context_snapshots import fold_context
+from registre.ledger.store.engine import read_transaction
+from registre.lifecycle import LifecycleFormatError
+from registre.lifecycle.context import (
     ContextState,
     ExtractiveSummarizer,
     Policy,
@@ -54,11 +55,11 @@ from lifecycle.context import (
     project,
     resolve_counter,
 )
-from lifecycle.context.events import COMPACTION_ACTOR
+from registre.lifecycle.context.events import COMPACTION_ACTOR
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
-    from ledger.thread import InclusionProof
+    from registre.ledger.ledger import Ledger
+    from registre.ledger.thread import InclusionProof
 
 __all__ = ["ContextAPI", "NotAModelCallError", "resolve_policy"]
 
@@ -80,7 +81,7 @@ def resolve_policy(budget: int | None, policy: Policy | None) -> tuple[int, Poli
 
 
 class ContextAPI:
-    """The working-context methods of :class:`ledger.thread.Thread` (which provides
+    """The working-context methods of :class:`registre.ledger.thread.Thread` (which provides
     ``_ledger``, ``id``, ``entry`` and ``prove_inclusion``)."""
 
     _ledger: Ledger

@@ -1,12 +1,12 @@
 """Writing the working context to the ledger: compactions, model calls, and their checks.
 
 Three write paths, each ONE write transaction that appends the entry and stores what the
-fold derives from it (:mod:`ledger.store.context_snapshots`) together, or nothing:
+fold derives from it (:mod:`registre.ledger.store.context_snapshots`) together, or nothing:
 
 * :func:`record_compaction` -- ``Thread.compact``: fold the context at the head, plan and
   summarize **outside** the write lock (a summarizer may be a slow model call), then, under
   the lock, check that the head has not moved (else plan again), check the body against the
-  rules (:func:`lifecycle.context.validate_compaction`), append it and store the snapshot;
+  rules (:func:`registre.lifecycle.context.validate_compaction`), append it and store the snapshot;
 * :func:`record_model_call` -- ``Thread.model_call``: under the lock, fold the context at the
   head, project it (a context over budget raises, nothing written) and append the
   ``model.call`` with the projection's digest and ``at_seq`` = its own seq - 1;
@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Connection, Engine, select
 
-from attest.bodies import validate_body
-from attest.entry import Entry
-from attest.errors import MalformedError, RefusedError, VerificationError
-from attest.keys import Signer
-from attest.projection import projection_digest, verify_model_call
-from ledger.append import AppendItem, append_entries, read_head
-from ledger.errors import UnknownThreadError
-from ledger.lifecycle_store import is_lifecycle_batch
-from ledger.store.context_snapshots import (
+from registre.attest.bodies import validate_body
+from registre.attest.entry import Entry
+from registre.attest.errors import MalformedError, RefusedError, VerificationError
+from registre.attest.keys import Signer
+from registre.attest.projection import projection_digest, verify_model_call
+from registre.ledger.append import AppendItem, append_entries, read_head
+from registre.ledger.errors import UnknownThreadError
+from registre.ledger.lifecycle_store import is_lifecycle_batch
+from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
     fold_context,
@@ -47,9 +47,9 @@ from ledger.store.context_snapshots import (
     rebuild_thread_context,
     snapshot_row,
 )
-from ledger.store.engine import read_transaction, write_transaction
-from ledger.store.schema import tables
-from lifecycle.context import (
+from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.schema import tables
+from registre.lifecycle.context import (
     ContextEntry,
     ContextState,
     Policy,
@@ -65,7 +65,7 @@ from lifecycle.context import (
 )
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
+    from registre.ledger.ledger import Ledger
 
 __all__ = [
     "CONTEXT_WRITE_KINDS",
@@ -128,7 +128,7 @@ class ContextRebuildReport:
 
 
 class LeafTexts(Mapping[int, str]):
-    """Entry texts (:func:`lifecycle.context.entry_text`) of entries ``0 .. stop-1``, read
+    """Entry texts (:func:`registre.lifecycle.context.entry_text`) of entries ``0 .. stop-1``, read
     from the ledger when asked, ``block`` entries at a time, the most recent ``blocks`` blocks
     kept. ``extra`` holds texts of entries not yet written (an append batch). What quote
     checks need: a summary line may point at entries folded long ago."""
@@ -215,8 +215,9 @@ def append_context_checked(
     among them against the fold of the thread (module docstring).
 
     Raises, with nothing written: MixedContextBatchError, the body errors of
-    :func:`attest.bodies.validate_body`, ContextEntryRefusedError, ContextHistoryError (the
-    stored history does not fold), and whatever :func:`ledger.append.append_entries` raises.
+    :func:`registre.attest.bodies.validate_body`, ContextEntryRefusedError, ContextHistoryError (the
+    stored history does not fold), and whatever :func:`registre.ledger.append.append_entries`
+    raises.
     """
     if is_lifecycle_batch(items):
         raise MixedContextBatchError(

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import Connection, bindparam, select
 
-from attest.projection import projection_digest
-from ledger.store.engine import read_transaction
-from ledger.store.schema import tables
-from lifecycle.context import (
+from registre.attest.projection import projection_digest
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.schema import tables
+from registre.lifecycle.context import (
     Policy,
     Projection,
     TokenCounter,
@@ -39,7 +39,7 @@ from lifecycle.context import (
 )
 
 if TYPE_CHECKING:
-    from ledger.thread import Thread
+    from registre.ledger.thread import Thread
 
 __all__ = ["RECORD_KINDS", "ContextDiff", "DiffRun", "context_diff"]
 

@@ -1,6 +1,6 @@
 """The thread's lifecycle API: read sources, admit and revise evidence, conclude, pin.
 
-Mixed into :class:`ledger.thread.Thread`::
+Mixed into :class:`registre.ledger.thread.Thread`::
 
     thread.read_source([source_ref("r1", "report.pdf", "p. 4", passage=text)])
     result = thread.evidence.upsert([{"text": "Revenue was EUR 4.2m.", "cites": ["r1"]}])
@@ -11,8 +11,8 @@ Mixed into :class:`ledger.thread.Thread`::
 
 Every call that changes something is ONE ledger entry ``{"request": ..., "outcome": ...}``
 decided under the thread's write lock and written with its derived rows in one transaction
-(:func:`ledger.lifecycle_store.record`). Refusals are recorded too, so the ledger shows every
-request and what the rules made of it:
+(:func:`registre.ledger.lifecycle_store.record`). Refusals are recorded too, so the ledger shows
+every request and what the rules made of it:
 
 * batches (``read_source``, ``evidence.upsert``) never raise for rejected items: the
   :class:`BatchResult` lists what was accepted and what was rejected, with reasons;
@@ -31,9 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from attest.errors import RefusedError
-from ledger.lifecycle_store import current_state, record
-from ledger.lifecycle_views import (
+from registre.attest.errors import RefusedError
+from registre.ledger.lifecycle_store import current_state, record
+from registre.ledger.lifecycle_views import (
     ConclusionRecord,
     EvidenceRecord,
     PinRecord,
@@ -48,7 +48,7 @@ from ledger.lifecycle_views import (
     list_references,
     trace,
 )
-from lifecycle import (
+from registre.lifecycle import (
     Accepted,
     ComputeRequest,
     ConclusionReviseRequest,
@@ -71,7 +71,7 @@ from lifecycle import (
 )
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
+    from registre.ledger.ledger import Ledger
 
 __all__ = [
     "DEFAULT_ACTOR",
@@ -257,8 +257,8 @@ class ConclusionBook:
 
 
 class LifecycleAPI:
-    """The lifecycle methods of :class:`ledger.thread.Thread` (which provides ``_ledger`` and
-    ``id``)."""
+    """The lifecycle methods of :class:`registre.ledger.thread.Thread` (which provides ``_ledger``
+    and ``id``)."""
 
     _ledger: Ledger
     id: str

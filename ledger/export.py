@@ -3,8 +3,8 @@
 * :func:`export_thread` -- a **full** bundle: every entry up to a signed checkpoint, byte for
   byte, with every stored checkpoint up to that size (notes with their cosignatures);
 * :func:`export_claim` -- a **partial** bundle disclosing only the chain of one conclusion
-  (:func:`ledger.claim_chain.claim_chain`), with an inclusion proof for each disclosed entry
-  and the consistency proofs the verifier needs (:func:`attest.bundle.build_proofs`).
+  (:func:`registre.ledger.claim_chain.claim_chain`), with an inclusion proof for each disclosed
+  entry and the consistency proofs the verifier needs (:func:`registre.attest.bundle.build_proofs`).
 
 Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
 checkpoint stored at size N) or, by default, the latest stored one, which must then cover the
@@ -16,12 +16,12 @@ Before anything is written the export checks what it read against what it will c
 leaves' recomputed roots equal every included checkpoint's signed root (full), each inclusion
 proof leads to the head's signed root (partial); a store that fails this raises
 StoreCorruptError and nothing is written. Signatures are the verifier's business (and
-``registre verify --db``'s). The file is written by :func:`attest.bundle.write_bundle`: a
+``registre verify --db``'s). The file is written by :func:`registre.attest.bundle.write_bundle`: a
 temporary file in the target folder, flushed, fsynced, then linked (or, with ``overwrite``,
 renamed) into place, so a failed export leaves no file and no partial one.
 
 Entries are streamed from the database in batches of :data:`EXPORT_BATCH` rows; the zip
-itself is built in memory by :func:`attest.bundle.bundle_bytes` (see the figures in
+itself is built in memory by :func:`registre.attest.bundle.bundle_bytes` (see the figures in
 ``specs/bundle.md`` section 7).
 """
 
@@ -35,20 +35,20 @@ from typing import Any, Literal, overload
 
 from sqlalchemy import bindparam, select
 
-from attest.bundle import build_proofs, write_bundle
-from attest.bundle_zip import DEFAULT_LIMITS
-from attest.checkpoint import Checkpoint
-from attest.errors import RefusedError, VerificationError
-from attest.merkle import CompactRange, empty_root, leaf_hash
-from attest.note import parse_note
-from attest.proofs import verify_inclusion
-from ledger.claim_chain import ClaimChain, claim_chain
-from ledger.errors import StoreCorruptError
-from ledger.ledger import Ledger
-from ledger.store.engine import read_transaction
-from ledger.store.nodes import StoredHashSource
-from ledger.store.schema import tables
-from ledger.thread import StoredCheckpoint
+from registre.attest.bundle import build_proofs, write_bundle
+from registre.attest.bundle_zip import DEFAULT_LIMITS
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.errors import RefusedError, VerificationError
+from registre.attest.merkle import CompactRange, empty_root, leaf_hash
+from registre.attest.note import parse_note
+from registre.attest.proofs import verify_inclusion
+from registre.ledger.claim_chain import ClaimChain, claim_chain
+from registre.ledger.errors import StoreCorruptError
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.nodes import StoredHashSource
+from registre.ledger.store.schema import tables
+from registre.ledger.thread import StoredCheckpoint
 
 __all__ = [
     "EXPORT_BATCH",
@@ -215,8 +215,8 @@ def export_claim(
     overwrite: bool = False,
 ) -> ExportResult:
     """Write the partial bundle disclosing the chain of ``conclusion_id``
-    (:func:`ledger.claim_chain.claim_chain`) in the tree of ``checkpoint`` to ``path``, with an
-    inclusion proof per entry and consistency proofs from every disclosed seq and every
+    (:func:`registre.ledger.claim_chain.claim_chain`) in the tree of ``checkpoint`` to ``path``,
+    with an inclusion proof per entry and consistency proofs from every disclosed seq and every
     included checkpoint to the head. Raises what :func:`export_thread` raises, plus
     UnknownItemError (no such conclusion) and ClaimBeyondCheckpointError."""
     head, included, omitted = choose_checkpoint(ledger, thread_id, checkpoint)

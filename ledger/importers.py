@@ -1,7 +1,7 @@
 """Transcript import: OpenAI chat-completions JSONL and Anthropic Messages JSON to entries.
 
 Pure parsing: bytes in, a list of :class:`ImportedEntry` out, no database. A file is read
-completely and every entry body is checked with :func:`attest.bodies.validate_body` before
+completely and every entry body is checked with :func:`registre.attest.bodies.validate_body` before
 the list is returned, so a caller that writes the list in one transaction writes all of a
 file or none of it. Any problem raises :class:`TranscriptError` naming where it is (OpenAI:
 ``line N``, 1-based, then the field; Anthropic: a JSON path such as
@@ -34,10 +34,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NoReturn
 
-from attest.bodies import validate_body
-from attest.canonical import MAX_SAFE_INTEGER, canonical_bytes, parse_strict
-from attest.entry import check_actor
-from attest.errors import MalformedError
+from registre.attest.bodies import validate_body
+from registre.attest.canonical import MAX_SAFE_INTEGER, canonical_bytes, parse_strict
+from registre.attest.entry import check_actor
+from registre.attest.errors import MalformedError
 
 __all__ = [
     "FORMATS",

@@ -18,20 +18,20 @@ from types import TracebackType
 from sqlalchemy import Engine, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
-from attest.entry import check_thread_id
-from attest.keys import Signer, Verifier
-from attest.merkle import empty_root
-from ledger.errors import NoSignerError, ThreadExistsError, UnknownThreadError
-from ledger.lifecycle_store import LifecycleCache
-from ledger.store.engine import (
+from registre.attest.entry import check_thread_id
+from registre.attest.keys import Signer, Verifier
+from registre.attest.merkle import empty_root
+from registre.ledger.errors import NoSignerError, ThreadExistsError, UnknownThreadError
+from registre.ledger.lifecycle_store import LifecycleCache
+from registre.ledger.store.engine import (
     database_url,
     make_engine,
     prepare_schema,
     read_transaction,
     write_transaction,
 )
-from ledger.store.schema import tables
-from ledger.thread import Thread
+from registre.ledger.store.schema import tables
+from registre.ledger.thread import Thread
 
 __all__ = ["Ledger"]
 

@@ -14,9 +14,9 @@ Because the decision is made after the head is locked and inside the transaction
 appends, two writers (threads or processes) can never both decide against a stale state.
 
 **The cache.** Replaying a thread's lifecycle history for every request would cost O(history).
-Each :class:`~ledger.ledger.Ledger` keeps a :class:`LifecycleCache`: per thread, the fold
-(:class:`ledger.store.fold.ThreadFold`) as of some size. Under the lock it catches up on the
-lifecycle entries appended since that size, found through the partial index ``entry_lifecycle``
+Each :class:`~registre.ledger.ledger.Ledger` keeps a :class:`LifecycleCache`: per thread, the fold
+(:class:`registre.ledger.store.fold.ThreadFold`) as of some size. Under the lock it catches up on
+the lifecycle entries appended since that size, found through the partial index ``entry_lifecycle``
 (O(log n + new lifecycle entries), however many other entries were appended). A process's
 first request on a thread starts cold: it replays the thread's lifecycle entries from the
 entry table (the signed record, never the derived tables, which are unsigned caches). A
@@ -36,15 +36,21 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, select
 
-from attest.bodies import LIFECYCLE_KINDS, validate_body
-from attest.entry import Entry
-from attest.errors import RefusedError
-from ledger.append import AppendItem, append_entries, read_head
-from ledger.errors import UnknownThreadError
-from ledger.store.engine import read_transaction, write_transaction
-from ledger.store.fold import ThreadFold, catch_up, check_pin_source, rebuild_thread, write_changes
-from ledger.store.schema import tables
-from lifecycle import (
+from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
+from registre.attest.entry import Entry
+from registre.attest.errors import RefusedError
+from registre.ledger.append import AppendItem, append_entries, read_head
+from registre.ledger.errors import UnknownThreadError
+from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.fold import (
+    ThreadFold,
+    catch_up,
+    check_pin_source,
+    rebuild_thread,
+    write_changes,
+)
+from registre.ledger.store.schema import tables
+from registre.lifecycle import (
     Event,
     LifecycleState,
     ReplayMismatchError,
@@ -56,7 +62,7 @@ from lifecycle import (
 )
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
+    from registre.ledger.ledger import Ledger
 
 __all__ = [
     "LifecycleCache",
@@ -97,7 +103,7 @@ class _Slot:
 
 
 class LifecycleCache:
-    """Per-thread lifecycle folds of one :class:`~ledger.ledger.Ledger` handle."""
+    """Per-thread lifecycle folds of one :class:`~registre.ledger.ledger.Ledger` handle."""
 
     def __init__(self) -> None:
         self._slots: dict[str, _Slot] = {}
@@ -165,9 +171,9 @@ def append_checked(ledger: Ledger, thread: str, items: Sequence[AppendItem]) -> 
     """Append ``items`` (some of lifecycle kinds) in one transaction, after checking that each
     lifecycle item records exactly the rules' decision at its place in the batch.
 
-    Raises, with nothing written: the body errors of :func:`attest.bodies.validate_body`,
+    Raises, with nothing written: the body errors of :func:`registre.attest.bodies.validate_body`,
     UndecidedOutcomeError (an outcome the rules do not give, naming the item),
-    PinSourceRefusedError, and whatever :func:`ledger.append.append_entries` raises.
+    PinSourceRefusedError, and whatever :func:`registre.ledger.append.append_entries` raises.
     """
     signer = ledger.require_signer()
     with ledger.lifecycle.using(thread) as slot, write_transaction(ledger.engine) as conn:

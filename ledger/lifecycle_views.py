@@ -1,7 +1,7 @@
 """Reading a thread's lifecycle from the derived tables: evidence, conclusions, references,
 pins, revision chains and the trace of a conclusion back to the reads behind it.
 
-These are reads of caches (:mod:`ledger.store.derived`), one read transaction each; they
+These are reads of caches (:mod:`registre.ledger.store.derived`), one read transaction each; they
 never decide anything. ``registre verify --db`` is what shows the caches agree with the
 signed entries. Every function raises UnknownThreadError for a thread the ledger does not hold
 and :class:`UnknownItemError` for an id the thread does not have.
@@ -17,11 +17,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, RowMapping, Table, select
 
-from attest.errors import RefusedError
-from ledger.errors import UnknownThreadError
-from ledger.store.derived import derived
-from ledger.store.engine import read_transaction
-from ledger.store.schema import tables
+from registre.attest.errors import RefusedError
+from registre.ledger.errors import UnknownThreadError
+from registre.ledger.store.derived import derived
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.schema import tables
 
 __all__ = [
     "ConclusionRecord",

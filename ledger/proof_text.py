@@ -29,9 +29,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attest.errors import MalformedError
-from attest.merkle import HASH_SIZE
-from attest.proofs import MAX_PROOF_HASHES
+from registre.attest.errors import MalformedError
+from registre.attest.merkle import HASH_SIZE
+from registre.attest.proofs import MAX_PROOF_HASHES
 
 __all__ = [
     "CONSISTENCY_HEADER",

@@ -2,8 +2,9 @@
 
 A :class:`Thread` is a handle (ledger + id + origin); every call runs its own transaction,
 so handles are cheap and safe to keep. Reads re-verify what they return: :meth:`entry` and
-:meth:`entries` open each leaf with :func:`attest.entry.open_entry` against the ledger's keys.
-Proofs read O(log n) stored subtree hashes (:class:`ledger.store.nodes.StoredHashSource`).
+:meth:`entries` open each leaf with :func:`registre.attest.entry.open_entry` against the ledger's
+keys. Proofs read O(log n) stored subtree hashes
+(:class:`registre.ledger.store.nodes.StoredHashSource`).
 """
 
 from __future__ import annotations
@@ -15,23 +16,23 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, bindparam, select
 
-from attest.checkpoint import Checkpoint, sign_checkpoint
-from attest.entry import Entry, open_entry
-from attest.merkle import root_at
-from attest.note import DuplicateSignatureError, append_signature
-from attest.proofs import consistency_proof, inclusion_proof
-from ledger.append import AppendItem, append_entries, read_head
-from ledger.context_api import ContextAPI
-from ledger.context_store import append_context_checked, is_context_batch
-from ledger.errors import EntryNotFoundError, StoreCorruptError
-from ledger.evidence import LifecycleAPI
-from ledger.lifecycle_store import append_checked, is_lifecycle_batch
-from ledger.store.engine import read_transaction, write_transaction
-from ledger.store.nodes import StoredHashSource
-from ledger.store.schema import tables
+from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.entry import Entry, open_entry
+from registre.attest.merkle import root_at
+from registre.attest.note import DuplicateSignatureError, append_signature
+from registre.attest.proofs import consistency_proof, inclusion_proof
+from registre.ledger.append import AppendItem, append_entries, read_head
+from registre.ledger.context_api import ContextAPI
+from registre.ledger.context_store import append_context_checked, is_context_batch
+from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
+from registre.ledger.evidence import LifecycleAPI
+from registre.ledger.lifecycle_store import append_checked, is_lifecycle_batch
+from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.nodes import StoredHashSource
+from registre.ledger.store.schema import tables
 
 if TYPE_CHECKING:
-    from ledger.ledger import Ledger
+    from registre.ledger.ledger import Ledger
 
 __all__ = ["ConsistencyProof", "InclusionProof", "StoredCheckpoint", "Thread", "TreeHead"]
 
@@ -116,9 +117,9 @@ class ConsistencyProof:
 class Thread(LifecycleAPI, ContextAPI):
     """Handle on thread ``id`` of ``ledger``; ``origin`` is ``LOGNAME/id``. The lifecycle
     calls (``read_source``, ``evidence``, ``conclude``, ...) come from
-    :class:`ledger.evidence.LifecycleAPI`; the working-context calls (``project``,
+    :class:`registre.ledger.evidence.LifecycleAPI`; the working-context calls (``project``,
     ``compact``, ``model_call``, ``replay_context``, ``expand``) from
-    :class:`ledger.context_api.ContextAPI`."""
+    :class:`registre.ledger.context_api.ContextAPI`."""
 
     def __init__(self, ledger: Ledger, thread_id: str, origin: str) -> None:
         self._ledger = ledger
@@ -131,7 +132,7 @@ class Thread(LifecycleAPI, ContextAPI):
     # --- writing ------------------------------------------------------------------------
 
     def append(self, kind: str, body: object, actor: str) -> Entry:
-        """Sign and store one entry; return it. One transaction (see :mod:`ledger.append`).
+        """Sign and store one entry; return it. One transaction (see :mod:`registre.ledger.append`).
 
         Raises, before anything is written: InvalidActorError, UnknownKindError,
         BodySchemaError, NoSignerError, UnknownThreadError, ForeignThreadError.
@@ -143,9 +144,9 @@ class Thread(LifecycleAPI, ContextAPI):
 
         Every item is validated before anything is written; consecutive sequence numbers.
         Lifecycle items must record exactly the rules' decision
-        (:func:`ledger.lifecycle_store.append_checked`; UndecidedOutcomeError otherwise);
+        (:func:`registre.ledger.lifecycle_store.append_checked`; UndecidedOutcomeError otherwise);
         compactions and model calls must keep the context rules
-        (:func:`ledger.context_store.append_context_checked`; ContextEntryRefusedError).
+        (:func:`registre.ledger.context_store.append_context_checked`; ContextEntryRefusedError).
         """
         batch = list(items)
         if is_context_batch(batch):
@@ -186,7 +187,7 @@ class Thread(LifecycleAPI, ContextAPI):
         One transaction. A line from a key (name and key id) the note already carries is
         skipped, so the first cosignature of each witness is kept. Lines are checked for form
         only (NoteFormatError): verifying them against pinned witness keys is the caller's job
-        (:mod:`ledger.witness.logside`). EntryNotFoundError if no checkpoint is stored at
+        (:mod:`registre.ledger.witness.logside`). EntryNotFoundError if no checkpoint is stored at
         ``size``. The signed checkpoint itself never changes (the store's trigger refuses it).
         """
         with write_transaction(self._ledger.engine) as conn:

@@ -8,7 +8,7 @@ the context they were sent, and each ``context.compaction`` as a marker between 
 the range it folded, the results it stubbed, its summary lines with their pointers.
 
 The transcript is for reading; the ledger stays the record. Entries are read through
-:meth:`ledger.thread.Thread.entries` (every signature checked) and rendered one at a time,
+:meth:`registre.ledger.thread.Thread.entries` (every signature checked) and rendered one at a time,
 so memory does not grow with the thread. All entry text is escaped: in HTML every ``<``,
 ``>``, ``&`` and quote (nothing in a transcript runs as markup or script); in Markdown the
 HTML-special characters too, and code is fenced with more backticks than it contains.
@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from attest.entry import Entry
-from lifecycle import (
+from registre.attest.entry import Entry
+from registre.lifecycle import (
     Accepted,
     ComputeRequest,
     ConclusionReviseRequest,
@@ -41,11 +41,11 @@ from lifecycle import (
     UpsertRequest,
     parse_body,
 )
-from lifecycle.context import entry_text
-from lifecycle.context.model import format_spans
+from registre.lifecycle.context import entry_text
+from registre.lifecycle.context.model import format_spans
 
 if TYPE_CHECKING:
-    from ledger.thread import Thread
+    from registre.ledger.thread import Thread
 
 __all__ = ["FORMATS", "Block", "describe", "render_transcript"]
 

@@ -1,15 +1,15 @@
 """Step 10 of ``registre verify --db``: the working context replayed (``specs/context.md``).
 
 :class:`ContextCheck` is fed every verified entry of a thread in seq order
-(:mod:`ledger.verify_db` steps 2-5 have accepted it and every entry before it) and checks, in
-this order, naming the first bad seq:
+(:mod:`registre.ledger.verify_db` steps 2-5 have accepted it and every entry before it) and checks,
+in this order, naming the first bad seq:
 
 10.1 every ``context.compaction`` keeps every rule of ``specs/context.md`` section 7 against
-     the fold of the entries before it (:func:`lifecycle.context.validate_compaction`), and
+     the fold of the entries before it (:func:`registre.lifecycle.context.validate_compaction`), and
      the fold can apply it (:class:`CompactionInvalidError`, the rule's error chained);
 10.2 every ``model.call`` names an earlier ``at_seq`` and its ``projection_sha256`` is the
      digest of the projection the entries ``0..at_seq`` give with the recorded budget,
-     policy and counter (:func:`attest.projection.verify_model_call`;
+     policy and counter (:func:`registre.attest.projection.verify_model_call`;
      :class:`ModelCallDigestError`, the cause chained) -- a digest signed with the operator
      key but forged is found here;
 10.3 the ``context_snapshot`` row of every compaction is exactly the stored form of the
@@ -32,11 +32,11 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from attest.entry import Entry
-from attest.errors import MalformedError, VerificationError
-from attest.projection import verify_model_call
-from ledger.context_store import LeafTexts, connection_reader
-from ledger.store.context_snapshots import (
+from registre.attest.entry import Entry
+from registre.attest.errors import MalformedError, VerificationError
+from registre.attest.projection import verify_model_call
+from registre.ledger.context_store import LeafTexts, connection_reader
+from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
     fold_from_snapshot,
@@ -45,8 +45,8 @@ from ledger.store.context_snapshots import (
     stored_snapshot,
     stored_snapshots,
 )
-from ledger.verify_db import LedgerTamperedError
-from lifecycle.context import (
+from registre.ledger.verify_db import LedgerTamperedError
+from registre.lifecycle.context import (
     ContextEntry,
     ContextState,
     TokenCounter,

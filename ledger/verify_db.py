@@ -7,7 +7,8 @@ with the thread):
 2. **Sequence**: the entry rows are ``0, 1, 2, ...`` with no gap or duplicate
    (SeqGapError), none at or beyond the head size (HeadMismatchError).
 3. **Leaf hash**: the stored leaf hash is ``H(0x00 ‖ leaf)`` (LeafHashMismatchError).
-4. **Entry**: :func:`attest.entry.open_entry` accepts the leaf -- canonical bytes, structure,
+4. **Entry**: :func:`registre.attest.entry.open_entry` accepts the leaf -- canonical bytes,
+structure,
    known key, signature, body schema (EntryRejectedError, the cause chained); it names this
    thread, origin and seq, and its ``kind``/``time`` columns copy the leaf (EntryMismatchError).
 5. **Prev binding**: ``prev.root`` is the root recomputed over entries ``0 .. seq-1``
@@ -18,7 +19,7 @@ with the thread):
 8. **Checkpoints**: every stored checkpoint note verifies under the trusted key for the
    thread's log name with the thread's origin, states the row's size and root, and that root is
    the recomputed root at that size (CheckpointMismatchError; note errors chained).
-9. **Lifecycle**: the lifecycle entries, folded in seq order through ``lifecycle.apply``
+9. **Lifecycle**: the lifecycle entries, folded in seq order through ``registre.lifecycle.apply``
    (which re-decides every request), give exactly their recorded outcomes and pin only earlier
    entries (LifecycleReplayError at the first that does not), and the derived tables hold
    exactly the rows the fold gives (DerivedStateMismatchError naming the first difference).
@@ -26,7 +27,7 @@ with the thread):
    state), the one part of verification that grows with the thread.
 10. **Working context**: every compaction keeps the rules of ``specs/context.md``, every
     model call's projection digest reproduces, and the context snapshots are the fold's
-    (:mod:`ledger.verify_context_db`: CompactionInvalidError, ModelCallDigestError,
+    (:mod:`registre.ledger.verify_context_db`: CompactionInvalidError, ModelCallDigestError,
     ContextSnapshotMismatchError).
 
 The first failure raises, naming the thread and the first bad sequence number. Which keys are
@@ -42,25 +43,25 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, select
 
-from attest.bodies import LIFECYCLE_KINDS
-from attest.checkpoint import open_checkpoint
-from attest.entry import Entry, open_entry
-from attest.errors import RegistreError, VerificationError
-from attest.keys import Verifier
-from attest.merkle import CompactRange, leaf_hash, root_at
-from ledger.append import split_frontier
-from ledger.errors import UnknownThreadError
-from ledger.ledger import Ledger
-from ledger.store.engine import read_transaction
-from ledger.store.fold import (
+from registre.attest.bodies import LIFECYCLE_KINDS
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.entry import Entry, open_entry
+from registre.attest.errors import RegistreError, VerificationError
+from registre.attest.keys import Verifier
+from registre.attest.merkle import CompactRange, leaf_hash, root_at
+from registre.ledger.append import split_frontier
+from registre.ledger.errors import UnknownThreadError
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.fold import (
     DerivedTablesDifferError,
     LifecycleHistoryError,
     ThreadFold,
     compare_derived,
 )
-from ledger.store.nodes import StoredHashSource
-from ledger.store.schema import tables
-from lifecycle.context import TokenCounter
+from registre.ledger.store.nodes import StoredHashSource
+from registre.ledger.store.schema import tables
+from registre.lifecycle.context import TokenCounter
 
 __all__ = [
     "CheckpointMismatchError",
@@ -122,7 +123,7 @@ class LeafHashMismatchError(LedgerTamperedError):
 
 
 class EntryRejectedError(LedgerTamperedError):
-    """A stored leaf that :func:`attest.entry.open_entry` refuses (cause chained)."""
+    """A stored leaf that :func:`registre.attest.entry.open_entry` refuses (cause chained)."""
 
 
 class EntryMismatchError(LedgerTamperedError):
@@ -218,7 +219,7 @@ def _verify_thread(
     batch: int,
     counters: Sequence[TokenCounter] = (),
 ) -> ThreadReport:
-    from ledger.verify_context_db import ContextCheck  # step 10; it imports this module
+    from registre.ledger.verify_context_db import ContextCheck  # step 10; it imports this module
 
     # 1. head row: origin LOGNAME/ID for a trusted key's name
     log_keys = [key for key in keys if origin == f"{key.name}/{thread}"]

@@ -1,6 +1,6 @@
 """lifecycle: pure state machines for sources, evidence, conclusions and pins. No I/O."""
 
-from lifecycle.codec import (
+from registre.lifecycle.codec import (
     KINDS,
     event_to_body,
     normalize_request,
@@ -10,14 +10,14 @@ from lifecycle.codec import (
     parse_request,
     request_to_json,
 )
-from lifecycle.errors import (
+from registre.lifecycle.errors import (
     LifecycleError,
     LifecycleFormatError,
     ReplayMismatchError,
     StateRetiredError,
 )
-from lifecycle.machine import apply, decide, replay, step
-from lifecycle.model import (
+from registre.lifecycle.machine import apply, decide, replay, step
+from registre.lifecycle.model import (
     Accepted,
     ComputeRequest,
     Conclusion,
@@ -41,9 +41,9 @@ from lifecycle.model import (
     UpsertOutcome,
     UpsertRequest,
 )
-from lifecycle.pins import pin_set_items, pin_set_sha256
-from lifecycle.reasons import REASONS
-from lifecycle.state import LifecycleState
+from registre.lifecycle.pins import pin_set_items, pin_set_sha256
+from registre.lifecycle.reasons import REASONS
+from registre.lifecycle.state import LifecycleState
 
 __all__ = [
     "KINDS",

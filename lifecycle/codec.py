@@ -3,13 +3,13 @@
 A lifecycle ledger entry's body is ``{"request": REQUEST, "outcome": OUTCOME}``; the shapes
 per kind are in ``specs/lifecycle.md``. :func:`parse_body` is the validator the entry layer
 calls: it accepts exactly those shapes and raises
-:class:`~lifecycle.errors.LifecycleFormatError` naming the field path of the first problem
+:class:`~registre.lifecycle.errors.LifecycleFormatError` naming the field path of the first problem
 (``body.request.statements[2].cites: ...``). It checks shape only; whether the outcome is the
-one the rules give is :func:`lifecycle.machine.apply`'s job.
+one the rules give is :func:`registre.lifecycle.machine.apply`'s job.
 
 Round trip guarantee: ``parse_request(r.kind, request_to_json(r)) == r`` for every valid
 request ``r``, likewise for outcomes and bodies. Sizes are capped (see
-:mod:`lifecycle.jsonshape`): 64 KiB per text, 1 KiB per reference id, source or location,
+:mod:`registre.lifecycle.jsonshape`): 64 KiB per text, 1 KiB per reference id, source or location,
 1000 references per read, 1000 statements per upsert, 1000 citations per statement.
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from lifecycle.errors import LifecycleFormatError
-from lifecycle.jsonshape import (
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.jsonshape import (
     MAX_BATCH,
     MAX_CITES,
     MAX_UINT,
@@ -31,7 +31,7 @@ from lifecycle.jsonshape import (
     read_text,
     read_uint,
 )
-from lifecycle.model import (
+from registre.lifecycle.model import (
     PIN_KINDS,
     Accepted,
     ComputeRequest,
@@ -54,7 +54,7 @@ from lifecycle.model import (
     UpsertOutcome,
     UpsertRequest,
 )
-from lifecycle.reasons import REASONS
+from registre.lifecycle.reasons import REASONS
 
 __all__ = [
     "KINDS",

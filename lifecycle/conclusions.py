@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
-from lifecycle.evidence import is_blank, mark_stale
-from lifecycle.model import (
+from registre.lifecycle.evidence import is_blank, mark_stale
+from registre.lifecycle.model import (
     RETRACTED,
     SUPERSEDED,
     Accepted,
@@ -45,8 +45,8 @@ from lifecycle.model import (
     Revised,
     Statement,
 )
-from lifecycle.reasons import reject
-from lifecycle.state import Tables
+from registre.lifecycle.reasons import reject
+from registre.lifecycle.state import Tables
 
 __all__ = [
     "check_conclusion",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lifecycle.model import (
+from registre.lifecycle.model import (
     RETRACTED,
     SUPERSEDED,
     Accepted,
@@ -36,8 +36,8 @@ from lifecycle.model import (
     UpsertOutcome,
     UpsertRequest,
 )
-from lifecycle.reasons import reject
-from lifecycle.state import Tables
+from registre.lifecycle.reasons import reject
+from registre.lifecycle.state import Tables
 
 __all__ = [
     "check_statement",

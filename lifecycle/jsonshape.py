@@ -3,7 +3,7 @@
 JSON values here are what a strict JSON parser returns: ``dict`` (string keys), ``list``,
 ``str``, ``int``, ``bool`` and ``None``. Floats are never accepted, ``bool`` is never an
 integer, strings must be valid Unicode (no lone surrogates) and objects must have exactly
-the fields asked for. Every failure raises :class:`~lifecycle.errors.LifecycleFormatError`
+the fields asked for. Every failure raises :class:`~registre.lifecycle.errors.LifecycleFormatError`
 whose message starts with the path (``body.request.statements[2].cites``).
 """
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
     "MAX_BATCH",

@@ -1,16 +1,16 @@
 """The lifecycle machine: ``decide(state, request) -> outcome`` and ``apply(state, event)``.
 
 * :func:`decide` validates the request (raising
-  :class:`~lifecycle.errors.LifecycleFormatError` if it is malformed) and returns what the
+  :class:`~registre.lifecycle.errors.LifecycleFormatError` if it is malformed) and returns what the
   rules decide. It never changes the state. Refusals are data: a :class:`Rejected` outcome
   (or rejected batch items), never an exception.
 * :func:`apply` re-decides the event's request against the state and requires the recorded
-  outcome to equal that decision, raising :class:`~lifecycle.errors.ReplayMismatchError`
+  outcome to equal that decision, raising :class:`~registre.lifecycle.errors.ReplayMismatchError`
   otherwise (this is how a verifier detects a forged or altered lifecycle history); only then
   does it carry out the changes. It costs O(what the request touches), not O(history): the
   returned state takes over the tables and the given state is retired (see
-  :mod:`lifecycle.state`). A mismatch or malformed event leaves the given state untouched and
-  usable.
+  :mod:`registre.lifecycle.state`). A mismatch or malformed event leaves the given state untouched
+  and usable.
 * :func:`replay` folds events from the empty state; equal event sequences give equal states.
 
 Typical use by the entry layer: ``outcome = decide(state, request)``; append the entry with
@@ -22,21 +22,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from lifecycle.codec import normalize_request, outcome_to_json
-from lifecycle.conclusions import (
+from registre.lifecycle.codec import normalize_request, outcome_to_json
+from registre.lifecycle.conclusions import (
     commit_conclusion,
     commit_conclusion_revise,
     decide_conclusion,
     decide_conclusion_revise,
 )
-from lifecycle.errors import ReplayMismatchError
-from lifecycle.evidence import (
+from registre.lifecycle.errors import ReplayMismatchError
+from registre.lifecycle.evidence import (
     commit_evidence_revise,
     commit_upsert,
     decide_evidence_revise,
     decide_upsert,
 )
-from lifecycle.model import (
+from registre.lifecycle.model import (
     ComputeRequest,
     ConclusionReviseRequest,
     Event,
@@ -52,9 +52,9 @@ from lifecycle.model import (
     UpsertOutcome,
     UpsertRequest,
 )
-from lifecycle.pins import commit_pin, commit_unpin, decide_pin, decide_unpin
-from lifecycle.sources import commit_read, decide_read
-from lifecycle.state import LifecycleState, Tables
+from registre.lifecycle.pins import commit_pin, commit_unpin, decide_pin, decide_unpin
+from registre.lifecycle.sources import commit_read, decide_read
+from registre.lifecycle.state import LifecycleState, Tables
 
 __all__ = ["apply", "decide", "replay", "step"]
 

@@ -226,8 +226,8 @@ Request = (
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
-    """A refusal: ``reason`` is a code from :data:`lifecycle.reasons.REASONS`, ``message`` the
-    sentence its template gives. Nothing changes when a request (or batch item) is rejected."""
+    """A refusal: ``reason`` is a code from :data:`registre.lifecycle.reasons.REASONS`, ``message``
+    the sentence its template gives. Nothing changes when a request (or batch item) is rejected."""
 
     reason: str
     message: str

@@ -7,8 +7,8 @@ pin order is id order. An unpin is decided in this order: the pin must exist
 as given: lifecycle has no ledger, so checking that it points backwards is the ledger's job.
 
 For the working context this module gives the live pins in pin order
-(:meth:`lifecycle.state.LifecycleState.live_pins`), :func:`pin_set_items` (a canonical list,
-the input a caller hashes as canonical JSON) and :func:`pin_set_sha256`, a SHA-256 over a
+(:meth:`registre.lifecycle.state.LifecycleState.live_pins`), :func:`pin_set_items` (a canonical
+list, the input a caller hashes as canonical JSON) and :func:`pin_set_sha256`, a SHA-256 over a
 simple length-prefixed encoding, for callers that want a digest without a JSON
 canonicaliser:
 
@@ -21,10 +21,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 
-from lifecycle.evidence import is_blank
-from lifecycle.model import UNPINNED, Accepted, PinnedItem, PinRequest, Rejected, UnpinRequest
-from lifecycle.reasons import reject
-from lifecycle.state import LifecycleState, Tables
+from registre.lifecycle.evidence import is_blank
+from registre.lifecycle.model import (
+    UNPINNED,
+    Accepted,
+    PinnedItem,
+    PinRequest,
+    Rejected,
+    UnpinRequest,
+)
+from registre.lifecycle.reasons import reject
+from registre.lifecycle.state import LifecycleState, Tables
 
 __all__ = [
     "PIN_DIGEST_PREFIX",

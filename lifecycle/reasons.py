@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from lifecycle.model import Rejected
+from registre.lifecycle.model import Rejected
 
 __all__ = ["REASONS", "reject"]
 

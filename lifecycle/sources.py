@@ -14,9 +14,9 @@ References are never removed, so anything that cited a registered reference keep
 
 from __future__ import annotations
 
-from lifecycle.model import ReadOutcome, ReadRequest, Registered, Rejected, SourceRef
-from lifecycle.reasons import reject
-from lifecycle.state import Tables
+from registre.lifecycle.model import ReadOutcome, ReadRequest, Registered, Rejected, SourceRef
+from registre.lifecycle.reasons import reject
+from registre.lifecycle.state import Tables
 
 __all__ = ["commit_read", "decide_read"]
 

@@ -1,14 +1,14 @@
 """The lifecycle state: references, evidence, conclusions and pins, with their indexes.
 
-A :class:`LifecycleState` is a read-only view over a set of tables. :func:`lifecycle.apply`
+A :class:`LifecycleState` is a read-only view over a set of tables. :func:`registre.lifecycle.apply`
 does not copy the tables (that would cost O(history) per step): it updates the touched rows
 in place and moves the tables into a new state object, *retiring* the old one. Any later use
-of a retired state raises :class:`~lifecycle.errors.StateRetiredError`, so a stale handle can
-never silently read the future. Use :meth:`LifecycleState.copy` (O(size)) to fork a state on
+of a retired state raises :class:`~registre.lifecycle.errors.StateRetiredError`, so a stale handle
+can never silently read the future. Use :meth:`LifecycleState.copy` (O(size)) to fork a state on
 purpose.
 
-Rows are frozen dataclasses from :mod:`lifecycle.model`; a change of status replaces the row.
-Two states are equal when every table and counter is equal (:meth:`snapshot` gives the same
+Rows are frozen dataclasses from :mod:`registre.lifecycle.model`; a change of status replaces the
+row. Two states are equal when every table and counter is equal (:meth:`snapshot` gives the same
 content as plain JSON-able data).
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lifecycle.errors import StateRetiredError
-from lifecycle.model import Conclusion, EvidenceEntry, PinnedItem, SourceRef
+from registre.lifecycle.errors import StateRetiredError
+from registre.lifecycle.model import Conclusion, EvidenceEntry, PinnedItem, SourceRef
 
 __all__ = ["LifecycleState", "Tables"]
 

@@ -1,11 +1,12 @@
 """Build valid audit bundles in memory for the tests: no database, only attest and lifecycle.
 
-A :class:`Thread` signs entries with :func:`attest.entry.sign_entry`, keeps the RFC 9162 tree
-with :mod:`attest.merkle`, decides lifecycle events with :func:`lifecycle.step` (so every
-recorded outcome is the one the rules give) and signs checkpoints with
-:mod:`attest.checkpoint`. Bundles come out of :func:`attest.bundle.bundle_bytes`, exactly as
-an exporter would write them. Tamper helpers (:func:`rezip`, :meth:`Thread.forge`) change a
-bundle the way an attacker could.
+A :class:`Thread` signs entries with :func:`registre.attest.entry.sign_entry`, keeps the RFC 9162
+tree with :mod:`registre.attest.merkle`, decides lifecycle events with
+:func:`registre.lifecycle.step` (so every recorded outcome is the one the rules give) and signs
+checkpoints with :mod:`registre.attest.checkpoint`. Bundles come out of
+:func:`registre.attest.bundle.bundle_bytes`,
+exactly as an exporter would write them. Tamper helpers (:func:`rezip`, :meth:`Thread.forge`)
+change a bundle the way an attacker could.
 """
 
 from __future__ import annotations
@@ -17,24 +18,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from attest.bodies import BodySchemaError
-from attest.bundle import (
+from registre.attest.bodies import BodySchemaError
+from registre.attest.bundle import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
     build_proofs,
     bundle_bytes,
 )
-from attest.bundle_zip import deterministic_zip, read_zip
-from attest.canonical import canonical_bytes
-from attest.checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, open_entry, sign_entry
-from attest.errors import RegistreError
-from attest.keys import Signer
-from attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
-from attest.projection import projection_digest
-from attest.verifier import TrustPolicy
-from lifecycle import (
+from registre.attest.bundle_zip import deterministic_zip, read_zip
+from registre.attest.canonical import canonical_bytes
+from registre.attest.checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, open_entry, sign_entry
+from registre.attest.errors import RegistreError
+from registre.attest.keys import Signer
+from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
+from registre.attest.projection import projection_digest
+from registre.attest.verifier import TrustPolicy
+from registre.lifecycle import (
     ComputeRequest,
     FinalRequest,
     LifecycleState,
@@ -47,7 +48,7 @@ from lifecycle import (
     event_to_body,
     step,
 )
-from lifecycle.context import (
+from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
     ContextEntry,
     ContextState,
@@ -58,7 +59,7 @@ from lifecycle.context import (
     prepare_compaction,
     project,
 )
-from lifecycle.context.events import COMPACTION_ACTOR
+from registre.lifecycle.context.events import COMPACTION_ACTOR
 
 __all__ = [
     "ATTACKER",

@@ -6,15 +6,15 @@ the tail, summaries are replaced, the header is refreshed); between two compacti
 only appends entries to its tail. So a snapshot taken right after a compaction, plus the
 entries after it, is all a fold needs -- and a projection shows that tail anyway. Appending any
 other entry writes nothing here (an append stays as cheap as before); a ``context.compaction``
-writes its snapshot in the same transaction as the entry (:mod:`ledger.context_store`).
+writes its snapshot in the same transaction as the entry (:mod:`registre.ledger.context_store`).
 
 :func:`fold_context` rebuilds the fold at any ``at``: the latest snapshot at or before ``at``,
-restored with the entries from its boundary (:func:`lifecycle.context.restore_state`), then the
-entries up to ``at`` folded on. It reads O(snapshot + tail + entries since the compaction): in
-proportion to the context, never to the history behind the summaries.
+restored with the entries from its boundary (:func:`registre.lifecycle.context.restore_state`),
+then the entries up to ``at`` folded on. It reads O(snapshot + tail + entries since the
+compaction): in proportion to the context, never to the history behind the summaries.
 
-**The stored form** is :func:`lifecycle.context.state_snapshot` with one difference: the pin
-table keeps only the pins that are live, or that were made by an entry of the tail
+**The stored form** is :func:`registre.lifecycle.context.state_snapshot` with one difference: the
+pin table keeps only the pins that are live, or that were made by an entry of the tail
 (``entry seq >= boundary``). The pins left out are unpinned and folded away; no projection
 shows them and no rule reads their text -- only that they exist, so that a later unpin of one
 is decided ``inactive_pin`` rather than ``unknown_pin``. Pin ids are ``pin-1 .. pin-(next-1)``
@@ -38,17 +38,17 @@ from typing import Any, Final
 from sqlalchemy import BigInteger, Connection, Table, bindparam, select
 from sqlmodel import Field
 
-from ledger.errors import StoreCorruptError
-from ledger.store.schema import LedgerModel, metadata, tables
-from lifecycle import LifecycleFormatError, ReplayMismatchError
-from lifecycle.context import (
+from registre.ledger.errors import StoreCorruptError
+from registre.ledger.store.schema import LedgerModel, metadata, tables
+from registre.lifecycle import LifecycleFormatError, ReplayMismatchError
+from registre.lifecycle.context import (
     CompactionVerificationError,
     ContextEntry,
     ContextState,
     restore_state,
     state_snapshot,
 )
-from lifecycle.model import LIVE, UNPINNED
+from registre.lifecycle.model import LIVE, UNPINNED
 
 __all__ = [
     "CONTEXT_SNAPSHOT",

@@ -29,11 +29,11 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, 
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
-from ledger.errors import LedgerNotFoundError, SchemaVersionError
-from ledger.store.context_snapshots import add_context_snapshots
-from ledger.store.fold import add_lifecycle_tables
-from ledger.store.schema import SCHEMA_VERSION, metadata, tables
-from ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
+from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
+from registre.ledger.store.context_snapshots import add_context_snapshots
+from registre.ledger.store.fold import add_lifecycle_tables
+from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
+from registre.ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

@@ -1,12 +1,12 @@
 """The lifecycle fold of one thread, and the derived-table rows it implies.
 
 A :class:`ThreadFold` folds a thread's lifecycle entries in seq order through
-:func:`lifecycle.apply` -- which re-decides every request and refuses an outcome the rules do
-not give -- and turns each event into :class:`Change` records for the derived tables of
-:mod:`ledger.store.derived`. Every path that fills those tables goes through it:
+:func:`registre.lifecycle.apply` -- which re-decides every request and refuses an outcome the rules
+do not give -- and turns each event into :class:`Change` records for the derived tables of
+:mod:`registre.ledger.store.derived`. Every path that fills those tables goes through it:
 
-* the writer (:mod:`ledger.lifecycle_store`) applies the changes of the one event it appends,
-  in the append's transaction (:func:`write_changes`);
+* the writer (:mod:`registre.ledger.lifecycle_store`) applies the changes of the one event it
+  appends, in the append's transaction (:func:`write_changes`);
 * :func:`rebuild_thread` folds the whole thread in memory and inserts the final rows;
 * ``registre verify --db`` folds in memory and compares (:func:`compare_derived`).
 
@@ -28,16 +28,16 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Table, bindparam, select, text
 
-from attest.errors import RefusedError
-from ledger.errors import StoreCorruptError
-from ledger.store.derived import (
+from registre.attest.errors import RefusedError
+from registre.ledger.errors import StoreCorruptError
+from registre.ledger.store.derived import (
     DERIVED_TABLES,
     LIFECYCLE_ENTRY_INDEX,
     LIFECYCLE_KIND_SQL,
     derived,
 )
-from ledger.store.schema import metadata, tables
-from lifecycle import (
+from registre.ledger.store.schema import metadata, tables
+from registre.lifecycle import (
     Accepted,
     Event,
     LifecycleFormatError,
@@ -53,7 +53,7 @@ from lifecycle import (
     apply,
     parse_body,
 )
-from lifecycle.codec import KINDS
+from registre.lifecycle.codec import KINDS
 
 __all__ = [
     "KEY_COLUMNS",
@@ -150,7 +150,7 @@ class ThreadFold:
     """The lifecycle state of ``thread`` after its entries ``0 .. size-1``, and (with
     ``keep_rows``) the derived rows they imply, in ``rows``.
 
-    ``state`` is replaced by every fold step (:func:`lifecycle.apply` retires the old one);
+    ``state`` is replaced by every fold step (:func:`registre.lifecycle.apply` retires the old one);
     never hand it out without :meth:`LifecycleState.copy`.
     """
 

@@ -1,7 +1,7 @@
-"""Stored subtree hashes as an :class:`attest.merkle.HashSource`.
+"""Stored subtree hashes as an :class:`registre.attest.merkle.HashSource`.
 
 Every append stores exactly the complete subtrees it finished
-(:meth:`attest.merkle.CompactRange.append`), so the ``subtree`` table holds every complete
+(:meth:`registre.attest.merkle.CompactRange.append`), so the ``subtree`` table holds every complete
 subtree of the thread's tree. A proof or a past root then costs one indexed read per hash it
 needs -- O(log n) -- never a pass over the thread.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, bindparam, select
 
-from attest.errors import ProofBoundsError
-from ledger.errors import StoreCorruptError
-from ledger.store.schema import tables
+from registre.attest.errors import ProofBoundsError
+from registre.ledger.errors import StoreCorruptError
+from registre.ledger.store.schema import tables
 
 __all__ = ["StoredHashSource"]
 

@@ -8,18 +8,18 @@ normative description; this module is its code.
 * ``entry`` -- leaf ``seq`` of a thread: the leaf bytes exactly as signed, their leaf hash,
   and copies of ``kind`` and ``time`` for listing (the leaf is authoritative).
 * ``subtree`` -- the hash of every complete subtree (level, index) the thread's tree has
-  completed, exactly what :meth:`attest.merkle.CompactRange.append` returned; proofs read
+  completed, exactly what :meth:`registre.attest.merkle.CompactRange.append` returned; proofs read
   O(log n) of them.
 * ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size). Witness cosignature
   lines are appended to ``note`` as they are collected; nothing else ever changes.
 
-The derived lifecycle tables (version 3) are declared in :mod:`ledger.store.derived`, on the
-same ``MetaData``: caches of the lifecycle fold, not append-only; so is the derived
-``context_snapshot`` table (version 4, :mod:`ledger.store.context_snapshots`).
+The derived lifecycle tables (version 3) are declared in :mod:`registre.ledger.store.derived`, on
+the same ``MetaData``: caches of the lifecycle fold, not append-only; so is the derived
+``context_snapshot`` table (version 4, :mod:`registre.ledger.store.context_snapshots`).
 
 ``entry``, ``subtree``, ``checkpoint``, ``public_key`` and ``schema_version`` are append-only
-(see :mod:`ledger.store.triggers`; a checkpoint note may only grow). The tables live in their
-own SQLAlchemy ``MetaData`` so other packages' models never end up in the ledger database by
+(see :mod:`registre.ledger.store.triggers`; a checkpoint note may only grow). The tables live in
+their own SQLAlchemy ``MetaData`` so other packages' models never end up in the ledger database by
 accident.
 """
 

@@ -4,17 +4,18 @@ The witness side remembers, per log origin, the last checkpoint it cosigned, and
 one only after checking the log's signature and a consistency proof from it, so a log that
 forks or rolls back its history is refused and caught (THREATS rows 4, 6, 7):
 
-* :mod:`ledger.witness.protocol` -- the ``add-checkpoint`` request and response formats;
-* :mod:`ledger.witness.state` -- the witness's SQLite state (followed logs, latest checkpoint
-  per origin, every cosigned checkpoint, evidence of inconsistent ones);
-* :mod:`ledger.witness.witness` -- the checks, in the order of the specification, and the
+* :mod:`registre.ledger.witness.protocol` -- the ``add-checkpoint`` request and response formats;
+* :mod:`registre.ledger.witness.state` -- the witness's SQLite state (followed logs, latest
+  checkpoint per origin, every cosigned checkpoint, evidence of inconsistent ones);
+* :mod:`registre.ledger.witness.witness` -- the checks, in the order of the specification, and the
   atomic check-and-store step;
-* :mod:`ledger.witness.server` -- the HTTP server (aiohttp).
+* :mod:`registre.ledger.witness.server` -- the HTTP server (aiohttp).
 
 The log side sends a thread's checkpoint to witnesses and stores the cosignatures they return:
 
-* :mod:`ledger.witness.client` -- ``collect_cosignatures`` over HTTP, retrying once after 409;
-* :mod:`ledger.witness.logside` -- witnessing a ledger thread's checkpoint.
+* :mod:`registre.ledger.witness.client` -- ``collect_cosignatures`` over HTTP, retrying once after
+  409;
+* :mod:`registre.ledger.witness.logside` -- witnessing a ledger thread's checkpoint.
 
 ``specs/witness.md`` is the normative description.
 """

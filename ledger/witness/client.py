@@ -30,12 +30,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from attest.checkpoint import Checkpoint
-from attest.cosignature import CosignatureVerifier
-from attest.errors import RegistreError, VerificationError
-from attest.note import DuplicateSignatureError, append_signature, parse_note
-from ledger.witness.errors import WitnessQuorumError, WitnessSpecError
-from ledger.witness.protocol import (
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.cosignature import CosignatureVerifier
+from registre.attest.errors import RegistreError, VerificationError
+from registre.attest.note import DuplicateSignatureError, append_signature, parse_note
+from registre.ledger.witness.errors import WitnessQuorumError, WitnessSpecError
+from registre.ledger.witness.protocol import (
     ADD_CHECKPOINT_PATH,
     MAX_RESPONSE_BYTES,
     AddCheckpointRequest,

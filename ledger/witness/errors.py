@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from attest.errors import MalformedError, QuorumNotMetError, RefusedError, VerificationError
+from registre.attest.errors import (
+    MalformedError,
+    QuorumNotMetError,
+    RefusedError,
+    VerificationError,
+)
 
 __all__ = [
     "InconsistentCheckpointError",

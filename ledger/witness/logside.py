@@ -5,11 +5,11 @@
 1. the stored checkpoint at the requested size (signed and stored first if new);
 2. for each witness, the size it was last known to hold: the largest stored checkpoint of
    the thread carrying a valid cosignature from its key (0 if none);
-3. :func:`~ledger.witness.client.collect_cosignatures`, with consistency proofs from the
+3. :func:`~registre.ledger.witness.client.collect_cosignatures`, with consistency proofs from the
    ledger's stored subtree hashes;
 4. the verified cosignatures appended to the stored note
-   (:meth:`ledger.thread.Thread.add_cosignatures`) -- also when the quorum is not met, before
-   WitnessQuorumError is raised again, so nothing a witness signed is lost.
+   (:meth:`registre.ledger.thread.Thread.add_cosignatures`) -- also when the quorum is not met,
+   before WitnessQuorumError is raised again, so nothing a witness signed is lost.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attest.errors import VerificationError
-from attest.note import parse_note
-from ledger.thread import StoredCheckpoint, Thread
-from ledger.witness.client import (
+from registre.attest.errors import VerificationError
+from registre.attest.note import parse_note
+from registre.ledger.thread import StoredCheckpoint, Thread
+from registre.ledger.witness.client import (
     CollectedCosignatures,
     WitnessEndpoint,
     WitnessOutcome,
     collect_cosignatures,
 )
-from ledger.witness.errors import WitnessQuorumError
+from registre.ledger.witness.errors import WitnessQuorumError
 
 __all__ = ["WitnessedCheckpoint", "last_cosigned_sizes", "witness_checkpoint"]
 

@@ -9,7 +9,7 @@ Request body (``POST <prefix>/add-checkpoint``), every line ending in ``\\n``::
 
 Answers: 200 with one or more cosignature lines (``— NAME BASE64(key id ‖ time ‖ sig)\\n``);
 409 with the stored tree size in decimal and a newline, ``Content-Type: text/x.tlog.size``;
-other refusals with their status (see :mod:`ledger.witness.errors`).
+other refusals with their status (see :mod:`registre.ledger.witness.errors`).
 
 Parsing checks form only; nothing here verifies a signature or a proof.
 """
@@ -22,12 +22,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attest.checkpoint import Checkpoint
-from attest.errors import CheckpointFormatError, NoteFormatError
-from attest.merkle import HASH_SIZE, MAX_TREE_SIZE
-from attest.note import NoteSignature, parse_note
-from attest.proofs import MAX_PROOF_HASHES
-from ledger.witness.errors import RequestFormatError, RequestTooLargeError, TreeTooLargeError
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.errors import CheckpointFormatError, NoteFormatError
+from registre.attest.merkle import HASH_SIZE, MAX_TREE_SIZE
+from registre.attest.note import NoteSignature, parse_note
+from registre.attest.proofs import MAX_PROOF_HASHES
+from registre.ledger.witness.errors import (
+    RequestFormatError,
+    RequestTooLargeError,
+    TreeTooLargeError,
+)
 
 __all__ = [
     "ADD_CHECKPOINT_PATH",

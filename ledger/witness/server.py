@@ -1,12 +1,12 @@
 """The witness's HTTP server: C2SP ``tlog-witness`` ``POST /add-checkpoint`` on aiohttp.
 
 * One route, ``POST /add-checkpoint``; other paths are 404, other methods 405.
-* Bodies above :data:`~ledger.witness.protocol.MAX_REQUEST_BYTES` are refused with 413
+* Bodies above :data:`~registre.ledger.witness.protocol.MAX_REQUEST_BYTES` are refused with 413
   before they are read in full.
 * The checks, the cosignature and the SQLite transaction run on a small thread pool
   (:meth:`Witness.handle <ledger.witness.witness.Witness.handle>`), so the event loop keeps
   accepting requests while a commit waits for the disk; atomicity comes from the database
-  (:meth:`~ledger.witness.state.WitnessState.advance`), not from the loop.
+  (:meth:`~registre.ledger.witness.state.WitnessState.advance`), not from the loop.
 * One log line per request: method, path, origin, status, milliseconds.
 * :func:`serve` binds the socket first (port 0 picks a free port), announces the address,
   and runs until SIGTERM or SIGINT, then stops accepting, lets running requests finish
@@ -25,8 +25,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from ledger.witness.protocol import ADD_CHECKPOINT_PATH, MAX_REQUEST_BYTES
-from ledger.witness.witness import Witness
+from registre.ledger.witness.protocol import ADD_CHECKPOINT_PATH, MAX_REQUEST_BYTES
+from registre.ledger.witness.witness import Witness
 
 __all__ = ["ACCESS_LOGGER", "RequestLogger", "create_app", "parse_listen", "serve"]
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from attest.checkpoint import Checkpoint
-from attest.merkle import empty_root
-from ledger.witness.errors import WitnessStateError
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.merkle import empty_root
+from registre.ledger.witness.errors import WitnessStateError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",

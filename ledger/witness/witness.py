@@ -2,14 +2,14 @@
 cosigns it only if every check passes.
 
 :meth:`Witness.add_checkpoint`, for a request already read by
-:meth:`~ledger.witness.protocol.AddCheckpointRequest.parse` (400/413 for bad form):
+:meth:`~registre.ledger.witness.protocol.AddCheckpointRequest.parse` (400/413 for bad form):
 
 1. some followed log covers the checkpoint's origin, else UnknownLogError (404);
 2. the note verifies under the keys of those logs -- at least one signature, none failing
    (signatures from other keys are ignored) -- else LogSignatureError (403);
 3. ``old`` is at most the checkpoint's size, else OldSizeTooLargeError (400);
 
-then, in one write transaction (:meth:`ledger.witness.state.WitnessState.advance`):
+then, in one write transaction (:meth:`registre.ledger.witness.state.WitnessState.advance`):
 
 4. ``old`` equals the size held for the origin (0 if none), else OldSizeConflictError (409,
    with the held size);
@@ -22,7 +22,7 @@ then, in one write transaction (:meth:`ledger.witness.state.WitnessState.advance
    cosignature line returned.
 
 A checkpoint refused at step 5 or 6 carries a valid log signature: it is kept as evidence
-(:meth:`~ledger.witness.state.WitnessState.record_evidence`).
+(:meth:`~registre.ledger.witness.state.WitnessState.record_evidence`).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attest.cosignature import CosignatureSigner
-from attest.errors import RegistreError, VerificationError
-from attest.keys import Verifier
-from attest.note import open_note
-from attest.proofs import verify_consistency
-from ledger.witness.errors import (
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.errors import RegistreError, VerificationError
+from registre.attest.keys import Verifier
+from registre.attest.note import open_note
+from registre.attest.proofs import verify_consistency
+from registre.ledger.witness.errors import (
     InconsistentCheckpointError,
     LogSignatureError,
     OldSizeConflictError,
@@ -46,13 +46,13 @@ from ledger.witness.errors import (
     UnknownLogError,
     WitnessRefusal,
 )
-from ledger.witness.protocol import (
+from registre.ledger.witness.protocol import (
     COSIGNATURE_CONTENT_TYPE,
     SIZE_CONTENT_TYPE,
     AddCheckpointRequest,
     encode_size_body,
 )
-from ledger.witness.state import LatestCheckpoint, WitnessState
+from registre.ledger.witness.state import LatestCheckpoint, WitnessState
 
 __all__ = ["Witness", "WitnessResponse"]
 

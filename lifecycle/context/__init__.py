@@ -7,10 +7,10 @@ entry (persist it with :func:`state_snapshot`, load it with :func:`restore_state
 model call, ``body = prepare_compaction(state, policy, counter, summarizer)``
 and, if not ``None``, append it as a ``context.compaction`` entry (and apply it); then
 ``projection = project(state, budget, policy, counter)`` and record the ``model.call`` with
-the projection's digest (``attest.projection.projection_digest``).
+the projection's digest (``registre.attest.projection.projection_digest``).
 """
 
-from lifecycle.context.compaction import (
+from registre.lifecycle.context.compaction import (
     MIN_SUMMARY_TOKENS,
     SUMMARY_LINE_KIND,
     CompactionPlan,
@@ -19,7 +19,7 @@ from lifecycle.context.compaction import (
     plan_compaction,
     summary_tokens,
 )
-from lifecycle.context.errors import (
+from registre.lifecycle.context.errors import (
     CompactionEmptySummaryError,
     CompactionFoldsRecentTurnsError,
     CompactionOverShareError,
@@ -44,12 +44,16 @@ from lifecycle.context.errors import (
     TokenCounterUnavailableError,
     UnknownTokenCounterError,
 )
-from lifecycle.context.events import compaction_body, prepare_compaction, validate_compaction
-from lifecycle.context.fold import ContextState
-from lifecycle.context.lineage import quoted_spans
-from lifecycle.context.model import SECTIONS, ContextEntry, Message, Summary, SummaryLine
-from lifecycle.context.policy import Policy, parse_policy
-from lifecycle.context.projection import (
+from registre.lifecycle.context.events import (
+    compaction_body,
+    prepare_compaction,
+    validate_compaction,
+)
+from registre.lifecycle.context.fold import ContextState
+from registre.lifecycle.context.lineage import quoted_spans
+from registre.lifecycle.context.model import SECTIONS, ContextEntry, Message, Summary, SummaryLine
+from registre.lifecycle.context.policy import Policy, parse_policy
+from registre.lifecycle.context.projection import (
     STATUSES,
     Manifest,
     ManifestRun,
@@ -57,11 +61,11 @@ from lifecycle.context.projection import (
     context_tokens,
     project,
 )
-from lifecycle.context.record import CompactionRecord, parse_compaction
-from lifecycle.context.render import entry_text
-from lifecycle.context.snapshot import restore_state, state_snapshot
-from lifecycle.context.summarize import ExtractiveSummarizer, PromptSummarizer, Summarizer
-from lifecycle.context.tokens import (
+from registre.lifecycle.context.record import CompactionRecord, parse_compaction
+from registre.lifecycle.context.render import entry_text
+from registre.lifecycle.context.snapshot import restore_state, state_snapshot
+from registre.lifecycle.context.summarize import ExtractiveSummarizer, PromptSummarizer, Summarizer
+from registre.lifecycle.context.tokens import (
     DEFAULT_COUNTER_NAME,
     DefaultTokenCounter,
     TiktokenCounter,

@@ -18,12 +18,12 @@ context still fits the budget):
    folded again into the new one (pointers kept), which may take half the summary share.
 
 If the live pins alone exceed the budget it raises
-:class:`~lifecycle.context.errors.PinsOverBudgetError`; if no plan fits the budget (the most
-recent turns are too big) :class:`~lifecycle.context.errors.RecentTurnsOverBudgetError`;
-both say by how many tokens.
+:class:`~registre.lifecycle.context.errors.PinsOverBudgetError`; if no plan fits the budget (the
+most recent turns are too big)
+:class:`~registre.lifecycle.context.errors.RecentTurnsOverBudgetError`; both say by how many tokens.
 
 ``check_summary`` is the controller's gate between a summarizer and the ledger: each refusal
-is its own :class:`~lifecycle.context.errors.SummaryRefusedError` subclass.
+is its own :class:`~registre.lifecycle.context.errors.SummaryRefusedError` subclass.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from lifecycle.context.errors import (
+from registre.lifecycle.context.errors import (
     ContextBudgetError,
     EmptySummaryError,
     InventedQuoteError,
@@ -42,17 +42,17 @@ from lifecycle.context.errors import (
     SummaryOverShareError,
     SummaryPointerOutsideRangeError,
 )
-from lifecycle.context.fold import ContextState, TailItem, protected_start, safe_cuts
-from lifecycle.context.lineage import (
+from registre.lifecycle.context.fold import ContextState, TailItem, protected_start, safe_cuts
+from registre.lifecycle.context.lineage import (
     check_line_quotes,
     check_lines_present,
     check_pointers_inside,
 )
-from lifecycle.context.model import Span, Summary, SummaryLine
-from lifecycle.context.policy import Policy
-from lifecycle.context.projection import context_tokens, live_pin_tokens
-from lifecycle.context.render import message_tokens, stub_message, summary_message
-from lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.context.model import Span, Summary, SummaryLine
+from registre.lifecycle.context.policy import Policy
+from registre.lifecycle.context.projection import context_tokens, live_pin_tokens
+from registre.lifecycle.context.render import message_tokens, stub_message, summary_message
+from registre.lifecycle.context.tokens import TokenCounter
 
 __all__ = [
     "MIN_SUMMARY_TOKENS",

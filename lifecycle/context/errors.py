@@ -2,16 +2,16 @@
 
 Three families, as everywhere in registre:
 
-* **refusals** (:class:`~lifecycle.errors.RefusedError`, nothing was changed): a context that
-  cannot fit its budget (:class:`ContextBudgetError` and its subclasses, each saying by how
+* **refusals** (:class:`~registre.lifecycle.errors.RefusedError`, nothing was changed): a context
+  that cannot fit its budget (:class:`ContextBudgetError` and its subclasses, each saying by how
   many tokens), a summary the controller will not record (:class:`SummaryRefusedError` and
   its subclasses), a plan used against a state that moved on (:class:`StalePlanError`), a token
   counter that cannot be loaded (:class:`TokenCounterUnavailableError`);
-* **failed verification** (:class:`~lifecycle.errors.VerificationError`): a recorded
+* **failed verification** (:class:`~registre.lifecycle.errors.VerificationError`): a recorded
   ``context.compaction`` that breaks a rule when replayed (:class:`CompactionVerificationError`
   and its subclasses, one per rule), or a counter name the verifier does not have
   (:class:`UnknownTokenCounterError`);
-* **malformed input** is :class:`~lifecycle.errors.LifecycleFormatError` (a body, policy or
+* **malformed input** is :class:`~registre.lifecycle.errors.LifecycleFormatError` (a body, policy or
   summary of the wrong shape), whose message starts with the field path.
 
 Shape problems and refusals never leave a state half-changed.
@@ -19,7 +19,7 @@ Shape problems and refusals never leave a state half-changed.
 
 from __future__ import annotations
 
-from lifecycle.errors import RefusedError, VerificationError
+from registre.lifecycle.errors import RefusedError, VerificationError
 
 __all__ = [
     "CompactionEmptySummaryError",
@@ -77,7 +77,7 @@ class RecentTurnsOverBudgetError(ContextBudgetError):
 
 class ProjectionOverBudgetError(ContextBudgetError):
     """The context as the ledger now has it does not fit the budget: plan and record a
-    compaction first (:func:`lifecycle.context.compaction.plan_compaction`)."""
+    compaction first (:func:`registre.lifecycle.context.compaction.plan_compaction`)."""
 
 
 # --- summaries, before they are recorded -----------------------------------------------------

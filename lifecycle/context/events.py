@@ -8,7 +8,7 @@ refusal or a failing summarizer leaves the ledger untouched.
 Verifying (the offline verifier, entry by entry): :func:`validate_compaction` checks a
 recorded compaction against the context state just before it, in the numbered steps of
 ``specs/context.md`` section 7, each failure its own
-:class:`~lifecycle.context.errors.CompactionVerificationError` subclass. It does not change
+:class:`~registre.lifecycle.context.errors.CompactionVerificationError` subclass. It does not change
 the state; apply the entry afterwards with :meth:`ContextState.apply`.
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from lifecycle.context.compaction import CompactionPlan, check_summary, plan_compaction
-from lifecycle.context.errors import (
+from registre.lifecycle.context.compaction import CompactionPlan, check_summary, plan_compaction
+from registre.lifecycle.context.errors import (
     CompactionEmptySummaryError,
     CompactionFoldsRecentTurnsError,
     CompactionOverShareError,
@@ -29,19 +29,19 @@ from lifecycle.context.errors import (
     CompactionTokensError,
     StalePlanError,
 )
-from lifecycle.context.fold import ContextState, protected_start, safe_cuts
-from lifecycle.context.lineage import (
+from registre.lifecycle.context.fold import ContextState, protected_start, safe_cuts
+from registre.lifecycle.context.lineage import (
     check_line_quotes,
     check_lines_present,
     check_pointers_inside,
 )
-from lifecycle.context.model import ContextEntry, Summary
-from lifecycle.context.policy import Policy
-from lifecycle.context.projection import context_tokens
-from lifecycle.context.record import CompactionRecord, parse_compaction, record_to_body
-from lifecycle.context.render import message_tokens, summary_message
-from lifecycle.context.summarize import Summarizer
-from lifecycle.context.tokens import TokenCounter, resolve_counter
+from registre.lifecycle.context.model import ContextEntry, Summary
+from registre.lifecycle.context.policy import Policy
+from registre.lifecycle.context.projection import context_tokens
+from registre.lifecycle.context.record import CompactionRecord, parse_compaction, record_to_body
+from registre.lifecycle.context.render import message_tokens, summary_message
+from registre.lifecycle.context.summarize import Summarizer
+from registre.lifecycle.context.tokens import TokenCounter, resolve_counter
 
 __all__ = [
     "COMPACTION_ACTOR",
@@ -134,7 +134,7 @@ def validate_compaction(
     7. the summary is non-blank and its message fits the summary share the live summaries it
        does not fold leave (CompactionEmptySummaryError, CompactionOverShareError);
     8. every quoted span is in an entry its line points at (CompactionQuoteError), searching
-       ``entries_text_by_seq`` (seq -> :func:`~lifecycle.context.render.entry_text`);
+       ``entries_text_by_seq`` (seq -> :func:`~registre.lifecycle.context.render.entry_text`);
     9. the pin-set digest is that of the pins live now: pins carried verbatim
        (CompactionPinSetError);
     10. ``tokens_before`` and ``tokens_after`` are what the counter gives

@@ -2,7 +2,7 @@
 
 The state holds exactly what a projection needs (``specs/context.md`` section 2):
 
-* the **pins**: a pins-only :class:`~lifecycle.state.LifecycleState` fed the thread's
+* the **pins**: a pins-only :class:`~registre.lifecycle.state.LifecycleState` fed the thread's
   ``context.pin`` / ``context.unpin`` events (pin ids depend on pin events only, so they are
   the ids the full lifecycle gives), and the entry each pin was made by;
 * the **header**: the pins live at the last compaction, task parameters first, then the
@@ -20,10 +20,10 @@ entries only.
 
 A compaction entry is applied only if its range starts and ends at fold boundaries, lies
 before the entry, and its stubs are tool results of the kept tail (raising
-:class:`~lifecycle.context.errors.CompactionRangeError` /
-:class:`~lifecycle.context.errors.CompactionStubError`; the state is unchanged then). The
+:class:`~registre.lifecycle.context.errors.CompactionRangeError` /
+:class:`~registre.lifecycle.context.errors.CompactionStubError`; the state is unchanged then). The
 policy, lineage, pin and token rules are checked by
-:func:`lifecycle.context.events.validate_compaction`, which a verifier calls first.
+:func:`registre.lifecycle.context.events.validate_compaction`, which a verifier calls first.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from lifecycle.codec import parse_body
-from lifecycle.context.errors import CompactionRangeError, CompactionStubError
-from lifecycle.context.model import ContextEntry, Message, SummaryLine
-from lifecycle.context.record import CompactionRecord, parse_compaction
-from lifecycle.context.render import (
+from registre.lifecycle.codec import parse_body
+from registre.lifecycle.context.errors import CompactionRangeError, CompactionStubError
+from registre.lifecycle.context.model import ContextEntry, Message, SummaryLine
+from registre.lifecycle.context.record import CompactionRecord, parse_compaction
+from registre.lifecycle.context.render import (
     entry_text,
     message_tokens,
     pin_message,
@@ -46,11 +46,11 @@ from lifecycle.context.render import (
     tail_message,
     unpin_message,
 )
-from lifecycle.context.tokens import TokenCounter
-from lifecycle.machine import apply as apply_event
-from lifecycle.model import Accepted, PinnedItem
-from lifecycle.pins import pin_set_sha256
-from lifecycle.state import LifecycleState
+from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.machine import apply as apply_event
+from registre.lifecycle.model import Accepted, PinnedItem
+from registre.lifecycle.pins import pin_set_sha256
+from registre.lifecycle.state import LifecycleState
 
 __all__ = [
     "ContextState",
@@ -271,7 +271,7 @@ class ContextState:
         return self._pin_entry[pin_id]
 
     def pin_set_sha256(self) -> str:
-        """:func:`lifecycle.pins.pin_set_sha256` of the pins live now."""
+        """:func:`registre.lifecycle.pins.pin_set_sha256` of the pins live now."""
         return pin_set_sha256(self._pins)
 
     def copy(self) -> ContextState:
@@ -297,8 +297,8 @@ class ContextState:
         """Fold ``entry`` (which must be entry ``at + 1``).
 
         Raises ValueError for an entry out of order,
-        :class:`~lifecycle.errors.LifecycleFormatError` for a body the context cannot read,
-        :class:`~lifecycle.errors.ReplayMismatchError` for a pin or unpin whose recorded
+        :class:`~registre.lifecycle.errors.LifecycleFormatError` for a body the context cannot read,
+        :class:`~registre.lifecycle.errors.ReplayMismatchError` for a pin or unpin whose recorded
         outcome the lifecycle rules do not give, and ``CompactionRangeError`` /
         ``CompactionStubError`` / ``CompactionPointerError`` /
         ``CompactionEmptySummaryError`` for a compaction that cannot be applied. On any

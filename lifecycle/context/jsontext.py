@@ -5,7 +5,7 @@ simple: object members sorted by the UTF-16 code units of their names, no insign
 whitespace, integers in decimal, strings with only ``"``, ``\\`` and U+0000..U+001F escaped
 (``\\b \\t \\n \\f \\r`` short, the others ``\\u00xx`` in lowercase hex). lifecycle may not import
 attest, so this module writes that text itself; ``tests/lifecycle/context`` checks it against
-:func:`attest.canonical.canonical_bytes`.
+:func:`registre.attest.canonical.canonical_bytes`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = ["canonical_text", "escape_string"]
 
@@ -41,8 +41,8 @@ def escape_string(text: str) -> str:
 def canonical_text(value: object, path: str = "value") -> str:
     """The RFC 8785 text of ``value``: ``dict`` (``str`` keys), ``list``, ``tuple``, ``str``,
     ``int`` within +/-(2^53-1), ``bool``, ``None``. Raises
-    :class:`~lifecycle.errors.LifecycleFormatError` naming the path of anything else (floats
-    included)."""
+    :class:`~registre.lifecycle.errors.LifecycleFormatError` naming the path of anything else
+    (floats included)."""
     parts: list[str] = []
     _write(value, path, parts)
     return "".join(parts)

@@ -1,6 +1,7 @@
 """Checked lineage: the rules every summary line obeys, before it is recorded
-(:func:`lifecycle.context.compaction.check_summary`, refusals) and when a recorded compaction
-is replayed (:func:`lifecycle.context.events.validate_compaction`, verification errors).
+(:func:`registre.lifecycle.context.compaction.check_summary`, refusals) and when a recorded
+compaction is replayed (:func:`registre.lifecycle.context.events.validate_compaction`, verification
+errors).
 
 Each check takes the exception class to raise, so both callers share one implementation and
 each raises its own family.
@@ -9,7 +10,7 @@ each raises its own family.
 ``“`` opens a span closed by the next ``”``, and a ``"`` opens a span closed by the next
 ``"``; the text between the marks is the span. An opening mark with no closing mark opens
 nothing. Every non-empty span must occur, as a substring (so byte for byte in UTF-8), in the
-:func:`~lifecycle.context.render.entry_text` of at least one entry the line points at.
+:func:`~registre.lifecycle.context.render.entry_text` of at least one entry the line points at.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from lifecycle.context.model import Span, SummaryLine
+from registre.lifecycle.context.model import Span, SummaryLine
 
 __all__ = ["check_line_quotes", "check_lines_present", "check_pointers_inside", "quoted_spans"]
 

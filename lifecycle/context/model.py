@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
     "SECTIONS",
@@ -69,7 +69,7 @@ class SummaryLine:
     """One line of a structured summary: what ``text`` says stands for the ledger entries
     ``pointers`` (coalesced spans). Construction refuses an unknown section, a text that is
     not a string, and pointers that are not a coalesced, non-empty span tuple
-    (:class:`~lifecycle.errors.LifecycleFormatError`)."""
+    (:class:`~registre.lifecycle.errors.LifecycleFormatError`)."""
 
     section: str
     text: str
@@ -118,7 +118,7 @@ class Summary:
 
 def coalesce(spans: Iterable[Span]) -> tuple[Span, ...]:
     """The one spelling of the union of ``spans``: sorted, merged where they overlap or
-    touch. Raises :class:`~lifecycle.errors.LifecycleFormatError` for a span with
+    touch. Raises :class:`~registre.lifecycle.errors.LifecycleFormatError` for a span with
     ``first > last`` or a negative number."""
     ordered = sorted(spans)
     merged: list[Span] = []

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from lifecycle.errors import LifecycleFormatError
-from lifecycle.jsonshape import read_object, read_uint
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.jsonshape import read_object, read_uint
 
 __all__ = ["POLICY_FIELDS", "Policy", "parse_policy"]
 
@@ -39,7 +39,7 @@ class Policy:
     * ``summary_share_permille``: the share of the budget all live summaries may take
       together (1..1000).
 
-    Construction raises :class:`~lifecycle.errors.LifecycleFormatError` for values out of
+    Construction raises :class:`~registre.lifecycle.errors.LifecycleFormatError` for values out of
     range.
     """
 
@@ -89,7 +89,7 @@ class Policy:
 
 def parse_policy(value: object, path: str = "policy") -> Policy:
     """The policy JSON ``value`` encodes: exactly the six integer fields. Raises
-    :class:`~lifecycle.errors.LifecycleFormatError` naming the field otherwise."""
+    :class:`~registre.lifecycle.errors.LifecycleFormatError` naming the field otherwise."""
     fields = read_object(value, path, POLICY_FIELDS)
     numbers = {name: read_uint(fields[name], f"{path}.{name}") for name in POLICY_FIELDS}
     try:

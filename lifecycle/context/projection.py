@@ -14,8 +14,8 @@ the stable prefix length in messages and tokens.
 
 Cost: O(header + live summaries + their pointer spans + tail), independent of the length of
 the history behind the summaries. ``project`` never cuts anything silently: a context over
-the budget raises :class:`~lifecycle.context.errors.PinsOverBudgetError` (the pins alone do
-not fit) or :class:`~lifecycle.context.errors.ProjectionOverBudgetError` (compact first).
+the budget raises :class:`~registre.lifecycle.context.errors.PinsOverBudgetError` (the pins alone do
+not fit) or :class:`~registre.lifecycle.context.errors.ProjectionOverBudgetError` (compact first).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Final
 
-from lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
-from lifecycle.context.fold import ContextState
-from lifecycle.context.model import Message
-from lifecycle.context.policy import Policy
-from lifecycle.context.render import message_tokens, pin_message
-from lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
+from registre.lifecycle.context.fold import ContextState
+from registre.lifecycle.context.model import Message
+from registre.lifecycle.context.policy import Policy
+from registre.lifecycle.context.render import message_tokens, pin_message
+from registre.lifecycle.context.tokens import TokenCounter
 
 __all__ = [
     "PROJECTION_FORMAT",

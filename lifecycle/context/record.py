@@ -2,12 +2,12 @@
 section 7), and written back with :func:`record_to_body`.
 
 :func:`parse_compaction` checks the shape (raising
-:class:`~lifecycle.errors.LifecycleFormatError` with the field path) and the rules that need
-nothing but the body: a summary is present exactly when a range is folded
+:class:`~registre.lifecycle.errors.LifecycleFormatError` with the field path) and the rules that
+need nothing but the body: a summary is present exactly when a range is folded
 (:class:`CompactionEmptySummaryError`); every pointer lies inside the folded range
 (:class:`CompactionPointerError`, THREATS row 19). The rules that need the thread (where
 ranges may start and end, pins, tokens, quotes) are those of
-:func:`lifecycle.context.events.validate_compaction`.
+:func:`registre.lifecycle.context.events.validate_compaction`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from lifecycle.context.errors import CompactionEmptySummaryError, CompactionPointerError
-from lifecycle.context.model import SECTIONS, Span, SummaryLine, coalesce
-from lifecycle.context.policy import Policy, parse_policy
-from lifecycle.errors import LifecycleFormatError
-from lifecycle.jsonshape import read_list, read_name, read_text, read_uint
+from registre.lifecycle.context.errors import CompactionEmptySummaryError, CompactionPointerError
+from registre.lifecycle.context.model import SECTIONS, Span, SummaryLine, coalesce
+from registre.lifecycle.context.policy import Policy, parse_policy
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.jsonshape import read_list, read_name, read_text, read_uint
 
 __all__ = [
     "COMPACTION_FIELDS",

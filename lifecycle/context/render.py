@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from lifecycle.codec import KINDS as LIFECYCLE_KINDS
-from lifecycle.context.jsontext import canonical_text
-from lifecycle.context.model import Message, SummaryLine, format_spans
-from lifecycle.context.tokens import TokenCounter
-from lifecycle.errors import LifecycleFormatError
-from lifecycle.model import PinnedItem
+from registre.lifecycle.codec import KINDS as LIFECYCLE_KINDS
+from registre.lifecycle.context.jsontext import canonical_text
+from registre.lifecycle.context.model import Message, SummaryLine, format_spans
+from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.model import PinnedItem
 
 __all__ = [
     "CONTENT_KINDS",
@@ -56,8 +56,8 @@ CONTROL_KINDS: Final = frozenset(
 
 def entry_text(kind: str, body: Mapping[str, object]) -> str:
     """The entry's own words (module docstring). Raises
-    :class:`~lifecycle.errors.LifecycleFormatError` for an unknown kind or a body missing the
-    field the text comes from."""
+    :class:`~registre.lifecycle.errors.LifecycleFormatError` for an unknown kind or a body missing
+    the field the text comes from."""
     if kind in ("turn", "decision"):
         return _string(body, "text")
     if kind == "tool.call":

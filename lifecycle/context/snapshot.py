@@ -8,7 +8,7 @@ projections, and the same result for every entry applied afterwards.
 
 Like any derived table it is a cache: it can be dropped and rebuilt with
 :meth:`ContextState.replay`. A snapshot that does not read as one raises
-:class:`~lifecycle.errors.LifecycleFormatError`; tail entries that do not match it raise
+:class:`~registre.lifecycle.errors.LifecycleFormatError`; tail entries that do not match it raise
 ValueError.
 
 This module is part of the fold and reads the state's private fields.
@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from lifecycle.context.fold import ContextState, HeaderPin, LiveSummary
-from lifecycle.context.model import ContextEntry, SummaryLine, coalesce
-from lifecycle.context.render import pin_message, stub_message
-from lifecycle.errors import LifecycleFormatError
-from lifecycle.model import LIVE, UNPINNED, PinnedItem
-from lifecycle.state import LifecycleState, Tables
+from registre.lifecycle.context.fold import ContextState, HeaderPin, LiveSummary
+from registre.lifecycle.context.model import ContextEntry, SummaryLine, coalesce
+from registre.lifecycle.context.render import pin_message, stub_message
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.model import LIVE, UNPINNED, PinnedItem
+from registre.lifecycle.state import LifecycleState, Tables
 
 __all__ = ["SNAPSHOT_FORMAT", "restore_state", "state_snapshot"]
 

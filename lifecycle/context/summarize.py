@@ -2,7 +2,7 @@
 
 A :class:`Summarizer` has a ``name``, a ``version`` (both recorded in the compaction) and
 ``summarize(entries, plan) -> Summary``. Whatever it returns goes through
-:func:`lifecycle.context.compaction.check_summary` before anything is recorded, so a
+:func:`registre.lifecycle.context.compaction.check_summary` before anything is recorded, so a
 summarizer that fails (raises) or misbehaves (invented quotes, pointers outside the range,
 over its share) leaves the ledger untouched.
 
@@ -21,10 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from lifecycle.context.compaction import SUMMARY_LINE_KIND, CompactionPlan, FoldItem, summary_tokens
-from lifecycle.context.jsontext import escape_string
-from lifecycle.context.model import SECTIONS, Span, Summary, SummaryLine, coalesce
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.context.compaction import (
+    SUMMARY_LINE_KIND,
+    CompactionPlan,
+    FoldItem,
+    summary_tokens,
+)
+from registre.lifecycle.context.jsontext import escape_string
+from registre.lifecycle.context.model import SECTIONS, Span, Summary, SummaryLine, coalesce
+from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -321,7 +326,7 @@ class PromptSummarizer:
     ``complete`` receives the prompt of :func:`build_prompt` and returns the model's reply;
     :func:`parse_reply` reads it. Any exception ``complete`` raises propagates (nothing is
     recorded); a reply that does not follow the format raises
-    :class:`~lifecycle.errors.LifecycleFormatError`. Example::
+    :class:`~registre.lifecycle.errors.LifecycleFormatError`. Example::
 
         summarizer = PromptSummarizer(lambda prompt: my_client.complete(prompt), name="acme.gpt")
     """
@@ -378,7 +383,7 @@ def build_prompt(
 
 def parse_reply(reply: str) -> Summary:
     """Lines ``SECTION | SEQS | TEXT`` (blank lines skipped) as a summary. Raises
-    :class:`~lifecycle.errors.LifecycleFormatError` naming the reply line at fault."""
+    :class:`~registre.lifecycle.errors.LifecycleFormatError` naming the reply line at fault."""
     lines = []
     for number, raw in enumerate(reply.splitlines(), start=1):
         if not raw.strip():

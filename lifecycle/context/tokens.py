@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
-from lifecycle.context.errors import TokenCounterUnavailableError, UnknownTokenCounterError
+from registre.lifecycle.context.errors import TokenCounterUnavailableError, UnknownTokenCounterError
 
 __all__ = [
     "DEFAULT_COUNTER_NAME",

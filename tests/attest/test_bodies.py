@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.bodies import (
+from registre.attest.bodies import (
     ENTRY_KINDS,
     LIFECYCLE_KINDS,
     MAX_DEPTH,
@@ -23,9 +23,9 @@ from attest.bodies import (
     UnknownKindError,
     validate_body,
 )
-from attest.canonical import canonical_bytes
-from attest.errors import MalformedError
-from lifecycle.codec import KINDS as CODEC_KINDS
+from registre.attest.canonical import canonical_bytes
+from registre.attest.errors import MalformedError
+from registre.lifecycle.codec import KINDS as CODEC_KINDS
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 VECTORS = json.loads((SPECS / "vectors" / "entry-bodies.json").read_text(encoding="utf-8"))

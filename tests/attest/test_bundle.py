@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.bundle import (
+from registre.attest.bundle import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
     PROOFS_MEMBER,
@@ -32,10 +32,10 @@ from attest.bundle import (
     read_bundle,
     write_bundle,
 )
-from attest.bundle_zip import deterministic_zip
-from attest.canonical import canonical_bytes
-from attest.merkle import leaf_hash, root_at
-from attest.proofs import verify_consistency, verify_inclusion
+from registre.attest.bundle_zip import deterministic_zip
+from registre.attest.canonical import canonical_bytes
+from registre.attest.merkle import leaf_hash, root_at
+from registre.attest.proofs import verify_consistency, verify_inclusion
 from tests.bundles import Thread, build_thread, members, rezip
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "bundle.md"

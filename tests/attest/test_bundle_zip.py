@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.bundle_zip import (
+from registre.attest.bundle_zip import (
     BundleFileError,
     MemberSizeMismatchError,
     UnsafeMemberNameError,

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest import canonical
-from attest.canonical import (
+from registre.attest import canonical
+from registre.attest.canonical import (
     MAX_SAFE_INTEGER,
     ByteOrderMarkError,
     ControlCharacterError,
@@ -39,7 +39,7 @@ from attest.canonical import (
     parse_canonical,
     parse_strict,
 )
-from attest.errors import MalformedError
+from registre.attest.errors import MalformedError
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 VECTORS = json.loads((SPECS / "vectors" / "canonical.json").read_text("utf-8"))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.checkpoint import (
+from registre.attest.checkpoint import (
     MAX_TREE_SIZE,
     Checkpoint,
     WitnessCosignature,
@@ -20,8 +20,8 @@ from attest.checkpoint import (
     open_checkpoint,
     sign_checkpoint,
 )
-from attest.cosignature import CosignatureSigner, CosignatureVerifier, cosigned_message
-from attest.errors import (
+from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier, cosigned_message
+from registre.attest.errors import (
     CheckpointFormatError,
     CosignatureError,
     KnownSignerFailedError,
@@ -30,8 +30,8 @@ from attest.errors import (
     OriginMismatchError,
     QuorumNotMetError,
 )
-from attest.keys import Signer, Verifier
-from attest.note import DuplicateSignatureError, NoteSignature, parse_note, sign_note
+from registre.attest.keys import Signer, Verifier
+from registre.attest.note import DuplicateSignatureError, NoteSignature, parse_note, sign_note
 
 ROOT_DIR = Path(__file__).parents[2]
 VECTORS = json.loads((ROOT_DIR / "specs" / "vectors" / "signed-note.json").read_text("utf-8"))

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.cosignature import (
+from registre.attest.cosignature import (
     COSIGNATURE_SIZE,
     MAX_TIMESTAMP,
     CosignatureSigner,
     CosignatureVerifier,
     cosigned_message,
 )
-from attest.errors import BadKeyError, CosignatureError, NoteFormatError
-from attest.keys import ALG_COSIGNATURE_V1, SignatureInvalidError, Signer, Verifier, key_id
-from attest.note import parse_note
+from registre.attest.errors import BadKeyError, CosignatureError, NoteFormatError
+from registre.attest.keys import ALG_COSIGNATURE_V1, SignatureInvalidError, Signer, Verifier, key_id
+from registre.attest.note import parse_note
 
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "specs" / "vectors" / "signed-note.json").read_text("utf-8")

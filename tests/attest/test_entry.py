@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.bodies import BodySchemaError, UnknownKindError
-from attest.canonical import NonCanonicalError, canonical_bytes
-from attest.entry import (
+from registre.attest.bodies import BodySchemaError, UnknownKindError
+from registre.attest.canonical import NonCanonicalError, canonical_bytes
+from registre.attest.entry import (
     ENTRY_SIGNATURE_PREFIX,
     EntryFormatError,
     EntryOriginError,
@@ -25,9 +25,9 @@ from attest.entry import (
     open_entry,
     sign_entry,
 )
-from attest.errors import RegistreError
-from attest.keys import Signer
-from attest.merkle import empty_root, leaf_hash
+from registre.attest.errors import RegistreError
+from registre.attest.keys import Signer
+from registre.attest.merkle import empty_root, leaf_hash
 
 SIGNER = Signer.from_seed("registre.test/log", bytes(range(32)))
 OTHER = Signer.from_seed("registre.test/log", bytes(range(1, 33)))

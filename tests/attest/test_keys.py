@@ -16,9 +16,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.cosignature import CosignatureSigner, CosignatureVerifier
-from attest.errors import BadKeyError, WeakKeyError
-from attest.keys import (
+from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
+from registre.attest.errors import BadKeyError, WeakKeyError
+from registre.attest.keys import (
     ALG_COSIGNATURE_V1,
     ALG_ED25519,
     KeyFileRefusedError,

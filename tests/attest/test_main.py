@@ -1,4 +1,4 @@
-"""``python -m attest verify``: exit codes, one-line errors, the report, and a run with the
+"""``python -m registre.attest verify``: exit codes, one-line errors, the report, and a run with the
 database layers blocked from import (the regulator's machine has none of them)."""
 
 from __future__ import annotations
@@ -11,25 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from attest.__main__ import main
+from registre.attest.__main__ import main
 from tests.bundles import ATTACKER, LOG, WITNESSES, build_thread
 from tests.tamper.helpers import entry_lines, with_entry_lines
 
-BLOCKED = ("ledger", "sqlmodel", "sqlalchemy", "bench", "psycopg")
+BLOCKED = ("registre.ledger", "registre.bench", "registre.cli", "sqlmodel", "sqlalchemy", "psycopg")
 BLOCKER = """
 import importlib.abc, runpy, sys
 
 class Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {blocked!r}:
+        if any(name == b or name.startswith(b + ".") for b in {blocked!r}):
             raise ImportError("blocked for this test: " + name)
         return None
 
 sys.meta_path.insert(0, Blocker())
-import attest.verify_entries  # spread even a small bundle over --jobs processes
-attest.verify_entries.MIN_LEAVES_PER_PROCESS = 1
-sys.argv = ["attest", *{args!r}]
-runpy.run_module("attest", run_name="__main__", alter_sys=True)
+import registre.attest.verify_entries  # spread even a small bundle over --jobs processes
+registre.attest.verify_entries.MIN_LEAVES_PER_PROCESS = 1
+sys.argv = ["registre.attest", *{args!r}]
+runpy.run_module("registre.attest", run_name="__main__", alter_sys=True)
 """
 
 
@@ -157,11 +157,12 @@ def test_verifies_with_database_layers_blocked(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            BLOCKER.format(blocked=BLOCKED, args=[]).split("sys.argv")[0] + "import ledger",
+            BLOCKER.format(blocked=BLOCKED, args=[]).split("sys.argv")[0]
+            + "import registre.ledger",
         ],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert check.returncode != 0 and "blocked for this test: ledger" in check.stderr
+    assert check.returncode != 0 and "blocked for this test: registre.ledger" in check.stderr

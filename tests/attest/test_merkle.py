@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.errors import MalformedError, ProofBoundsError
-from attest.merkle import (
+from registre.attest.errors import MalformedError, ProofBoundsError
+from registre.attest.merkle import (
     HASH_SIZE,
     MAX_TREE_SIZE,
     CompactRange,

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from attest.errors import (
+from registre.attest.errors import (
     KnownSignerFailedError,
     NoteFormatError,
     NoTrustedSignatureError,
     RegistreError,
     TooManySignaturesError,
 )
-from attest.keys import Signer, Verifier
-from attest.note import (
+from registre.attest.keys import Signer, Verifier
+from registre.attest.note import (
     MAX_SIGNATURES,
     DuplicateSignatureError,
     NoteSignature,

@@ -6,16 +6,16 @@ import hashlib
 
 import pytest
 
-from attest.bodies import validate_body
-from attest.canonical import canonical_bytes
-from attest.errors import VerificationError
-from attest.projection import (
+from registre.attest.bodies import validate_body
+from registre.attest.canonical import canonical_bytes
+from registre.attest.errors import VerificationError
+from registre.attest.projection import (
     ContextDigestMismatchError,
     ModelCallOverBudgetError,
     projection_digest,
     verify_model_call,
 )
-from lifecycle.context import (
+from registre.lifecycle.context import (
     ContextState,
     UnknownTokenCounterError,
     counter_registry,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.errors import (
+from registre.attest.errors import (
     ConsistencyProofError,
     InclusionProofError,
     MalformedError,
@@ -20,7 +20,7 @@ from attest.errors import (
     ProofLengthError,
     VerificationError,
 )
-from attest.merkle import (
+from registre.attest.merkle import (
     MAX_TREE_SIZE,
     CompactRange,
     HashLengthError,
@@ -29,7 +29,7 @@ from attest.merkle import (
     leaf_hash,
     root_at,
 )
-from attest.proofs import (
+from registre.attest.proofs import (
     MAX_PROOF_HASHES,
     consistency_proof,
     consistency_proof_length,

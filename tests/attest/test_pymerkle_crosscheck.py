@@ -19,8 +19,13 @@ import pymerkle  # type: ignore[import-untyped]
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
-from attest.proofs import consistency_proof, inclusion_proof, verify_consistency, verify_inclusion
+from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
+from registre.attest.proofs import (
+    consistency_proof,
+    inclusion_proof,
+    verify_consistency,
+    verify_inclusion,
+)
 
 SIZE = 700
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attest.checkpoint import WitnessPolicyError
-from attest.errors import VerificationError
-from attest.verifier import verify_bundle
-from attest.verify_report import STEP_NAMES, report_of
-from attest.verify_semantics import (
+from registre.attest.checkpoint import WitnessPolicyError
+from registre.attest.errors import VerificationError
+from registre.attest.verifier import verify_bundle
+from registre.attest.verify_report import STEP_NAMES, report_of
+from registre.attest.verify_semantics import (
     Compaction,
     ModelCall,
     SemanticHooks,

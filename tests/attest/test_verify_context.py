@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attest.projection import projection_digest
-from attest.verify_context import context_hooks
-from lifecycle.context import (
+from registre.attest.projection import projection_digest
+from registre.attest.verify_context import context_hooks
+from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
     ContextEntry,
     ContextState,

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import attest.verify_entries as verify_entries
-from attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, EntrySignatureError, open_entry
-from attest.errors import RegistreError
-from attest.verifier import verify_bundle
-from attest.verify_entries import check_entries, open_leaf
-from attest.verify_report import report_of
+import registre.attest.verify_entries as verify_entries
+from registre.attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, EntrySignatureError, open_entry
+from registre.attest.errors import RegistreError
+from registre.attest.verifier import verify_bundle
+from registre.attest.verify_entries import check_entries, open_leaf
+from registre.attest.verify_report import report_of
 from tests.bundles import ATTACKER, LOG, build_thread, policy
 from tests.tamper.helpers import entry_lines, with_entry_lines
 

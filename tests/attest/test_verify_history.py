@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from attest.merkle import empty_root, root_at
-from attest.proofs import consistency_proof
-from attest.verify_history import (
+from registre.attest.merkle import empty_root, root_at
+from registre.attest.proofs import consistency_proof
+from registre.attest.verify_history import (
     ForkError,
     MissingProofError,
     RollbackError,

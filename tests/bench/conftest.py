@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger.cli import main
-from tests.ledger.conftest import db_url  # noqa: F401  (a fresh SQLite or PostgreSQL database)
+from registre.cli import main
+from tests.db_fixtures import db_url  # noqa: F401  (a fresh SQLite or PostgreSQL database)
 
 
 @pytest.fixture(scope="session")

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.keys import Signer
-from bench.baselines import TruncationBaseline, naive_projection, transcript_message
-from bench.generate import InvestigationConfig, policy_for, record_investigation
-from bench.measure import sample_points
-from bench.summary import percentile
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from lifecycle.context import ContextEntry, default_counter
-from lifecycle.context.render import message_tokens
+from registre.attest.keys import Signer
+from registre.bench.baselines import TruncationBaseline, naive_projection, transcript_message
+from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
+from registre.bench.measure import sample_points
+from registre.bench.summary import percentile
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.lifecycle.context import ContextEntry, default_counter
+from registre.lifecycle.context.render import message_tokens
 
 COUNTER = default_counter()
 BUDGET = 8000

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from attest.keys import Signer
-from bench.generate import (
+from registre.attest.keys import Signer
+from registre.bench.generate import (
     InvestigationConfig,
     InvestigationStats,
     investigation_steps,
@@ -19,9 +19,9 @@ from bench.generate import (
     record_investigation,
     storyline_counts,
 )
-from bench.textgen import MAX_OUTPUT_BYTES
-from ledger.ledger import Ledger
-from ledger.thread import Thread
+from registre.bench.textgen import MAX_OUTPUT_BYTES
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
 
 SIGNER = Signer.from_seed("bench.test", bytes(range(32)))
 

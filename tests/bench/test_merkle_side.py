@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from attest.keys import Signer
-from bench.generate import InvestigationConfig, policy_for, record_investigation
-from bench.merkle_side import TreeMismatchError, compare_trees
-from ledger.ledger import Ledger
-from ledger.thread import Thread
+from registre.attest.keys import Signer
+from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
+from registre.bench.merkle_side import TreeMismatchError, compare_trees
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from bench.report import METRICS
-from bench.run import parse_quantity, resolve_summarizer
-from bench.schema import check_results
-from ledger.cli import main
-from ledger.ledger import Ledger
+from registre.bench.report import METRICS
+from registre.bench.run import parse_quantity, resolve_summarizer
+from registre.bench.schema import check_results
+from registre.cli import main
+from registre.ledger.ledger import Ledger
 
 
 def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
@@ -83,7 +83,7 @@ def test_bad_input_is_one_line_exit_2(
 
 
 def test_a_summarizer_is_one_callable_away() -> None:
-    summarizer = resolve_summarizer("lifecycle.context:ExtractiveSummarizer")
+    summarizer = resolve_summarizer("registre.lifecycle.context:ExtractiveSummarizer")
     assert summarizer.name == "registre.extractive"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.schema import ResultsSchemaError, check_results
+from registre.bench.schema import ResultsSchemaError, check_results
 
 
 def _broken(results: dict[str, Any], change: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sidebyside import load_rows, main, render
+from registre.bench.sidebyside import load_rows, main, render
 
 
 def _result(tmp_path: Path) -> Path:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from lifecycle.context import ContextState, Policy, Projection, default_counter, project
+from registre.lifecycle.context import ContextState, Policy, Projection, default_counter, project
 from tests.benchmarks.conftest import bench_sizes
 from tests.lifecycle.context.strategies import WORDS
 from tests.lifecycle.context.threads import ThreadBuilder

@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from attest.bodies import LIFECYCLE_KINDS
-from attest.keys import Signer
-from ledger.ledger import Ledger
-from ledger.store.context_snapshots import context_entries
-from ledger.store.engine import read_transaction
-from ledger.thread import Thread
-from lifecycle.context import ContextState, Projection, project
+from registre.attest.bodies import LIFECYCLE_KINDS
+from registre.attest.keys import Signer
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.context_snapshots import context_entries
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.thread import Thread
+from registre.lifecycle.context import ContextState, Projection, project
 from tests.benchmarks.conftest import bench_sizes
 from tests.benchmarks.test_bench_context import COUNTER, POLICY, thread_of
 

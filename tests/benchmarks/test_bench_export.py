@@ -20,8 +20,8 @@ signed checkpoint at the head):
 
 ``extra_info`` records the bundle's bytes, its entries per second and, for the full export,
 the peak of Python allocations while exporting (tracemalloc, measured once outside the timed
-rounds): the writer of ``attest.bundle`` builds the zip in memory, so the peak grows with n.
-"""
+rounds): the writer of ``registre.attest.bundle`` builds the zip in memory, so the peak grows with
+n."""
 
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ from typing import Any
 
 import pytest
 
-from attest.bundle_zip import deterministic_zip
-from attest.keys import Signer
-from attest.verifier import TrustPolicy, verify_bundle
-from ledger.evidence import source_ref
-from ledger.export import export_claim, export_thread
-from ledger.ledger import Ledger
+from registre.attest.bundle_zip import deterministic_zip
+from registre.attest.keys import Signer
+from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.ledger.evidence import source_ref
+from registre.ledger.export import export_claim, export_thread
+from registre.ledger.ledger import Ledger
 from tests.benchmarks.conftest import bench_sizes
 
 SIGNER = Signer.from_seed("registre.bench/log", bytes(range(32)))

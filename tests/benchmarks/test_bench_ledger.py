@@ -32,11 +32,11 @@ from typing import Any
 
 import pytest
 
-from attest.keys import Signer
-from attest.merkle import CompactRange, leaf_hash
-from ledger.ledger import Ledger
-from ledger.store.schema import tables
-from ledger.thread import Thread
+from registre.attest.keys import Signer
+from registre.attest.merkle import CompactRange, leaf_hash
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.schema import tables
+from registre.ledger.thread import Thread
 from tests.benchmarks.conftest import bench_sizes
 
 SIGNER = Signer.from_seed("registre.bench/log", bytes(range(32)))

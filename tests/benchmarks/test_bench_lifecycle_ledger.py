@@ -29,10 +29,10 @@ from typing import Any
 
 import pytest
 
-from attest.keys import Signer
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from lifecycle import (
+from registre.attest.keys import Signer
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.lifecycle import (
     LifecycleState,
     ReadRequest,
     SourceRef,

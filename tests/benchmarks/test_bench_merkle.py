@@ -27,8 +27,13 @@ from typing import Any, TypeVar
 import pymerkle  # type: ignore[import-untyped]
 import pytest
 
-from attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
-from attest.proofs import consistency_proof, inclusion_proof, verify_consistency, verify_inclusion
+from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
+from registre.attest.proofs import (
+    consistency_proof,
+    inclusion_proof,
+    verify_consistency,
+    verify_inclusion,
+)
 from tests.benchmarks.conftest import bench_sizes
 
 SIZES = bench_sizes()

@@ -17,10 +17,15 @@ from typing import Any
 
 import pytest
 
-from attest.checkpoint import Checkpoint, cosign_checkpoint, open_checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer, Verifier
-from attest.note import open_note, sign_note
+from registre.attest.checkpoint import (
+    Checkpoint,
+    cosign_checkpoint,
+    open_checkpoint,
+    sign_checkpoint,
+)
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer, Verifier
+from registre.attest.note import open_note, sign_note
 
 LOG = Signer.from_seed("example.com/bench-log", bytes(range(32)))
 WITNESS = CosignatureSigner.from_seed("witness.example/bench", bytes(range(1, 33)))

@@ -34,15 +34,15 @@ from typing import Any
 
 import pytest
 
-from attest.checkpoint import Checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer
-from attest.merkle import MemoryHashSource, leaf_hash, root_at
-from attest.note import open_note
-from attest.proofs import consistency_proof, verify_consistency
-from ledger.witness.protocol import AddCheckpointRequest
-from ledger.witness.state import WitnessState
-from ledger.witness.witness import Witness
+from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer
+from registre.attest.merkle import MemoryHashSource, leaf_hash, root_at
+from registre.attest.note import open_note
+from registre.attest.proofs import consistency_proof, verify_consistency
+from registre.ledger.witness.protocol import AddCheckpointRequest
+from registre.ledger.witness.state import WitnessState
+from registre.ledger.witness.witness import Witness
 from tests.benchmarks.conftest import bench_sizes
 from tests.ledger.witness.conftest import SERVE, make_witness_state
 

@@ -6,12 +6,12 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from attest.keys import Signer
-from ledger.append import append_entries
-from ledger.store.context_snapshots import CONTEXT_SNAPSHOT, context_entries
-from ledger.store.engine import read_transaction, write_transaction
-from ledger.thread import Thread
-from lifecycle.context import ContextState, Policy
+from registre.attest.keys import Signer
+from registre.ledger.append import append_entries
+from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, context_entries
+from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.thread import Thread
+from registre.lifecycle.context import ContextState, Policy
 
 SMALL = Policy(
     budget_tokens=600,

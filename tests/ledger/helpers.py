@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from ledger.store.schema import metadata
+from registre.ledger.store.schema import metadata
 
 TABLES = ("schema_version", "public_key", "thread", "entry", "subtree", "checkpoint")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ledger.ledger import Ledger
-from ledger.store.engine import read_transaction
-from ledger.store.fold import DerivedRows, ThreadFold, catch_up, read_derived
-from ledger.thread import Thread
-from lifecycle import SourceRef
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.fold import DerivedRows, ThreadFold, catch_up, read_derived
+from registre.ledger.thread import Thread
+from registre.lifecycle import SourceRef
 
 
 def ref(ref_id: str, source: str = "report.pdf", location: str = "p. 1") -> SourceRef:

@@ -9,28 +9,28 @@ from typing import Any
 
 import pytest
 
-from attest.checkpoint import open_checkpoint
-from attest.keys import Signer
-from attest.projection import ContextDigestMismatchError, projection_digest
-from attest.proofs import verify_consistency, verify_inclusion
-from ledger.context_api import NotAModelCallError
-from ledger.context_store import (
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.keys import Signer
+from registre.attest.projection import ContextDigestMismatchError, projection_digest
+from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.ledger.context_api import NotAModelCallError
+from registre.ledger.context_store import (
     ContextEntryRefusedError,
     EmptyThreadError,
     MixedContextBatchError,
     rebuild_context,
 )
-from ledger.evidence import PinRefusedError
-from ledger.ledger import Ledger
-from ledger.store.context_snapshots import CONTEXT_SNAPSHOT, snapshot_json
-from ledger.thread import Thread
-from ledger.verify_context_db import (
+from registre.ledger.evidence import PinRefusedError
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, snapshot_json
+from registre.ledger.thread import Thread
+from registre.ledger.verify_context_db import (
     CompactionInvalidError,
     ContextSnapshotMismatchError,
     ModelCallDigestError,
 )
-from ledger.verify_db import verify_database
-from lifecycle.context import (
+from registre.ledger.verify_db import verify_database
+from registre.lifecycle.context import (
     CompactionPinSetError,
     CompactionPlan,
     CompactionQuoteError,
@@ -45,7 +45,7 @@ from lifecycle.context import (
     default_counter,
     project,
 )
-from lifecycle.pins import PIN_DIGEST_PREFIX
+from registre.lifecycle.pins import PIN_DIGEST_PREFIX
 from tests.ledger.context_helpers import (
     MODEL,
     SMALL,

@@ -29,11 +29,11 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ledger.evidence import PinRefusedError
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from ledger.verify_db import verify_database
-from lifecycle.context import ContextBudgetError, Policy, Projection
+from registre.ledger.evidence import PinRefusedError
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.verify_db import verify_database
+from registre.lifecycle.context import ContextBudgetError, Policy, Projection
 from tests.lifecycle.context.strategies import WORDS
 
 _THREADS = itertools.count()

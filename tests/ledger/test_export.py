@@ -14,23 +14,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from attest.bundle import BundleWriteError, read_bundle
-from attest.cosignature import CosignatureSigner
-from attest.entry import EntrySignatureError
-from attest.errors import InclusionProofError, QuorumNotMetError, RegistreError
-from attest.keys import Signer
-from attest.verifier import TrustPolicy, verify_bundle
-from attest.verify_entries import EntryOriginMismatchError
-from attest.verify_history import RollbackError
-from attest.verify_semantics import UnresolvedClaimError
-from ledger import export as export_module
-from ledger.claim_chain import ClaimBeyondCheckpointError, claim_chain
-from ledger.errors import StoreCorruptError, UnknownThreadError
-from ledger.export import CheckpointRequiredError, export_claim, export_thread
-from ledger.ledger import Ledger
-from ledger.lifecycle_views import UnknownItemError
-from ledger.thread import Thread
-from lifecycle.context import Policy
+from registre.attest.bundle import BundleWriteError, read_bundle
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.entry import EntrySignatureError
+from registre.attest.errors import InclusionProofError, QuorumNotMetError, RegistreError
+from registre.attest.keys import Signer
+from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.verify_entries import EntryOriginMismatchError
+from registre.attest.verify_history import RollbackError
+from registre.attest.verify_semantics import UnresolvedClaimError
+from registre.ledger import export as export_module
+from registre.ledger.claim_chain import ClaimBeyondCheckpointError, claim_chain
+from registre.ledger.errors import StoreCorruptError, UnknownThreadError
+from registre.ledger.export import CheckpointRequiredError, export_claim, export_thread
+from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle_views import UnknownItemError
+from registre.ledger.thread import Thread
+from registre.lifecycle.context import Policy
 from tests.bundles import members, rezip
 from tests.ledger.helpers import drop_triggers
 from tests.ledger.lifecycle_helpers import ref

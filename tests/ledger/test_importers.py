@@ -12,20 +12,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.bodies import MAX_TEXT_BYTES
-from attest.canonical import canonical_bytes, parse_strict
-from attest.errors import MalformedError
-from attest.keys import Signer
-from attest.strict_json import float_in_integer_gap
-from ledger.cli import main
-from ledger.importers import (
+from registre.attest.bodies import MAX_TEXT_BYTES
+from registre.attest.canonical import canonical_bytes, parse_strict
+from registre.attest.errors import MalformedError
+from registre.attest.keys import Signer
+from registre.attest.strict_json import float_in_integer_gap
+from registre.cli import main
+from registre.ledger.importers import (
     FORMATS,
     ImportedEntry,
     TranscriptError,
     parse_anthropic,
     parse_openai,
 )
-from ledger.ledger import Ledger
+from registre.ledger.ledger import Ledger
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 STEM = "01_mini-swe-agent_deepseek-chat_pylint-dev__astroid-1333"

@@ -8,7 +8,7 @@ events, and dropping the writer's cache -- then:
 * every call that records wrote exactly one entry, every refusal before writing none;
 * the derived tables written call by call equal the fold of the entries computed in memory,
   and equal what ``rebuild`` writes;
-* the writer's state equals ``lifecycle.replay`` of the recorded events;
+* the writer's state equals ``registre.lifecycle.replay`` of the recorded events;
 * ``verify --db`` accepts the thread.
 
 Each example gets a new thread in the same database.
@@ -22,13 +22,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.evidence import LifecycleRefusedError
-from ledger.ledger import Ledger
-from ledger.lifecycle_store import rebuild
-from ledger.store.fold import PinSourceRefusedError
-from ledger.thread import Thread
-from ledger.verify_db import verify_database
-from lifecycle import (
+from registre.ledger.evidence import LifecycleRefusedError
+from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle_store import rebuild
+from registre.ledger.store.fold import PinSourceRefusedError
+from registre.ledger.thread import Thread
+from registre.ledger.verify_db import verify_database
+from registre.lifecycle import (
     LifecycleState,
     Statement,
     UpsertRequest,

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ledger.ledger import Ledger
+from registre.ledger.ledger import Ledger
 from tests.ledger.lifecycle_helpers import derived_rows
 
 ROOT = Path(__file__).resolve().parents[2]

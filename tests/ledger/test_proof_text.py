@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.proof_text import (
+from registre.ledger.proof_text import (
     ProofTextError,
     format_consistency_proof,
     format_inclusion_proof,

@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 import pytest
 
-from attest.keys import Signer
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from ledger.verify_db import verify_database
+from registre.attest.keys import Signer
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.verify_db import verify_database
 from tests.ledger.helpers import turn
 
 pytestmark = pytest.mark.slow

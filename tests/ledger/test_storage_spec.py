@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import attest.entry
-from attest.entry import open_entry
-from attest.keys import Signer, Verifier
-from ledger.ledger import Ledger
+import registre.attest.entry
+from registre.attest.entry import open_entry
+from registre.attest.keys import Signer, Verifier
+from registre.ledger.ledger import Ledger
 from tests.ledger.helpers import dump
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "storage.md"
@@ -36,7 +36,7 @@ def example() -> tuple[str, list[bytes], list[tuple[int, int, bytes]], bytes]:
 @pytest.fixture
 def fixed_times(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     times = iter(TIMES)
-    monkeypatch.setattr(attest.entry, "format_time", lambda moment=None: next(times))
+    monkeypatch.setattr(registre.attest.entry, "format_time", lambda moment=None: next(times))
     yield
 
 

@@ -9,26 +9,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
 
-from attest.bodies import BodySchemaError, UnknownKindError
-from attest.checkpoint import open_checkpoint
-from attest.entry import InvalidActorError, InvalidThreadIdError
-from attest.keys import Signer
-from attest.merkle import MemoryHashSource, empty_root, leaf_hash, root_at
-from attest.proofs import (
+from registre.attest.bodies import BodySchemaError, UnknownKindError
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.entry import InvalidActorError, InvalidThreadIdError
+from registre.attest.keys import Signer
+from registre.attest.merkle import MemoryHashSource, empty_root, leaf_hash, root_at
+from registre.attest.proofs import (
     consistency_proof,
     inclusion_proof,
     verify_consistency,
     verify_inclusion,
 )
-from ledger.errors import (
+from registre.ledger.errors import (
     EntryNotFoundError,
     ForeignThreadError,
     NoSignerError,
     ThreadExistsError,
     UnknownThreadError,
 )
-from ledger.ledger import Ledger
-from ledger.thread import Thread
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
 from tests.ledger.helpers import dump, turn
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from attest.checkpoint import open_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.errors import NoteFormatError
-from attest.keys import Signer
-from ledger.errors import EntryNotFoundError
-from ledger.ledger import Ledger
-from ledger.store import engine as engine_module
-from ledger.store.engine import make_engine, read_transaction, schema_version
-from ledger.store.schema import SCHEMA_VERSION
-from ledger.store.triggers import REFUSAL_MARK, trigger_ddl
-from ledger.thread import Thread
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.errors import NoteFormatError
+from registre.attest.keys import Signer
+from registre.ledger.errors import EntryNotFoundError
+from registre.ledger.ledger import Ledger
+from registre.ledger.store import engine as engine_module
+from registre.ledger.store.engine import make_engine, read_transaction, schema_version
+from registre.ledger.store.schema import SCHEMA_VERSION
+from registre.ledger.store.triggers import REFUSAL_MARK, trigger_ddl
+from registre.ledger.thread import Thread
 from tests.ledger.helpers import dump, execute, turn
 
 W1 = CosignatureSigner.from_seed("witness.test/w1", bytes([1]) * 32)

@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from attest.checkpoint import Checkpoint, sign_checkpoint
-from attest.entry import sign_entry
-from attest.keys import Signer
-from attest.merkle import leaf_hash
-from ledger.errors import UnknownThreadError
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from ledger.verify_db import (
+from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.entry import sign_entry
+from registre.attest.keys import Signer
+from registre.attest.merkle import leaf_hash
+from registre.ledger.errors import UnknownThreadError
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.verify_db import (
     CheckpointMismatchError,
     EntryMismatchError,
     EntryRejectedError,

@@ -8,15 +8,19 @@ from typing import Any
 
 import pytest
 
-from attest.keys import Signer
-from ledger.append import append_entries
-from ledger.evidence import ConclusionRefusedError
-from ledger.ledger import Ledger
-from ledger.lifecycle_store import rebuild
-from ledger.store.engine import write_transaction
-from ledger.store.fold import LifecycleHistoryError
-from ledger.thread import Thread
-from ledger.verify_db import DerivedStateMismatchError, LifecycleReplayError, verify_database
+from registre.attest.keys import Signer
+from registre.ledger.append import append_entries
+from registre.ledger.evidence import ConclusionRefusedError
+from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle_store import rebuild
+from registre.ledger.store.engine import write_transaction
+from registre.ledger.store.fold import LifecycleHistoryError
+from registre.ledger.thread import Thread
+from registre.ledger.verify_db import (
+    DerivedStateMismatchError,
+    LifecycleReplayError,
+    verify_database,
+)
 from tests.ledger.helpers import execute
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, investigation
 

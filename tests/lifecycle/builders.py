@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from lifecycle import (
+from registre.lifecycle import (
     Event,
     LifecycleState,
     ReadRequest,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lifecycle import (
+from registre.lifecycle import (
     KINDS,
     ComputeRequest,
     LifecycleFormatError,

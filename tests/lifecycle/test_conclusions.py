@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lifecycle import (
+from registre.lifecycle import (
     Accepted,
     ComputeRequest,
     ConclusionReviseRequest,

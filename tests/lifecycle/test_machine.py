@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lifecycle import (
+from registre.lifecycle import (
     Accepted,
     ComputeRequest,
     Event,

@@ -14,7 +14,7 @@ import hypothesis
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from lifecycle import (
+from registre.lifecycle import (
     Accepted,
     ComputeRequest,
     Conclusion,
@@ -46,7 +46,7 @@ from lifecycle import (
     replay,
     request_to_json,
 )
-from lifecycle.model import PIN_KINDS
+from registre.lifecycle.model import PIN_KINDS
 from tests.lifecycle.builders import digest
 
 REF_IDS = ("r1", "r2", "r3", "r4")

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from lifecycle import (
+from registre.lifecycle import (
     Accepted,
     LifecycleState,
     PinRequest,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lifecycle import (
+from registre.lifecycle import (
     LifecycleState,
     ReadOutcome,
     ReadRequest,

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lifecycle import KINDS, REASONS, parse_body, pin_set_items, pin_set_sha256, replay
+from registre.lifecycle import KINDS, REASONS, parse_body, pin_set_items, pin_set_sha256, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = (ROOT / "specs" / "lifecycle.md").read_text(encoding="utf-8")

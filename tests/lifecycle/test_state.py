@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lifecycle import (
+from registre.lifecycle import (
     ComputeRequest,
     ConclusionReviseRequest,
     EvidenceReviseRequest,

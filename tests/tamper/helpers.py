@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from attest.bundle import ENTRIES_MEMBER
-from attest.errors import RegistreError
-from attest.verifier import TrustPolicy, verify_bundle
-from attest.verify_report import VerifyReport, report_of
+from registre.attest.bundle import ENTRIES_MEMBER
+from registre.attest.errors import RegistreError
+from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.verify_report import VerifyReport, report_of
 from tests.bundles import members, policy, rezip
 
 __all__ = ["entry_lines", "fails", "passes", "with_entry_lines"]

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from attest.bundle import (
+from registre.attest.bundle import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
     ManifestMismatchError,
@@ -18,7 +18,7 @@ from attest.bundle import (
     UnexpectedMemberError,
     checkpoint_member,
 )
-from attest.bundle_zip import (
+from registre.attest.bundle_zip import (
     BundleTooLargeError,
     CompressionMethodError,
     DirectoryMemberError,

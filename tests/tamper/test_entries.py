@@ -5,15 +5,15 @@ from __future__ import annotations
 import base64
 import functools
 
-from attest.bundle import checkpoint_member
-from attest.checkpoint import Checkpoint
-from attest.entry import EntrySignatureError, UnknownEntryKeyError, sign_entry
-from attest.errors import KnownSignerFailedError, NoTrustedSignatureError, WeakKeyError
-from attest.keys import ALG_ED25519, Verifier, encode_vkey
-from attest.merkle import root_at
-from attest.note import NoteSignature
-from attest.verifier import TreeRootMismatchError, TreeSizeMismatchError
-from attest.verify_entries import (
+from registre.attest.bundle import checkpoint_member
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.entry import EntrySignatureError, UnknownEntryKeyError, sign_entry
+from registre.attest.errors import KnownSignerFailedError, NoTrustedSignatureError, WeakKeyError
+from registre.attest.keys import ALG_ED25519, Verifier, encode_vkey
+from registre.attest.merkle import root_at
+from registre.attest.note import NoteSignature
+from registre.attest.verifier import TreeRootMismatchError, TreeSizeMismatchError
+from registre.attest.verify_entries import (
     EntryOriginMismatchError,
     PrevRootMismatchError,
     SeqDuplicateError,

@@ -15,11 +15,11 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from attest.bundle import ENTRIES_MEMBER, MANIFEST_MEMBER, read_bundle
-from attest.bundle_zip import deterministic_zip
-from attest.canonical import canonical_bytes
-from attest.errors import RegistreError
-from attest.verifier import verify_bundle
+from registre.attest.bundle import ENTRIES_MEMBER, MANIFEST_MEMBER, read_bundle
+from registre.attest.bundle_zip import deterministic_zip
+from registre.attest.canonical import canonical_bytes
+from registre.attest.errors import RegistreError
+from registre.attest.verifier import verify_bundle
 from tests.bundles import build_thread, members, policy, rezip
 
 SECONDS_PER_EXAMPLE = 20

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attest.bundle import checkpoint_member
-from attest.checkpoint import Checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
-from attest.merkle import root_at
-from attest.note import NoteSignature, parse_note
-from attest.verify_history import ForkError, MissingProofError, RollbackError
+from registre.attest.bundle import checkpoint_member
+from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
+from registre.attest.merkle import root_at
+from registre.attest.note import NoteSignature, parse_note
+from registre.attest.verify_history import ForkError, MissingProofError, RollbackError
 from tests.bundles import LOG, WITNESSES, Thread, build_thread, policy, rezip
 from tests.tamper.helpers import fails, passes
 

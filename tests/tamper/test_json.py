@@ -9,10 +9,10 @@ import functools
 
 import pytest
 
-from attest.bundle import MANIFEST_MEMBER
-from attest.bundle_zip import deterministic_zip
-from attest.canonical import NonCanonicalError
-from attest.strict_json import (
+from registre.attest.bundle import MANIFEST_MEMBER
+from registre.attest.bundle_zip import deterministic_zip
+from registre.attest.canonical import NonCanonicalError
+from registre.attest.strict_json import (
     ByteOrderMarkError,
     DuplicateKeyError,
     IntegerRangeError,

@@ -11,9 +11,9 @@ import copy
 import hashlib
 from typing import Any
 
-from attest.bodies import BodySchemaError
-from attest.projection import ContextDigestMismatchError
-from attest.verify_semantics import (
+from registre.attest.bodies import BodySchemaError
+from registre.attest.projection import ContextDigestMismatchError
+from registre.attest.verify_semantics import (
     ClaimCitesInactiveError,
     CompactionFoldsFutureError,
     LifecycleReplayError,
@@ -22,7 +22,7 @@ from attest.verify_semantics import (
     PinSourceError,
     UnresolvedClaimError,
 )
-from lifecycle import (
+from registre.lifecycle import (
     Accepted,
     Event,
     EvidenceReviseRequest,
@@ -36,8 +36,8 @@ from lifecycle import (
     event_to_body,
     pin_set_sha256,
 )
-from lifecycle.context import CompactionTokensError
-from lifecycle.context.events import COMPACTION_ACTOR
+from registre.lifecycle.context import CompactionTokensError
+from registre.lifecycle.context.events import COMPACTION_ACTOR
 from tests.bundles import Thread, build_thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
 

@@ -6,20 +6,25 @@ from __future__ import annotations
 import base64
 import json
 
-from attest.bundle import PROOFS_MEMBER, MissingMemberError, ProofsFormatError, checkpoint_member
-from attest.canonical import canonical_bytes
-from attest.entry import sign_entry
-from attest.errors import InclusionProofError, ProofLengthError
-from attest.merkle import leaf_hash, node_hash, root_at
-from attest.proofs import inclusion_proof, verify_inclusion
-from attest.strict_json import InvalidUTF8Error
-from attest.verifier import (
+from registre.attest.bundle import (
+    PROOFS_MEMBER,
+    MissingMemberError,
+    ProofsFormatError,
+    checkpoint_member,
+)
+from registre.attest.canonical import canonical_bytes
+from registre.attest.entry import sign_entry
+from registre.attest.errors import InclusionProofError, ProofLengthError
+from registre.attest.merkle import leaf_hash, node_hash, root_at
+from registre.attest.proofs import inclusion_proof, verify_inclusion
+from registre.attest.strict_json import InvalidUTF8Error
+from registre.attest.verifier import (
     CheckpointConsistencyError,
     CheckpointNameError,
     CheckpointRootMismatchError,
 )
-from attest.verify_entries import DisclosedSeqMismatchError, PrevRootMismatchError
-from attest.verify_history import MissingProofError
+from registre.attest.verify_entries import DisclosedSeqMismatchError, PrevRootMismatchError
+from registre.attest.verify_history import MissingProofError
 from tests.bundles import LOG, TIME, Thread, build_thread, members, rezip
 from tests.tamper.helpers import fails, passes, with_entry_lines
 

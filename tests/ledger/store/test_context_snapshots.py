@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from attest.keys import Signer
-from ledger.context_store import rebuild_context
-from ledger.ledger import Ledger
-from ledger.store.context_snapshots import ContextHistoryError, fold_context
-from ledger.store.engine import read_transaction, schema_version
-from ledger.store.schema import SCHEMA_VERSION
-from ledger.thread import Thread
-from ledger.verify_context_db import CompactionInvalidError
-from ledger.verify_db import verify_database
-from lifecycle.context import Policy, SummaryLine, default_counter, project
+from registre.attest.keys import Signer
+from registre.ledger.context_store import rebuild_context
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.context_snapshots import ContextHistoryError, fold_context
+from registre.ledger.store.engine import read_transaction, schema_version
+from registre.ledger.store.schema import SCHEMA_VERSION
+from registre.ledger.thread import Thread
+from registre.ledger.verify_context_db import CompactionInvalidError
+from registre.ledger.verify_db import verify_database
+from registre.lifecycle.context import Policy, SummaryLine, default_counter, project
 from tests.ledger.context_helpers import agent_loop, forge, opened, replayed, snapshot_rows, step
 from tests.ledger.helpers import execute
 from tests.lifecycle.context.threads import honest_body

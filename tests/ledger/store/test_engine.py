@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from attest.keys import Signer
-from ledger.errors import LedgerNotFoundError, SchemaVersionError
-from ledger.ledger import Ledger
-from ledger.store import engine as engine_module
-from ledger.store.engine import (
+from registre.attest.keys import Signer
+from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
+from registre.ledger.ledger import Ledger
+from registre.ledger.store import engine as engine_module
+from registre.ledger.store.engine import (
     database_url,
     make_engine,
     prepare_schema,
@@ -20,7 +20,7 @@ from ledger.store.engine import (
     schema_version,
     write_transaction,
 )
-from ledger.store.schema import SCHEMA_VERSION
+from registre.ledger.store.schema import SCHEMA_VERSION
 from tests.ledger.helpers import execute
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from ledger.ledger import Ledger
-from ledger.store.triggers import APPEND_ONLY_TABLES, REFUSAL_MARK
-from ledger.thread import Thread
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.triggers import APPEND_ONLY_TABLES, REFUSAL_MARK
+from registre.ledger.thread import Thread
 from tests.ledger.helpers import dump, execute, turn
 
 

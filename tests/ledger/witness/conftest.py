@@ -21,18 +21,18 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from ledger.witness.client import WitnessEndpoint
-from ledger.witness.protocol import AddCheckpointRequest
-from ledger.witness.state import WitnessState
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.witness.client import WitnessEndpoint
+from registre.ledger.witness.protocol import AddCheckpointRequest
+from registre.ledger.witness.state import WitnessState
 from tests.ledger.helpers import turn
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
-SERVE = [sys.executable, "-c", "from ledger.cli import main; main()", "witness", "serve"]
+SERVE = [sys.executable, "-c", "from registre.cli import main; main()", "witness", "serve"]
 
 
 @dataclass

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from attest.cosignature import CosignatureSigner
-from attest.errors import BadKeyError
-from attest.keys import Signer
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from ledger.witness.client import WitnessEndpoint, WitnessOutcome, collect_cosignatures
-from ledger.witness.errors import WitnessQuorumError, WitnessSpecError
-from ledger.witness.server import create_app
-from ledger.witness.state import WitnessState
-from ledger.witness.witness import Witness
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.errors import BadKeyError
+from registre.attest.keys import Signer
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.witness.client import WitnessEndpoint, WitnessOutcome, collect_cosignatures
+from registre.ledger.witness.errors import WitnessQuorumError, WitnessSpecError
+from registre.ledger.witness.server import create_app
+from registre.ledger.witness.state import WitnessState
+from registre.ledger.witness.witness import Witness
 from tests.ledger.witness.conftest import grow
 
 KEY = CosignatureSigner.from_seed("witness.test/fake", bytes([11]) * 32)

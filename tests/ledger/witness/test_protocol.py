@@ -8,11 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.checkpoint import Checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer
-from ledger.witness.errors import RequestFormatError, RequestTooLargeError, TreeTooLargeError
-from ledger.witness.protocol import (
+from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer
+from registre.ledger.witness.errors import (
+    RequestFormatError,
+    RequestTooLargeError,
+    TreeTooLargeError,
+)
+from registre.ledger.witness.protocol import (
     MAX_REQUEST_BYTES,
     AddCheckpointRequest,
     encode_size_body,

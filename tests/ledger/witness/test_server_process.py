@@ -17,17 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from attest.bundle import write_bundle
-from attest.checkpoint import open_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer
-from attest.note import sign_note
-from ledger.ledger import Ledger
-from ledger.witness.client import WitnessEndpoint, collect_cosignatures
-from ledger.witness.errors import WitnessQuorumError
-from ledger.witness.logside import witness_checkpoint
-from ledger.witness.protocol import MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, AddCheckpointRequest
-from ledger.witness.state import WitnessState
+from registre.attest.bundle import write_bundle
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer
+from registre.attest.note import sign_note
+from registre.ledger.ledger import Ledger
+from registre.ledger.witness.client import WitnessEndpoint, collect_cosignatures
+from registre.ledger.witness.errors import WitnessQuorumError
+from registre.ledger.witness.logside import witness_checkpoint
+from registre.ledger.witness.protocol import (
+    MAX_REQUEST_BYTES,
+    SIZE_CONTENT_TYPE,
+    AddCheckpointRequest,
+)
+from registre.ledger.witness.state import WitnessState
 from tests.ledger.witness.conftest import StartWitness, grow, http_request, request_body
 
 
@@ -72,7 +76,7 @@ def test_cli_checkpoint_through_two_witnesses(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from ledger.cli import main
+    from registre.cli import main
 
     w1, w2 = start_witness("w1"), start_witness("w2")
     key_file = tmp_path / "operator.key"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from attest.checkpoint import Checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer
-from attest.merkle import MemoryHashSource, root_at
-from attest.proofs import consistency_proof
-from ledger.witness.protocol import SIZE_CONTENT_TYPE, AddCheckpointRequest
-from ledger.witness.state import WitnessState
-from ledger.witness.witness import Witness
+from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer
+from registre.attest.merkle import MemoryHashSource, root_at
+from registre.attest.proofs import consistency_proof
+from registre.ledger.witness.protocol import SIZE_CONTENT_TYPE, AddCheckpointRequest
+from registre.ledger.witness.state import WitnessState
+from registre.ledger.witness.witness import Witness
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
 PAGE = (SPECS / "witness.md").read_text(encoding="utf-8")

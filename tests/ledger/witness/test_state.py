@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from attest.checkpoint import Checkpoint
-from attest.merkle import empty_root
-from ledger.witness.errors import WitnessStateError
-from ledger.witness.state import FollowedLog, LatestCheckpoint, WitnessState
+from registre.attest.checkpoint import Checkpoint
+from registre.attest.merkle import empty_root
+from registre.ledger.witness.errors import WitnessStateError
+from registre.ledger.witness.state import FollowedLog, LatestCheckpoint, WitnessState
 
 ORIGIN = "example.com/log/t1"
 

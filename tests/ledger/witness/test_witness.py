@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-from attest.cosignature import CosignatureSigner
-from attest.keys import Signer
-from attest.merkle import MemoryHashSource, leaf_hash
-from attest.note import sign_note
-from attest.proofs import consistency_proof
-from ledger.ledger import Ledger
-from ledger.thread import Thread
-from ledger.witness.errors import (
+from registre.attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
+from registre.attest.cosignature import CosignatureSigner
+from registre.attest.keys import Signer
+from registre.attest.merkle import MemoryHashSource, leaf_hash
+from registre.attest.note import sign_note
+from registre.attest.proofs import consistency_proof
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.witness.errors import (
     InconsistentCheckpointError,
     LogSignatureError,
     OldSizeConflictError,
@@ -30,9 +30,9 @@ from ledger.witness.errors import (
     SplitViewError,
     UnknownLogError,
 )
-from ledger.witness.protocol import SIZE_CONTENT_TYPE, AddCheckpointRequest
-from ledger.witness.state import WitnessState
-from ledger.witness.witness import Witness
+from registre.ledger.witness.protocol import SIZE_CONTENT_TYPE, AddCheckpointRequest
+from registre.ledger.witness.state import WitnessState
+from registre.ledger.witness.witness import Witness
 from tests.ledger.witness.conftest import grow, request_body
 
 WITNESS_KEY = CosignatureSigner.from_seed("witness.test/w", bytes([5]) * 32)

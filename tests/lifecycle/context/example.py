@@ -3,7 +3,7 @@ passes the high-water mark, and the compaction the default policy machinery reco
 
 from __future__ import annotations
 
-from lifecycle.context import Policy
+from registre.lifecycle.context import Policy
 from tests.lifecycle.context.threads import ThreadBuilder
 
 POLICY = Policy(

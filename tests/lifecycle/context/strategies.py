@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from lifecycle.context import ContextBudgetError, Policy
+from registre.lifecycle.context import ContextBudgetError, Policy
 from tests.lifecycle.context.threads import ThreadBuilder
 
 WORDS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lifecycle.context import (
+from registre.lifecycle.context import (
     ContextBudgetError,
     EmptySummaryError,
     ExtractiveSummarizer,
@@ -23,8 +23,8 @@ from lifecycle.context import (
     plan_compaction,
     summary_tokens,
 )
-from lifecycle.context.compaction import CompactionPlan
-from lifecycle.context.projection import live_pin_tokens
+from registre.lifecycle.context.compaction import CompactionPlan
+from registre.lifecycle.context.projection import live_pin_tokens
 from tests.lifecycle.context.example import POLICY, before_compaction, worked_example
 from tests.lifecycle.context.threads import ThreadBuilder
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from lifecycle.context import (
+from registre.lifecycle.context import (
     CompactionEmptySummaryError,
     CompactionFoldsRecentTurnsError,
     CompactionOverShareError,
@@ -30,7 +30,7 @@ from lifecycle.context import (
     project,
     validate_compaction,
 )
-from lifecycle.errors import VerificationError
+from registre.lifecycle.errors import VerificationError
 from tests.lifecycle.context.example import POLICY, before_compaction, worked_example
 from tests.lifecycle.context.threads import ThreadBuilder, honest_body
 

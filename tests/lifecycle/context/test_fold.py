@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lifecycle import ReplayMismatchError
-from lifecycle.context import (
+from registre.lifecycle import ReplayMismatchError
+from registre.lifecycle.context import (
     CompactionPointerError,
     CompactionRangeError,
     CompactionStubError,
@@ -16,7 +16,7 @@ from lifecycle.context import (
     default_counter,
     project,
 )
-from lifecycle.context.fold import protected_start, safe_cuts
+from registre.lifecycle.context.fold import protected_start, safe_cuts
 from tests.lifecycle.context.threads import ThreadBuilder, honest_body
 
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.canonical import canonical_bytes
-from lifecycle.context.jsontext import canonical_text
-from lifecycle.errors import LifecycleFormatError
+from registre.attest.canonical import canonical_bytes
+from registre.lifecycle.context.jsontext import canonical_text
+from registre.lifecycle.errors import LifecycleFormatError
 
 _SCALARS = (
     st.none()

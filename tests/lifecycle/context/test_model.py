@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lifecycle.context import SummaryLine
-from lifecycle.context.model import coalesce, format_spans, span_count
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.context import SummaryLine
+from registre.lifecycle.context.model import coalesce, format_spans, span_count
+from registre.lifecycle.errors import LifecycleFormatError
 
 SPANS = st.lists(
     st.tuples(st.integers(0, 60), st.integers(0, 8)).map(lambda p: (p[0], p[0] + p[1])),

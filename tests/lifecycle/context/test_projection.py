@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lifecycle.context import (
+from registre.lifecycle.context import (
     ContextState,
     Message,
     PinsOverBudgetError,
@@ -13,7 +13,7 @@ from lifecycle.context import (
     default_counter,
     project,
 )
-from lifecycle.context.render import message_tokens, pin_message
+from registre.lifecycle.context.render import message_tokens, pin_message
 from tests.lifecycle.context.example import POLICY, before_compaction, worked_example
 from tests.lifecycle.context.threads import ThreadBuilder
 

@@ -13,8 +13,8 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attest.bodies import validate_body
-from lifecycle.context import (
+from registre.attest.bodies import validate_body
+from registre.lifecycle.context import (
     STATUSES,
     ContextBudgetError,
     ContextState,
@@ -29,8 +29,8 @@ from lifecycle.context import (
     state_snapshot,
     validate_compaction,
 )
-from lifecycle.context.projection import live_pin_tokens
-from lifecycle.context.render import pin_message
+from registre.lifecycle.context.projection import live_pin_tokens
+from registre.lifecycle.context.render import pin_message
 from tests.lifecycle.context.strategies import Outcome, policies, run_script, scripts
 from tests.lifecycle.context.threads import ThreadBuilder
 
@@ -213,7 +213,7 @@ def test_recorded_compactions_verify_on_replay(script: list, policy: Policy) -> 
 
 @given(script=scripts(), policy=policies())
 def test_compaction_never_folds_the_most_recent_turns(script: list, policy: Policy) -> None:
-    from lifecycle.context.fold import protected_start
+    from registre.lifecycle.context.fold import protected_start
 
     def step(builder: ThreadBuilder) -> None:
         if not builder.compactions or builder.compactions[-1] != builder.state.at:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lifecycle.context import Message, SummaryLine, default_counter, entry_text
-from lifecycle.context.render import (
+from registre.lifecycle.context import Message, SummaryLine, default_counter, entry_text
+from registre.lifecycle.context.render import (
     MESSAGE_OVERHEAD_TOKENS,
     message_tokens,
     pin_message,
@@ -14,8 +14,8 @@ from lifecycle.context.render import (
     tail_message,
     unpin_message,
 )
-from lifecycle.errors import LifecycleFormatError
-from lifecycle.model import PinnedItem
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.model import PinnedItem
 
 READ = {
     "request": {"refs": [{"ref": "r1", "source": "a.py", "location": "l. 3", "sha256": "ab" * 32}]},

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lifecycle.context import default_counter, project, restore_state, state_snapshot
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.context import default_counter, project, restore_state, state_snapshot
+from registre.lifecycle.errors import LifecycleFormatError
 from tests.lifecycle.context.example import POLICY, worked_example
 
 

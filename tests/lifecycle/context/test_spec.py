@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from attest.projection import projection_digest
-from lifecycle.context import ContextState, context_tokens, default_counter, project
-from lifecycle.context.compaction import plan_compaction
+from registre.attest.projection import projection_digest
+from registre.lifecycle.context import ContextState, context_tokens, default_counter, project
+from registre.lifecycle.context.compaction import plan_compaction
 from tests.lifecycle.context.example import POLICY, before_compaction, worked_example
 
 PAGE = (Path(__file__).resolve().parents[3] / "specs" / "context.md").read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from lifecycle.context import (
+from registre.lifecycle.context import (
     ContextBudgetError,
     ExtractiveSummarizer,
     InventedQuoteError,
@@ -18,9 +18,9 @@ from lifecycle.context import (
     plan_compaction,
     quoted_spans,
 )
-from lifecycle.context.compaction import CompactionPlan
-from lifecycle.context.summarize import build_prompt, parse_reply
-from lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.context.compaction import CompactionPlan
+from registre.lifecycle.context.summarize import build_prompt, parse_reply
+from registre.lifecycle.errors import LifecycleFormatError
 from tests.lifecycle.context.example import POLICY, before_compaction
 from tests.lifecycle.context.strategies import policies, run_script, scripts
 

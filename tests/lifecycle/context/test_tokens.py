@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lifecycle.context import (
+from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
     DefaultTokenCounter,
     TiktokenCounter,

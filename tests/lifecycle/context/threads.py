@@ -1,8 +1,8 @@
 """Building threads for the context tests and benchmarks: entries a ledger could hold, with
 compactions planned, summarized by the default summarizer and recorded as they fall due.
 
-Every body here passes ``attest.bodies.validate_body`` (the tests check that), pins and unpins
-carry the outcome the lifecycle rules give, and every compaction is the one
+Every body here passes ``registre.attest.bodies.validate_body`` (the tests check that), pins and
+unpins carry the outcome the lifecycle rules give, and every compaction is the one
 ``prepare_compaction`` returns, so a thread built here is one a well-behaved writer produces.
 """
 
@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lifecycle import (
+from registre.lifecycle import (
     LifecycleState,
     PinRequest,
     ReadRequest,
@@ -23,7 +23,7 @@ from lifecycle import (
     event_to_body,
     step,
 )
-from lifecycle.context import (
+from registre.lifecycle.context import (
     CompactionRecord,
     ContextEntry,
     ContextState,
@@ -36,8 +36,8 @@ from lifecycle.context import (
     entry_text,
     prepare_compaction,
 )
-from lifecycle.context.record import record_to_body
-from lifecycle.model import PinKind
+from registre.lifecycle.context.record import record_to_body
+from registre.lifecycle.model import PinKind
 
 
 class EntryTexts(Mapping[int, str]):

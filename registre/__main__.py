@@ -1,0 +1,5 @@
+"""``python -m registre``: the ``registre`` command line."""
+
+from registre.cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""`registre bench`: long synthetic investigations through the real ledger, measured.
+
+For each size and budget it records one investigation (``registre.bench.investigation``) on a fresh
+embedded SQLite ledger in ``--out`` (or on the database ``--db`` names), projecting the
+context at every model call and compacting as the policy says, then exports and verifies a
+signed bundle. It writes ``report.md`` (tables), ``results.json`` (schema
+``registre-bench/1``, ``specs/bench.md``) and PNG plots into ``--out``. Nothing is asserted:
+figures and ratios are reported. The ``bench`` package is imported only when the command
+runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from registre.cli import cli
+
+__all__ = ["bench_command"]
+
+_REPORTED = 50  # planned entries per progress-bar update
+
+
+def _quantities(text: str, what: str) -> tuple[int, ...]:
+    from registre.bench.run import parse_quantity
+
+    values = tuple(parse_quantity(part, what) for part in text.split(",") if part.strip())
+    if not values:
+        raise click.BadParameter(f"give at least one {what} (e.g. 1e3,1e4)")
+    return values
+
+
+@cli.command("bench")
+@click.option(
+    "--sizes",
+    default="1e3,1e4",
+    show_default=True,
+    help="Investigation sizes in entries, comma separated (1e3, 5000, 20k; at least 100).",
+)
+@click.option(
+    "--budgets",
+    default="8k,32k,128k",
+    show_default=True,
+    help="Context budgets in tokens, comma separated (k = 1000).",
+)
+@click.option(
+    "--summarizer",
+    default="registre.extractive",
+    show_default=True,
+    help="registre.extractive, or package.module:callable returning a summarizer.",
+)
+@click.option(
+    "--db",
+    "db",
+    default=None,
+    metavar="URL",
+    help="Database URL (e.g. postgresql+psycopg://...); default: a fresh SQLite file in --out.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".registre/bench"),
+    show_default=True,
+    help="Folder for report.md, results.json, the plots and the SQLite ledger.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The investigations' seed.")
+@click.option("--keep-bundles", is_flag=True, help="Keep the exported bundles in --out/bundles.")
+def bench_command(
+    sizes: str,
+    budgets: str,
+    summarizer: str,
+    db: str | None,
+    out: Path,
+    seed: int,
+    keep_bundles: bool,
+) -> None:
+    """Benchmark registre on long synthetic investigations; write a report and plots."""
+    from registre.bench.investigation import MIN_ENTRIES
+    from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
+
+    size_list = _quantities(sizes, "size")
+    if min(size_list) < MIN_ENTRIES:
+        raise click.BadParameter(
+            f"sizes must be at least {MIN_ENTRIES} entries", param_hint="--sizes"
+        )
+    budget_list = _quantities(budgets, "budget")
+    resolve_summarizer(summarizer)  # a bad name fails before anything runs
+    config = BenchConfig(
+        out=out,
+        sizes=size_list,
+        budgets=budget_list,
+        summarizer=summarizer,
+        db=db,
+        seed=seed,
+        keep_bundles=keep_bundles,
+    )
+    total = sum(size_list) * len(budget_list)
+    pending = 0
+    with click.progressbar(length=total, label="registre bench", show_pos=True) as bar:
+
+        def advance(entries: int) -> None:
+            nonlocal pending
+            pending += entries
+            if pending >= _REPORTED:
+                bar.update(pending)
+                pending = 0
+
+        results = run_bench(config, advance)
+        bar.update(pending)
+    paths = write_outputs(results, out)
+    click.echo(f"{len(results['runs'])} run(s) in {results['seconds']:.0f} s")
+    for name, path in paths.items():
+        click.echo(f"  {name:>8}: {path}")

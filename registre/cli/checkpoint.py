@@ -1,0 +1,73 @@
+"""`registre checkpoint THREAD [--size N] [--witness VKEY@URL ... [--quorum N]]`: sign (or
+fetch) and print a C2SP checkpoint, optionally cosigned by witnesses (specs/witness.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from registre.cli import cli
+from registre.cli.options import ledger_options, open_ledger
+
+__all__ = ["checkpoint_command"]
+
+
+@cli.command("checkpoint")
+@click.argument("thread_id", metavar="THREAD")
+@click.option("--size", type=int, default=None, help="Tree size (default: the head).")
+@click.option(
+    "--witness",
+    "witnesses",
+    multiple=True,
+    metavar="VKEY@URL",
+    help="Witness to ask for a cosignature: its verifier key, '@', its URL; repeatable.",
+)
+@click.option(
+    "--quorum",
+    type=int,
+    default=None,
+    help="Cosignatures required (default: every --witness); fewer fails after storing them.",
+)
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per request.")
+@ledger_options
+def checkpoint_command(
+    thread_id: str,
+    size: int | None,
+    witnesses: tuple[str, ...],
+    quorum: int | None,
+    timeout: float,
+    db: str | None,
+    key_file: Path | None,
+) -> None:
+    """Print the signed checkpoint of THREAD, signing and storing it if new; with --witness,
+    collect and store witness cosignatures first (reported on stderr, one line per witness)."""
+    if quorum is not None and not witnesses:
+        raise click.UsageError("--quorum needs at least one --witness")
+    if not witnesses:
+        with open_ledger(db, key_file) as ledger:
+            click.echo(ledger.thread(thread_id).checkpoint(size).note, nl=False)
+        return
+    # The HTTP client (aiohttp) is imported only when witnesses are asked.
+    from registre.ledger.witness.client import WitnessEndpoint
+    from registre.ledger.witness.errors import WitnessQuorumError
+    from registre.ledger.witness.logside import witness_checkpoint
+
+    endpoints = [WitnessEndpoint.parse(spec) for spec in witnesses]
+    with open_ledger(db, key_file) as ledger:
+        thread = ledger.thread(thread_id)
+        try:
+            witnessed = witness_checkpoint(
+                thread,
+                endpoints,
+                len(endpoints) if quorum is None else quorum,
+                size=size,
+                timeout=timeout,
+            )
+        except WitnessQuorumError as exc:
+            for outcome in getattr(exc.result, "outcomes", []):
+                click.echo(outcome.describe(), err=True)
+            raise
+    for outcome in witnessed.outcomes:
+        click.echo(outcome.describe(), err=True)
+    click.echo(witnessed.checkpoint.note, nl=False)

@@ -1,0 +1,70 @@
+"""`registre compact THREAD --budget N [--policy JSON|@FILE|-]`: record the compaction due now.
+
+Plans with the policy (``--budget`` sets its ``budget_tokens``; the other fields default, or
+come from ``--policy``), summarizes with the default extractive summarizer, and appends ONE
+``context.compaction`` entry with its context snapshot (``Thread.compact``). When the context
+is not above the high-water mark nothing is written and the command says so (exit 0). A
+context that no compaction can bring within the budget is refused (exit 2, nothing written),
+saying by how many tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from registre.cli import cli
+from registre.cli.append import read_body
+from registre.cli.options import ledger_options, open_ledger
+from registre.lifecycle.context import Policy, context_tokens, default_counter, parse_policy
+from registre.lifecycle.context.events import COMPACTION_ACTOR
+
+__all__ = ["compact_command"]
+
+
+@cli.command("compact")
+@click.argument("thread_id", metavar="THREAD")
+@click.option("--budget", type=click.IntRange(min=1), required=True, help="Token budget.")
+@click.option(
+    "--policy",
+    "policy_text",
+    default=None,
+    help="Full policy JSON (six integer fields), @FILE or -; --budget overrides its budget.",
+)
+@click.option("--actor", default=COMPACTION_ACTOR, show_default=True, help="Who acts.")
+@ledger_options
+def compact_command(
+    thread_id: str,
+    budget: int,
+    policy_text: str | None,
+    actor: str,
+    db: str | None,
+    key_file: Path | None,
+) -> None:
+    """Fold THREAD's oldest context into a summary if the policy calls for it."""
+    policy = Policy() if policy_text is None else parse_policy(read_body(policy_text), "--policy")
+    with open_ledger(db, key_file, need_key=True) as ledger:
+        thread = ledger.thread(thread_id)
+        entry = thread.compact(budget, policy, actor=actor)
+        if entry is None:
+            state = thread.context_state()
+    if entry is None:
+        tokens = context_tokens(state, default_counter())
+        mark = replace(policy, budget_tokens=budget).high_water_tokens
+        click.echo(
+            f"nothing to compact: the context of {thread_id} takes {tokens} tokens, not above "
+            f"the high-water mark of {mark}"
+        )
+        return
+    body = entry.body
+    parts = []
+    if "folded" in body:
+        parts.append(f"folded {body['folded']['from']}-{body['folded']['to']}")
+    if body.get("stubbed"):
+        parts.append("stubbed " + ",".join(str(seq) for seq in body["stubbed"]))
+    click.echo(
+        f"seq {entry.seq}\tcompaction\t{'; '.join(parts)}\t"
+        f"tokens {body['tokens_before']} -> {body['tokens_after']}"
+    )

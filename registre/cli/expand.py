@@ -1,0 +1,57 @@
+"""`registre expand THREAD SEQ [--size N]`: the entry behind a summary pointer, with its proof.
+
+Prints the entry's signed leaf (one line of canonical JSON, byte for byte as stored), then its
+inclusion proof in the C2SP ``tlog-proof`` form (``specs/proof-format.md``): ``index SEQ``,
+the proof hashes, a blank line and the signed checkpoint of the tree of ``--size`` entries
+(default: the head). The checkpoint is the stored one at that size, signed and stored first if
+there is none yet (which needs the operator key). Before printing, the proof is checked against
+the signed checkpoint under a key named like the log, so the command never prints a proof that
+does not verify.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
+from registre.attest.proofs import verify_inclusion
+from registre.cli import cli
+from registre.cli.options import ledger_options, open_ledger
+from registre.ledger.proof_text import format_inclusion_proof
+
+__all__ = ["expand_command"]
+
+
+@cli.command("expand")
+@click.argument("thread_id", metavar="THREAD")
+@click.argument("seq", type=int)
+@click.option("--size", type=int, default=None, help="Tree size to prove in (default: head).")
+@ledger_options
+def expand_command(
+    thread_id: str, seq: int, size: int | None, db: str | None, key_file: Path | None
+) -> None:
+    """Print entry SEQ of THREAD and its inclusion proof (C2SP tlog-proof)."""
+    with open_ledger(db, key_file) as ledger:
+        thread = ledger.thread(thread_id)
+        entry, proof = thread.expand(seq, size)
+        stored = thread.checkpoint(proof.size)
+        keys = ledger.keys()
+    name = thread.origin.rsplit("/", 1)[0]
+    failure: RegistreError = NoTrustedSignatureError(f"no verifier key named {name!r} is known")
+    for key in (key for key in keys if key.name == name):
+        try:
+            checkpoint = open_checkpoint(stored.note, key, origin=thread.origin).checkpoint
+        except RegistreError as exc:
+            failure = exc
+            continue
+        if checkpoint.size != proof.size:
+            raise RootMismatchError(f"checkpoint is for size {checkpoint.size}, not {proof.size}")
+        verify_inclusion(entry.leaf_hash, seq, proof.size, proof.hashes, checkpoint.root)
+        break
+    else:
+        raise failure
+    click.echo(entry.leaf.decode("utf-8"))
+    click.echo(format_inclusion_proof(seq, proof.hashes, stored.note), nl=False)

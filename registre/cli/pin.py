@@ -1,0 +1,70 @@
+"""`registre pin THREAD --kind K --text T --seq S` and `registre unpin THREAD ID --reason R`.
+
+Each records ONE ``context.pin`` / ``context.unpin`` entry holding the request and the rules'
+decision (``Thread.pin`` / ``Thread.unpin``). A pinned text is carried verbatim in every
+projection until it is unpinned. A refusal (blank text, unknown or already unpinned pin,
+blank reason) is recorded too and exits 2 naming the seq; a pin of an entry that is not
+earlier (``--seq`` at or beyond the head) is refused with nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from registre.cli import cli
+from registre.cli.evidence import refusal
+from registre.cli.options import ledger_options, open_ledger
+from registre.ledger.evidence import LifecycleRefusedError
+from registre.lifecycle.model import PIN_KINDS
+
+__all__ = ["pin_command", "unpin_command"]
+
+
+@cli.command("pin")
+@click.argument("thread_id", metavar="THREAD")
+@click.option("--kind", type=click.Choice(PIN_KINDS), required=True, help="What is pinned.")
+@click.option("--text", "text", required=True, help="The text to carry verbatim.")
+@click.option("--seq", type=click.IntRange(min=0), required=True, help="Entry it comes from.")
+@click.option("--actor", default="operator", show_default=True, help="Who acts.")
+@ledger_options
+def pin_command(
+    thread_id: str,
+    kind: str,
+    text: str,
+    seq: int,
+    actor: str,
+    db: str | None,
+    key_file: Path | None,
+) -> None:
+    """Pin TEXT (from entry --seq) so that every projection of THREAD carries it."""
+    with open_ledger(db, key_file, need_key=True) as ledger:
+        try:
+            result = ledger.thread(thread_id).pin(kind, text, seq, actor=actor)
+        except LifecycleRefusedError as exc:
+            raise refusal(exc) from None
+    click.echo(f"seq {result.seq}\t{result.id}\tpinned")
+
+
+@cli.command("unpin")
+@click.argument("thread_id", metavar="THREAD")
+@click.argument("pin_id", metavar="ID")
+@click.option("--reason", required=True, help="Why it is no longer carried.")
+@click.option("--actor", default="operator", show_default=True, help="Who acts.")
+@ledger_options
+def unpin_command(
+    thread_id: str,
+    pin_id: str,
+    reason: str,
+    actor: str,
+    db: str | None,
+    key_file: Path | None,
+) -> None:
+    """Stop carrying pin ID in THREAD's projections, saying why."""
+    with open_ledger(db, key_file, need_key=True) as ledger:
+        try:
+            result = ledger.thread(thread_id).unpin(pin_id, reason, actor=actor)
+        except LifecycleRefusedError as exc:
+            raise refusal(exc) from None
+    click.echo(f"seq {result.seq}\t{result.id}\tunpinned")

@@ -1,0 +1,85 @@
+"""`registre prove inclusion|consistency`: proofs bound to a signed checkpoint.
+
+Output formats: specs/proof-format.md (inclusion is the C2SP tlog-proof format). The
+checkpoint is the stored one at the proof's tree size, signed and stored first if there is
+none yet (which needs the operator key). Before printing, each proof is checked against that
+checkpoint, so the command never prints a proof that does not verify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
+from registre.attest.keys import Verifier
+from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.cli import cli
+from registre.cli.options import ledger_options, open_ledger
+from registre.ledger.proof_text import format_consistency_proof, format_inclusion_proof
+
+__all__ = ["prove_group"]
+
+
+@cli.group("prove")
+def prove_group() -> None:
+    """Print inclusion and consistency proofs."""
+
+
+@prove_group.command("inclusion")
+@click.argument("thread_id", metavar="THREAD")
+@click.argument("seq", type=int)
+@click.option("--size", type=int, default=None, help="Tree size (default: the head).")
+@ledger_options
+def inclusion(
+    thread_id: str, seq: int, size: int | None, db: str | None, key_file: Path | None
+) -> None:
+    """Prove that entry SEQ is in THREAD's tree (C2SP tlog-proof)."""
+    with open_ledger(db, key_file) as ledger:
+        thread = ledger.thread(thread_id)
+        proof = thread.prove_inclusion(seq, size)
+        stored = thread.checkpoint(proof.size)
+        keys = ledger.keys()
+    root = _signed_root(stored.note, keys, thread.origin, proof.size)
+    verify_inclusion(proof.leaf_hash, seq, proof.size, proof.hashes, root)
+    click.echo(format_inclusion_proof(seq, proof.hashes, stored.note), nl=False)
+
+
+@prove_group.command("consistency")
+@click.argument("thread_id", metavar="THREAD")
+@click.argument("old_size", metavar="OLD", type=int)
+@click.argument("new_size", metavar="NEW", type=int)
+@ledger_options
+def consistency(
+    thread_id: str, old_size: int, new_size: int, db: str | None, key_file: Path | None
+) -> None:
+    """Prove that THREAD's tree of NEW entries extends its tree of OLD entries."""
+    with open_ledger(db, key_file) as ledger:
+        thread = ledger.thread(thread_id)
+        proof = thread.prove_consistency(old_size, new_size)
+        stored = thread.checkpoint(new_size)
+        keys = ledger.keys()
+    root = _signed_root(stored.note, keys, thread.origin, new_size)
+    verify_consistency(old_size, new_size, proof.hashes, proof.old_root, root)
+    click.echo(format_consistency_proof(old_size, proof.hashes, stored.note), nl=False)
+
+
+def _signed_root(note: str, keys: Sequence[Verifier], origin: str, size: int) -> bytes:
+    """The root of the signed checkpoint ``note``, verified under a key named like the log."""
+    name = origin.rsplit("/", 1)[0]
+    failure: RegistreError = NoTrustedSignatureError(f"no verifier key named {name!r} is known")
+    for key in keys:
+        if key.name != name:
+            continue
+        try:
+            checkpoint = open_checkpoint(note, key, origin=origin).checkpoint
+        except RegistreError as exc:
+            failure = exc
+            continue
+        if checkpoint.size != size:
+            raise RootMismatchError(f"checkpoint is for size {checkpoint.size}, not {size}")
+        return checkpoint.root
+    raise failure

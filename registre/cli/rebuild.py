@@ -1,0 +1,37 @@
+"""`registre rebuild [--thread T]`: drop and rebuild the derived tables.
+
+The derived tables (evidence, references, conclusions, pins, transitions; the context
+snapshots) are caches of the fold of each thread's entries. ``rebuild`` recomputes them from
+the entries, one transaction per thread under its write lock; ``registre verify --db`` says
+when one is needed. A thread whose history does not replay (or fold) is reported (exit 1) and
+left as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from registre.cli import cli
+from registre.cli.options import ledger_options, open_ledger
+from registre.ledger.context_store import rebuild_context
+from registre.ledger.lifecycle_store import rebuild
+
+__all__ = ["rebuild_command"]
+
+
+@cli.command("rebuild")
+@click.option("--thread", "thread_id", default=None, help="Rebuild only this thread.")
+@ledger_options
+def rebuild_command(thread_id: str | None, db: str | None, key_file: Path | None) -> None:
+    """Drop and rebuild the derived tables (lifecycle, context snapshots) from the entries."""
+    with open_ledger(db, key_file) as ledger:
+        reports = rebuild(ledger, thread_id)
+        snapshots = {
+            report.thread: report.snapshots for report in rebuild_context(ledger, thread_id)
+        }
+    for report in reports:
+        click.echo(f"rebuilt {report.thread}: {report.events} lifecycle entries of {report.size}")
+        if snapshots.get(report.thread):
+            click.echo(f"rebuilt {report.thread}: {snapshots[report.thread]} context snapshot(s)")

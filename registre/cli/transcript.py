@@ -1,0 +1,48 @@
+"""`registre transcript THREAD --format md|html [-o FILE]`: the whole ledger, readable.
+
+Every entry in seq order (``registre.ledger.transcript``): messages, tool calls and results, pins
+and lifecycle transitions highlighted, each compaction as a marker with its range and summary,
+model calls with their context digest. Entry text is escaped for the format. With ``-o`` the
+transcript is written to a temporary file beside FILE, flushed and renamed, so FILE is either
+the whole transcript or untouched; bad input (an unknown thread, an unknown format) writes
+nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from registre.cli import cli
+from registre.cli.files import write_atomically
+from registre.cli.options import ledger_options, open_ledger
+from registre.ledger.transcript import FORMATS, render_transcript
+
+__all__ = ["transcript_command"]
+
+
+@cli.command("transcript")
+@click.argument("thread_id", metavar="THREAD")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="md or html.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to FILE instead of standard output.",
+)
+@ledger_options
+def transcript_command(
+    thread_id: str, fmt: str, output: Path | None, db: str | None, key_file: Path | None
+) -> None:
+    """Print THREAD's whole ledger as a readable transcript."""
+    with open_ledger(db, key_file) as ledger:
+        thread = ledger.thread(thread_id)
+        chunks = render_transcript(thread, fmt)
+        if output is None:
+            for chunk in chunks:
+                click.echo(chunk, nl=False)
+            return
+        write_atomically(output, chunks)
+    click.echo(f"wrote {output}", err=True)

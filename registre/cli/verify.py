@@ -1,0 +1,102 @@
+"""`registre verify`: check an audit bundle, or a ledger database.
+
+* ``registre verify FILE.zip (--key VKEY | --key-file F) [--witness VKEY ... --quorum N]
+  [--state STATE.json] [--json] [--jobs N]`` -- the regulator's offline check of a bundle, in
+  the numbered steps of ``specs/verify.md``. It is ``python -m registre.attest verify``
+  (:func:`registre.attest.__main__.run_verify`, the same options, report and exit codes): 0
+  verified, 1 a check failed (the report is printed, then the first failure as one line on stderr),
+  2 unusable input.
+* ``registre verify --db [URL] [--thread T] [--vkey KEY ...]`` -- recomputes every leaf hash,
+  signature, prev binding, stored subtree hash, thread head and stored checkpoint
+  (:mod:`registre.ledger.verify_db`), streaming the entries. Exit 0 when everything checks out, 1 at
+  the first failure (the message names the thread and the seq), 2 for bad input. Without
+  ``--vkey`` the keys recorded in the database are trusted, which shows the database is
+  consistent with itself; pin the operator's key with ``--vkey`` to show it was written by
+  that key.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from registre.attest.__main__ import run_verify, verify_options
+from registre.attest.keys import Verifier
+from registre.cli import cli
+from registre.cli.options import db_option, resolve_db
+from registre.ledger.ledger import Ledger
+from registre.ledger.verify_db import verify_database
+
+__all__ = ["verify_command"]
+
+_BUNDLE_ONLY = {
+    "key_text": "--key",
+    "key_file": "--key-file",
+    "witness_keys": "--witness",
+    "quorum": "--quorum",
+    "state_file": "--state",
+    "as_json": "--json",
+}
+
+
+@cli.command("verify")
+@click.argument(
+    "bundle", required=False, metavar="[FILE.zip]", type=click.Path(dir_okay=False, path_type=Path)
+)
+@db_option
+@click.option("--thread", "thread_id", default=None, help="With --db: verify only this thread.")
+@click.option(
+    "--vkey",
+    "vkeys",
+    multiple=True,
+    help="With --db: verifier key to trust (NAME+KEYID+BASE64); repeatable. Default: the "
+    "stored keys.",
+)
+@verify_options
+def verify_command(
+    bundle: Path | None,
+    db: str | None,
+    thread_id: str | None,
+    vkeys: tuple[str, ...],
+    **bundle_options: Any,
+) -> None:
+    """Verify an audit bundle FILE.zip against pinned keys (offline), or a ledger database
+    (--db): every entry, hash, head and checkpoint."""
+    if bundle is not None:
+        db_given = click.get_current_context().get_parameter_source("db")
+        if db_given is ParameterSource.COMMANDLINE or thread_id is not None or vkeys:
+            raise click.UsageError(
+                "verify either a bundle (FILE.zip --key VKEY) or a database (--db), not both; "
+                "--thread and --vkey apply to --db"
+            )
+        run_verify(bundle, **bundle_options)
+        return
+    if db is None:
+        raise click.UsageError(
+            "say what to verify: an audit bundle (FILE.zip --key VKEY) or a ledger database "
+            "(--db [URL|PATH])"
+        )
+    given = [
+        flag
+        for name, flag in _BUNDLE_ONLY.items()
+        if bundle_options.get(name) not in (None, ()) and bundle_options.get(name) is not False
+    ]
+    if given:
+        raise click.UsageError(
+            f"{given[0]} applies to a bundle (FILE.zip); with --db pin keys with --vkey"
+        )
+    keys = [Verifier.from_vkey(text) for text in vkeys] or None
+    with Ledger.open(resolve_db(db), create=False) as ledger:
+        reports = verify_database(ledger, thread=thread_id, keys=keys)
+    for report in reports:
+        root = base64.b64encode(report.root).decode("ascii")
+        click.echo(
+            f"ok {report.thread}: {report.size} entries, root {root}, "
+            f"{report.checkpoints} checkpoint(s)"
+        )
+    trust = "pinned key(s)" if keys else "the keys stored in the database"
+    click.echo(f"verified {len(reports)} thread(s) against {trust}")

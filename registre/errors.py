@@ -1,0 +1,65 @@
+"""The roots of registre's one error hierarchy, on the ground floor.
+
+Three families, kept apart because callers react to them differently:
+
+* :class:`MalformedError` -- the input could not even be read as what it claims to be
+  (bad JSON, a bad key string, a note with control characters). CLI exit code 2.
+* :class:`VerificationError` -- the input was well formed but a cryptographic or structural
+  check failed (a signature, a proof, a root, an origin). CLI exit code 1.
+* :class:`RefusedError` -- a well-formed request that the rules refuse (a lifecycle step, an
+  append that would break the ledger). CLI exit code 2.
+
+An error's message is one plain sentence of what is wrong. Advice on what to do about it --
+which command to run, which flag to pass -- is not part of the message: it goes in ``hint``,
+which the command line prints on a line of its own and a Python caller may ignore. Both
+:mod:`registre.lifecycle` and :mod:`registre.attest` import these roots from here, so neither
+needs the other for them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MalformedError", "RefusedError", "RegistreError", "VerificationError"]
+
+
+class RegistreError(Exception):
+    """Root of every error registre raises on purpose.
+
+    ``exit_code`` is the CLI's; ``hint`` (None or one sentence) is advice for a person at the
+    command line, kept out of the message. A subclass may set a class-level default ``hint``;
+    :meth:`with_hint` sets one on an instance.
+    """
+
+    exit_code: int = 2
+    hint: str | None = None
+
+    def with_hint(self, hint: str | None) -> RegistreError:
+        """Set ``hint`` on this error and return it (``raise Error(...).with_hint(...)``)."""
+        self.hint = hint
+        return self
+
+
+class MalformedError(RegistreError, ValueError):
+    """Input that cannot be read as what it claims to be (CLI exit code 2).
+
+    ``position`` is the byte offset of the problem when one is known.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        self.position = position
+        if position is not None:
+            message = f"{message} (at byte {position})"
+        super().__init__(message)
+
+
+class VerificationError(RegistreError):
+    """Well-formed input that failed a check (CLI exit code 1)."""
+
+    exit_code = 1
+
+
+class RefusedError(RegistreError):
+    """A well-formed request that the rules refuse; nothing was changed (CLI exit code 2)."""
+
+    exit_code = 2
