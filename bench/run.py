@@ -6,8 +6,8 @@ one ledger (a fresh embedded SQLite file by default, or the database ``db`` name
 real API, with a :class:`~registre.bench.measure.RunRecorder` watching every step. After the
 investigation it checks every summary pointer it can afford (``Thread.expand``: the entry
 and its verified inclusion proof), signs a checkpoint, exports the signed bundle
-(:func:`registre.ledger.export.export_thread`), verifies it offline with only the verifier key
-(:func:`registre.attest.verifier.verify_bundle`), and builds the thread's Merkle tree beside
+(:func:`registre.ledger.exchange.export.export_thread`), verifies it offline with only the verifier
+key (:func:`registre.attest.verifier.verify_bundle`), and builds the thread's Merkle tree beside
 pymerkle (:mod:`registre.bench.merkle_side`). The results are plain JSON data (schema
 ``registre-bench/1``, ``specs/bench.md``); :func:`write_outputs` writes ``results.json``,
 ``report.md`` and the plots.
@@ -41,7 +41,7 @@ from registre.bench.plots import write_plots
 from registre.bench.report import render_report
 from registre.bench.schema import check_results
 from registre.bench.summary import summarize_run
-from registre.ledger.export import export_thread
+from registre.ledger.exchange.export import export_thread
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.lifecycle.context import ExtractiveSummarizer, Summarizer, default_counter

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from registre.attest.entry import Entry
-from registre.ledger.evidence import BatchResult, LifecycleRefusedError, StepResult
+from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError, StepResult
 from registre.lifecycle import SourceRef
 from registre.lifecycle.context import (
     ContextBudgetError,
@@ -77,9 +77,9 @@ class StepOutcome:
     ``compaction``/``compaction_seconds``: the ``context.compaction`` entry written and the
     time ``thread.compact`` took (its planning and summarizing included), or None;
     ``projection``: the context a model call was sent; ``result``: the API's return value
-    (an :class:`~registre.attest.entry.Entry`, :class:`~registre.ledger.evidence.BatchResult` or
-    :class:`~registre.ledger.evidence.StepResult`); ``refused``: the refusal's class name, if the
-    API refused (``refusal`` its message).
+    (an :class:`~registre.attest.entry.Entry`, :class:`~registre.ledger.lifecycle.api.BatchResult`
+    or :class:`~registre.ledger.lifecycle.api.StepResult`); ``refused``: the refusal's class name,
+    if the API refused (``refusal`` its message).
     """
 
     seqs: tuple[int, ...]

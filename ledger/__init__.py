@@ -17,9 +17,9 @@ __all__ = ["Ledger", "Thread", "export_claim", "export_thread", "verify_database
 _HOMES = {
     "Ledger": "registre.ledger.ledger",
     "Thread": "registre.ledger.thread",
-    "export_claim": "registre.ledger.export",
-    "export_thread": "registre.ledger.export",
-    "verify_database": "registre.ledger.verify_db",
+    "export_claim": "registre.ledger.exchange.export",
+    "export_thread": "registre.ledger.exchange.export",
+    "verify_database": "registre.ledger.verify.database",
 }
 
 

@@ -22,7 +22,7 @@ from registre.attest.entry import check_thread_id
 from registre.attest.keys import Signer, Verifier
 from registre.attest.merkle import empty_root
 from registre.ledger.errors import NoSignerError, ThreadExistsError, UnknownThreadError
-from registre.ledger.lifecycle_store import LifecycleCache
+from registre.ledger.lifecycle.store import LifecycleCache
 from registre.ledger.store.engine import (
     database_url,
     make_engine,

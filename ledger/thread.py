@@ -21,12 +21,12 @@ from registre.attest.entry import Entry, open_entry
 from registre.attest.merkle import root_at
 from registre.attest.note import DuplicateSignatureError, append_signature
 from registre.attest.proofs import consistency_proof, inclusion_proof
-from registre.ledger.append import AppendItem, append_entries, read_head
-from registre.ledger.context_api import ContextAPI
-from registre.ledger.context_store import append_context_checked, is_context_batch
+from registre.ledger.context.api import ContextAPI
+from registre.ledger.context.store import append_context_checked, is_context_batch
+from registre.ledger.core.append import AppendItem, append_entries, read_head
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
-from registre.ledger.evidence import LifecycleAPI
-from registre.ledger.lifecycle_store import append_checked, is_lifecycle_batch
+from registre.ledger.lifecycle.api import LifecycleAPI
+from registre.ledger.lifecycle.store import append_checked, is_lifecycle_batch
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.schema import tables
@@ -117,9 +117,9 @@ class ConsistencyProof:
 class Thread(LifecycleAPI, ContextAPI):
     """Handle on thread ``id`` of ``ledger``; ``origin`` is ``LOGNAME/id``. The lifecycle
     calls (``read_source``, ``evidence``, ``conclude``, ...) come from
-    :class:`registre.ledger.evidence.LifecycleAPI`; the working-context calls (``project``,
+    :class:`registre.ledger.lifecycle.api.LifecycleAPI`; the working-context calls (``project``,
     ``compact``, ``model_call``, ``replay_context``, ``expand``) from
-    :class:`registre.ledger.context_api.ContextAPI`."""
+    :class:`registre.ledger.context.api.ContextAPI`."""
 
     def __init__(self, ledger: Ledger, thread_id: str, origin: str) -> None:
         self._ledger = ledger
@@ -132,7 +132,8 @@ class Thread(LifecycleAPI, ContextAPI):
     # --- writing ------------------------------------------------------------------------
 
     def append(self, kind: str, body: object, actor: str) -> Entry:
-        """Sign and store one entry; return it. One transaction (see :mod:`registre.ledger.append`).
+        """Sign and store one entry; return it. One transaction (see
+        :mod:`registre.ledger.core.append`).
 
         Raises, before anything is written: InvalidActorError, UnknownKindError,
         BodySchemaError, NoSignerError, UnknownThreadError, ForeignThreadError.
@@ -144,9 +145,9 @@ class Thread(LifecycleAPI, ContextAPI):
 
         Every item is validated before anything is written; consecutive sequence numbers.
         Lifecycle items must record exactly the rules' decision
-        (:func:`registre.ledger.lifecycle_store.append_checked`; UndecidedOutcomeError otherwise);
+        (:func:`registre.ledger.lifecycle.store.append_checked`; UndecidedOutcomeError otherwise);
         compactions and model calls must keep the context rules
-        (:func:`registre.ledger.context_store.append_context_checked`; ContextEntryRefusedError).
+        (:func:`registre.ledger.context.store.append_context_checked`; ContextEntryRefusedError).
         """
         batch = list(items)
         if is_context_batch(batch):
@@ -187,7 +188,7 @@ class Thread(LifecycleAPI, ContextAPI):
         One transaction. A line from a key (name and key id) the note already carries is
         skipped, so the first cosignature of each witness is kept. Lines are checked for form
         only (NoteFormatError): verifying them against pinned witness keys is the caller's job
-        (:mod:`registre.ledger.witness.logside`). EntryNotFoundError if no checkpoint is stored at
+        (:mod:`registre.ledger.witnessing`). EntryNotFoundError if no checkpoint is stored at
         ``size``. The signed checkpoint itself never changes (the store's trigger refuses it).
         """
         with write_transaction(self._ledger.engine) as conn:

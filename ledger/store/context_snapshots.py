@@ -6,7 +6,7 @@ the tail, summaries are replaced, the header is refreshed); between two compacti
 only appends entries to its tail. So a snapshot taken right after a compaction, plus the
 entries after it, is all a fold needs -- and a projection shows that tail anyway. Appending any
 other entry writes nothing here (an append stays as cheap as before); a ``context.compaction``
-writes its snapshot in the same transaction as the entry (:mod:`registre.ledger.context_store`).
+writes its snapshot in the same transaction as the entry (:mod:`registre.ledger.context.store`).
 
 :func:`fold_context` rebuilds the fold at any ``at``: the latest snapshot at or before ``at``,
 restored with the entries from its boundary (:func:`registre.lifecycle.context.restore_state`),

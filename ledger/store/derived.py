@@ -2,10 +2,10 @@
 
 Every row here is a function of the thread's lifecycle entries (``specs/lifecycle.md``); the
 tables can be dropped and rebuilt from the ``entry`` table at any time
-(:func:`registre.ledger.store.fold.rebuild_thread`, ``registre rebuild``) and ``registre verify
---db`` rebuilds them in memory and compares. Unlike ``entry`` they are **not** append-only: a
+(:func:`registre.ledger.store.lifecycle_fold.rebuild_thread`, ``registre rebuild``) and ``registre
+verify --db`` rebuilds them in memory and compares. Unlike ``entry`` they are **not** append-only: a
 supersession updates the superseded row. They are written in the same transaction as the
-entry that changes them (:mod:`registre.ledger.lifecycle_store`).
+entry that changes them (:mod:`registre.ledger.lifecycle.store`).
 
 * ``lifecycle_reference`` -- one row per registered source reference; ``seq`` is the
   ``source.read`` entry that registered it.

@@ -31,7 +31,7 @@ from sqlalchemy.pool import StaticPool
 
 from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
 from registre.ledger.store.context_snapshots import add_context_snapshots
-from registre.ledger.store.fold import add_lifecycle_tables
+from registre.ledger.store.lifecycle_fold import add_lifecycle_tables
 from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
 from registre.ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
 

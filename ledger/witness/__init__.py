@@ -15,7 +15,7 @@ The log side sends a thread's checkpoint to witnesses and stores the cosignature
 
 * :mod:`registre.ledger.witness.client` -- ``collect_cosignatures`` over HTTP, retrying once after
   409;
-* :mod:`registre.ledger.witness.logside` -- witnessing a ledger thread's checkpoint.
+* :mod:`registre.ledger.witnessing` -- witnessing a ledger thread's checkpoint.
 
 ``specs/witness.md`` is the normative description.
 """

@@ -51,7 +51,7 @@ def checkpoint_command(
     # The HTTP client (aiohttp) is imported only when witnesses are asked.
     from registre.ledger.witness.client import WitnessEndpoint
     from registre.ledger.witness.errors import WitnessQuorumError
-    from registre.ledger.witness.logside import witness_checkpoint
+    from registre.ledger.witnessing import witness_checkpoint
 
     endpoints = [WitnessEndpoint.parse(spec) for spec in witnesses]
     with open_ledger(db, key_file) as ledger:

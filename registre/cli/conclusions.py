@@ -22,8 +22,8 @@ import click
 from registre.cli import cli
 from registre.cli.evidence import refusal
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.evidence import LifecycleRefusedError
-from registre.ledger.lifecycle_views import (
+from registre.ledger.lifecycle.api import LifecycleRefusedError
+from registre.ledger.lifecycle.views import (
     ConclusionRecord,
     EvidenceRecord,
     TraceNode,

@@ -9,7 +9,7 @@ shown; with one, a context that does not fit is refused (exit 2: compact first).
 
 ``context diff`` says what the model was not seeing verbatim after entry SEQ: entries it saw
 only as a summary line (which compaction, which line, what it says), tool results it saw as
-stubs, and entries folded without mention (``registre.ledger.context_views``).
+stubs, and entries folded without mention (``registre.ledger.context.views``).
 
 ``registre context THREAD`` is short for ``registre context show THREAD`` (a thread called
 ``diff`` or ``show`` needs the long form).
@@ -26,7 +26,7 @@ import click
 from registre.attest.projection import projection_digest
 from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.context_views import ContextDiff, DiffRun, context_diff
+from registre.ledger.context.views import ContextDiff, DiffRun, context_diff
 from registre.lifecycle.context import Policy, Projection, context_tokens, default_counter, project
 
 __all__ = ["context_group", "diff_lines", "projection_lines"]

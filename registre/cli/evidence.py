@@ -24,8 +24,8 @@ from registre.attest.errors import MalformedError, RefusedError
 from registre.cli import cli
 from registre.cli.append import read_body
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.evidence import BatchResult, LifecycleRefusedError
-from registre.ledger.lifecycle_views import EvidenceRecord
+from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError
+from registre.ledger.lifecycle.views import EvidenceRecord
 from registre.lifecycle import (
     EvidenceReviseRequest,
     LifecycleFormatError,

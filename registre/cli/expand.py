@@ -20,7 +20,7 @@ from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootM
 from registre.attest.proofs import verify_inclusion
 from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.proof_text import format_inclusion_proof
+from registre.ledger.exchange.proof_text import format_inclusion_proof
 
 __all__ = ["expand_command"]
 

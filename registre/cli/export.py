@@ -1,5 +1,5 @@
 """`registre export THREAD -o FILE.zip [--checkpoint N] [--claim CONCLUSION] [--force]`: write
-an audit bundle (:mod:`registre.ledger.export`, ``specs/bundle.md`` section 7).
+an audit bundle (:mod:`registre.ledger.exchange.export`, ``specs/bundle.md`` section 7).
 
 Without ``--claim``: the whole thread up to the signed checkpoint (default: the latest stored
 one, which must cover the head -- run ``registre checkpoint THREAD`` first). With ``--claim``:
@@ -17,7 +17,7 @@ import click
 
 from registre.cli import cli
 from registre.cli.options import db_option, resolve_db
-from registre.ledger.export import export_claim, export_thread
+from registre.ledger.exchange.export import export_claim, export_thread
 from registre.ledger.ledger import Ledger
 
 __all__ = ["export_command"]

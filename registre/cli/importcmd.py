@@ -1,8 +1,8 @@
 """`registre import THREAD FILE --format openai|anthropic`: record an agent transcript.
 
-The whole file is parsed and every entry checked first (:mod:`registre.ledger.importers`), before
-the ledger is even opened; a bad file is refused with one line naming the file, the line or JSON
-path, and the reason (exit 2), and the ledger is not touched. Then every entry is signed and
+The whole file is parsed and every entry checked first (:mod:`registre.ledger.exchange.importers`),
+before the ledger is even opened; a bad file is refused with one line naming the file, the line or
+JSON path, and the reason (exit 2), and the ledger is not touched. Then every entry is signed and
 appended in ONE transaction: the thread gets all of the transcript or none of it.
 """
 
@@ -14,7 +14,7 @@ import click
 
 from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.importers import FORMATS, TranscriptError
+from registre.ledger.exchange.importers import FORMATS, TranscriptError
 
 __all__ = ["import_transcript"]
 

@@ -16,7 +16,7 @@ import click
 from registre.cli import cli
 from registre.cli.evidence import refusal
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.evidence import LifecycleRefusedError
+from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.lifecycle.model import PIN_KINDS
 
 __all__ = ["pin_command", "unpin_command"]

@@ -19,7 +19,7 @@ from registre.attest.keys import Verifier
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.proof_text import format_consistency_proof, format_inclusion_proof
+from registre.ledger.exchange.proof_text import format_consistency_proof, format_inclusion_proof
 
 __all__ = ["prove_group"]
 

@@ -15,8 +15,8 @@ import click
 
 from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.context_store import rebuild_context
-from registre.ledger.lifecycle_store import rebuild
+from registre.ledger.context.store import rebuild_context
+from registre.ledger.lifecycle.store import rebuild
 
 __all__ = ["rebuild_command"]
 

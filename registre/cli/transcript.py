@@ -1,7 +1,8 @@
 """`registre transcript THREAD --format md|html [-o FILE]`: the whole ledger, readable.
 
-Every entry in seq order (``registre.ledger.transcript``): messages, tool calls and results, pins
-and lifecycle transitions highlighted, each compaction as a marker with its range and summary,
+Every entry in seq order (``registre.ledger.exchange.transcript``): messages, tool calls and
+results, pins and lifecycle transitions highlighted, each compaction as a marker with its range and
+summary,
 model calls with their context digest. Entry text is escaped for the format. With ``-o`` the
 transcript is written to a temporary file beside FILE, flushed and renamed, so FILE is either
 the whole transcript or untouched; bad input (an unknown thread, an unknown format) writes
@@ -17,7 +18,7 @@ import click
 from registre.cli import cli
 from registre.cli.files import write_atomically
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.transcript import FORMATS, render_transcript
+from registre.ledger.exchange.transcript import FORMATS, render_transcript
 
 __all__ = ["transcript_command"]
 

@@ -8,8 +8,8 @@
   2 unusable input.
 * ``registre verify --db [URL] [--thread T] [--vkey KEY ...]`` -- recomputes every leaf hash,
   signature, prev binding, stored subtree hash, thread head and stored checkpoint
-  (:mod:`registre.ledger.verify_db`), streaming the entries. Exit 0 when everything checks out, 1 at
-  the first failure (the message names the thread and the seq), 2 for bad input. Without
+  (:mod:`registre.ledger.verify.database`), streaming the entries. Exit 0 when everything checks
+  out, 1 at the first failure (the message names the thread and the seq), 2 for bad input. Without
   ``--vkey`` the keys recorded in the database are trusted, which shows the database is
   consistent with itself; pin the operator's key with ``--vkey`` to show it was written by
   that key.
@@ -29,7 +29,7 @@ from registre.attest.keys import Verifier
 from registre.cli import cli
 from registre.cli.options import db_option, resolve_db
 from registre.ledger.ledger import Ledger
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.database import verify_database
 
 __all__ = ["verify_command"]
 

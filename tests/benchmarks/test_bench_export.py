@@ -37,9 +37,9 @@ import pytest
 from registre.attest.bundle_zip import deterministic_zip
 from registre.attest.keys import Signer
 from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.ledger.evidence import source_ref
-from registre.ledger.export import export_claim, export_thread
+from registre.ledger.exchange.export import export_claim, export_thread
 from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle.api import source_ref
 from tests.benchmarks.conftest import bench_sizes
 
 SIGNER = Signer.from_seed("registre.bench/log", bytes(range(32)))

@@ -11,8 +11,8 @@ import pytest
 from registre.attest.checkpoint import open_checkpoint
 from registre.attest.keys import Verifier
 from registre.attest.proofs import verify_inclusion
+from registre.ledger.exchange.proof_text import parse_inclusion_proof
 from registre.ledger.ledger import Ledger
-from registre.ledger.proof_text import parse_inclusion_proof
 from tests.cli.conftest import Run, one_line_error
 
 POLICY = json.dumps(

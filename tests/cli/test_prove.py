@@ -9,7 +9,7 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.keys import Verifier
 from registre.attest.merkle import leaf_hash
 from registre.attest.proofs import verify_consistency, verify_inclusion
-from registre.ledger.proof_text import parse_consistency_proof, parse_inclusion_proof
+from registre.ledger.exchange.proof_text import parse_consistency_proof, parse_inclusion_proof
 from tests.cli.conftest import Run, one_line_error
 
 

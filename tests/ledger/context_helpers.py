@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from registre.attest.keys import Signer
-from registre.ledger.append import append_entries
+from registre.ledger.core.append import append_entries
 from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, context_entries
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.thread import Thread

@@ -7,7 +7,7 @@ from typing import Any
 
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
-from registre.ledger.store.fold import DerivedRows, ThreadFold, catch_up, read_derived
+from registre.ledger.store.lifecycle_fold import DerivedRows, ThreadFold, catch_up, read_derived
 from registre.ledger.thread import Thread
 from registre.lifecycle import SourceRef
 

@@ -24,7 +24,7 @@ import pytest
 from registre.attest.keys import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.database import verify_database
 from tests.ledger.helpers import turn
 
 pytestmark = pytest.mark.slow

@@ -7,14 +7,14 @@ import pytest
 from sqlalchemy import text
 
 from registre.attest.keys import Signer
-from registre.ledger.context_store import rebuild_context
+from registre.ledger.context.store import rebuild_context
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_snapshots import ContextHistoryError, fold_context
 from registre.ledger.store.engine import read_transaction, schema_version
 from registre.ledger.store.schema import SCHEMA_VERSION
 from registre.ledger.thread import Thread
-from registre.ledger.verify_context_db import CompactionInvalidError
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.context import CompactionInvalidError
+from registre.ledger.verify.database import verify_database
 from registre.lifecycle.context import Policy, SummaryLine, default_counter, project
 from tests.ledger.context_helpers import agent_loop, forge, opened, replayed, snapshot_rows, step
 from tests.ledger.helpers import execute

@@ -25,13 +25,13 @@ from registre.attest.note import sign_note
 from registre.ledger.ledger import Ledger
 from registre.ledger.witness.client import WitnessEndpoint, collect_cosignatures
 from registre.ledger.witness.errors import WitnessQuorumError
-from registre.ledger.witness.logside import witness_checkpoint
 from registre.ledger.witness.protocol import (
     MAX_REQUEST_BYTES,
     SIZE_CONTENT_TYPE,
     AddCheckpointRequest,
 )
 from registre.ledger.witness.state import WitnessState
+from registre.ledger.witnessing import witness_checkpoint
 from tests.ledger.witness.conftest import StartWitness, grow, http_request, request_body
 
 

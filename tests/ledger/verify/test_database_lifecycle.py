@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from registre.attest.keys import Signer
-from registre.ledger.append import append_entries
-from registre.ledger.evidence import ConclusionRefusedError
+from registre.ledger.core.append import append_entries
 from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle_store import rebuild
+from registre.ledger.lifecycle.api import ConclusionRefusedError
+from registre.ledger.lifecycle.store import rebuild
 from registre.ledger.store.engine import write_transaction
-from registre.ledger.store.fold import LifecycleHistoryError
+from registre.ledger.store.lifecycle_fold import LifecycleHistoryError
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import (
+from registre.ledger.verify.database import (
     DerivedStateMismatchError,
     LifecycleReplayError,
     verify_database,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from registre.ledger.proof_text import (
+from registre.ledger.exchange.proof_text import (
     ProofTextError,
     format_consistency_proof,
     format_inclusion_proof,
@@ -15,7 +15,7 @@ from registre.ledger.proof_text import (
     parse_inclusion_proof,
 )
 
-VECTORS = Path(__file__).resolve().parents[2] / "specs" / "vectors" / "signed-note.json"
+VECTORS = Path(__file__).resolve().parents[3] / "specs" / "vectors" / "signed-note.json"
 
 
 def vector() -> dict[str, str]:

@@ -34,7 +34,7 @@ from sqlalchemy import bindparam, select
 
 from registre.attest.errors import RefusedError
 from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle_views import (
+from registre.ledger.lifecycle.views import (
     ConclusionRecord,
     evidence_history,
     get_conclusion,

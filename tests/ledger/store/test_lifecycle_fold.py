@@ -6,18 +6,18 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-import registre.ledger.store.fold as fold_module
+import registre.ledger.store.lifecycle_fold as fold_module
 from registre.attest.keys import Signer
-from registre.ledger.append import append_entries
+from registre.ledger.core.append import append_entries
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle_store import rebuild
+from registre.ledger.lifecycle.store import rebuild
 from registre.ledger.store.derived import DERIVED_TABLES
 from registre.ledger.store.engine import read_transaction, schema_version, write_transaction
-from registre.ledger.store.fold import LifecycleHistoryError, lifecycle_entries
+from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, lifecycle_entries
 from registre.ledger.store.schema import SCHEMA_VERSION, tables
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import LifecycleReplayError, verify_database
+from registre.ledger.verify.database import LifecycleReplayError, verify_database
 from tests.ledger.helpers import execute, turn
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, investigation, ref
 

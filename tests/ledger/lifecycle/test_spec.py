@@ -11,7 +11,7 @@ from typing import Any
 from registre.ledger.ledger import Ledger
 from tests.ledger.lifecycle_helpers import derived_rows
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STORAGE = (ROOT / "specs" / "storage.md").read_text(encoding="utf-8")
 VECTORS: dict[str, Any] = json.loads(
     (ROOT / "specs" / "vectors" / "lifecycle-bodies.json").read_text(encoding="utf-8")

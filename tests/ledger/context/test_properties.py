@@ -29,10 +29,10 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from registre.ledger.evidence import PinRefusedError
 from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle.api import PinRefusedError
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.database import verify_database
 from registre.lifecycle.context import ContextBudgetError, Policy, Projection
 from tests.lifecycle.context.strategies import WORDS
 

@@ -18,7 +18,7 @@ from registre.attest.errors import MalformedError
 from registre.attest.keys import Signer
 from registre.attest.strict_json import float_in_integer_gap
 from registre.cli import main
-from registre.ledger.importers import (
+from registre.ledger.exchange.importers import (
     FORMATS,
     ImportedEntry,
     TranscriptError,
@@ -27,7 +27,7 @@ from registre.ledger.importers import (
 )
 from registre.ledger.ledger import Ledger
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+DATA = Path(__file__).resolve().parents[2] / "data" / "transcripts"
 STEM = "01_mini-swe-agent_deepseek-chat_pylint-dev__astroid-1333"
 OPENAI_FILE = (DATA / f"{STEM}.openai.jsonl").read_bytes()
 ANTHROPIC_FILE = (DATA / f"{STEM}.anthropic.json").read_bytes()

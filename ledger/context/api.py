@@ -17,8 +17,8 @@ without a policy, ``Policy(budget_tokens=budget)`` (the other fields at their de
 counter is the default counter ``registre.default/1``.
 
 Every write is one ledger entry written with what it derives, or nothing
-(:mod:`registre.ledger.context_store`). Pins and unpins are lifecycle requests
-(:meth:`registre.ledger.evidence.LifecycleAPI.pin`); a live pin's text is in every projection
+(:mod:`registre.ledger.context.store`). Pins and unpins are lifecycle requests
+(:meth:`registre.ledger.lifecycle.api.LifecycleAPI.pin`); a live pin's text is in every projection
 verbatim.
 """
 
@@ -32,7 +32,7 @@ from registre.attest.entry import Entry
 from registre.attest.errors import RefusedError
 from registre.attest.projection import verify_model_call
 from registre.attest.proofs import verify_inclusion
-from registre.ledger.context_store import (
+from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
     head_size,
     record_compaction,

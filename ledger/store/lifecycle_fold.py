@@ -5,7 +5,7 @@ A :class:`ThreadFold` folds a thread's lifecycle entries in seq order through
 do not give -- and turns each event into :class:`Change` records for the derived tables of
 :mod:`registre.ledger.store.derived`. Every path that fills those tables goes through it:
 
-* the writer (:mod:`registre.ledger.lifecycle_store`) applies the changes of the one event it
+* the writer (:mod:`registre.ledger.lifecycle.store`) applies the changes of the one event it
   appends, in the append's transaction (:func:`write_changes`);
 * :func:`rebuild_thread` folds the whole thread in memory and inserts the final rows;
 * ``registre verify --db`` folds in memory and compares (:func:`compare_derived`).

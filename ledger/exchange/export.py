@@ -3,8 +3,9 @@
 * :func:`export_thread` -- a **full** bundle: every entry up to a signed checkpoint, byte for
   byte, with every stored checkpoint up to that size (notes with their cosignatures);
 * :func:`export_claim` -- a **partial** bundle disclosing only the chain of one conclusion
-  (:func:`registre.ledger.claim_chain.claim_chain`), with an inclusion proof for each disclosed
-  entry and the consistency proofs the verifier needs (:func:`registre.attest.bundle.build_proofs`).
+  (:func:`registre.ledger.exchange.claim_chain.claim_chain`), with an inclusion proof for each
+  disclosed entry and the consistency proofs the verifier needs
+  (:func:`registre.attest.bundle.build_proofs`).
 
 Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
 checkpoint stored at size N) or, by default, the latest stored one, which must then cover the
@@ -42,8 +43,8 @@ from registre.attest.errors import RefusedError, VerificationError
 from registre.attest.merkle import CompactRange, empty_root, leaf_hash
 from registre.attest.note import parse_note
 from registre.attest.proofs import verify_inclusion
-from registre.ledger.claim_chain import ClaimChain, claim_chain
 from registre.ledger.errors import StoreCorruptError
+from registre.ledger.exchange.claim_chain import ClaimChain, claim_chain
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.nodes import StoredHashSource
@@ -215,9 +216,9 @@ def export_claim(
     overwrite: bool = False,
 ) -> ExportResult:
     """Write the partial bundle disclosing the chain of ``conclusion_id``
-    (:func:`registre.ledger.claim_chain.claim_chain`) in the tree of ``checkpoint`` to ``path``,
-    with an inclusion proof per entry and consistency proofs from every disclosed seq and every
-    included checkpoint to the head. Raises what :func:`export_thread` raises, plus
+    (:func:`registre.ledger.exchange.claim_chain.claim_chain`) in the tree of ``checkpoint`` to
+    ``path``, with an inclusion proof per entry and consistency proofs from every disclosed seq and
+    every included checkpoint to the head. Raises what :func:`export_thread` raises, plus
     UnknownItemError (no such conclusion) and ClaimBeyondCheckpointError."""
     head, included, omitted = choose_checkpoint(ledger, thread_id, checkpoint)
     chain = claim_chain(ledger, thread_id, conclusion_id, head.size)

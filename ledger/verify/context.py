@@ -1,8 +1,8 @@
 """Step 10 of ``registre verify --db``: the working context replayed (``specs/context.md``).
 
 :class:`ContextCheck` is fed every verified entry of a thread in seq order
-(:mod:`registre.ledger.verify_db` steps 2-5 have accepted it and every entry before it) and checks,
-in this order, naming the first bad seq:
+(:mod:`registre.ledger.verify.database` steps 2-5 have accepted it and every entry before it) and
+checks, in this order, naming the first bad seq:
 
 10.1 every ``context.compaction`` keeps every rule of ``specs/context.md`` section 7 against
      the fold of the entries before it (:func:`registre.lifecycle.context.validate_compaction`), and
@@ -35,7 +35,7 @@ from sqlalchemy import Connection
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, VerificationError
 from registre.attest.projection import verify_model_call
-from registre.ledger.context_store import LeafTexts, connection_reader
+from registre.ledger.context.store import LeafTexts, connection_reader
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -45,7 +45,7 @@ from registre.ledger.store.context_snapshots import (
     stored_snapshot,
     stored_snapshots,
 )
-from registre.ledger.verify_db import LedgerTamperedError
+from registre.ledger.verify.database import LedgerTamperedError
 from registre.lifecycle.context import (
     ContextEntry,
     ContextState,

@@ -11,7 +11,7 @@ Mixed into :class:`registre.ledger.thread.Thread`::
 
 Every call that changes something is ONE ledger entry ``{"request": ..., "outcome": ...}``
 decided under the thread's write lock and written with its derived rows in one transaction
-(:func:`registre.ledger.lifecycle_store.record`). Refusals are recorded too, so the ledger shows
+(:func:`registre.ledger.lifecycle.store.record`). Refusals are recorded too, so the ledger shows
 every request and what the rules made of it:
 
 * batches (``read_source``, ``evidence.upsert``) never raise for rejected items: the
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from registre.attest.errors import RefusedError
-from registre.ledger.lifecycle_store import current_state, record
-from registre.ledger.lifecycle_views import (
+from registre.ledger.lifecycle.store import current_state, record
+from registre.ledger.lifecycle.views import (
     ConclusionRecord,
     EvidenceRecord,
     PinRecord,

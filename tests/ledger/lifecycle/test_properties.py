@@ -22,12 +22,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registre.ledger.evidence import LifecycleRefusedError
 from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle_store import rebuild
-from registre.ledger.store.fold import PinSourceRefusedError
+from registre.ledger.lifecycle.api import LifecycleRefusedError
+from registre.ledger.lifecycle.store import rebuild
+from registre.ledger.store.lifecycle_fold import PinSourceRefusedError
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.database import verify_database
 from registre.lifecycle import (
     LifecycleState,
     Statement,

@@ -23,18 +23,18 @@ from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.attest.verify_entries import EntryOriginMismatchError
 from registre.attest.verify_history import RollbackError
 from registre.attest.verify_semantics import UnresolvedClaimError
-from registre.ledger import export as export_module
-from registre.ledger.claim_chain import ClaimBeyondCheckpointError, claim_chain
 from registre.ledger.errors import StoreCorruptError, UnknownThreadError
-from registre.ledger.export import CheckpointRequiredError, export_claim, export_thread
+from registre.ledger.exchange import export as export_module
+from registre.ledger.exchange.claim_chain import ClaimBeyondCheckpointError, claim_chain
+from registre.ledger.exchange.export import CheckpointRequiredError, export_claim, export_thread
 from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle_views import UnknownItemError
+from registre.ledger.lifecycle.views import UnknownItemError
 from registre.ledger.thread import Thread
 from registre.lifecycle.context import Policy
 from tests.bundles import members, rezip
 from tests.ledger.helpers import drop_triggers
+from tests.ledger.lifecycle.test_properties import action, run
 from tests.ledger.lifecycle_helpers import ref
-from tests.ledger.test_lifecycle_properties import action, run
 
 WITNESS = CosignatureSigner.from_seed("witness.test/w1", bytes([1]) * 32)
 POLICY = Policy(

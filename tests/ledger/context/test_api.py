@@ -13,23 +13,23 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.keys import Signer
 from registre.attest.projection import ContextDigestMismatchError, projection_digest
 from registre.attest.proofs import verify_consistency, verify_inclusion
-from registre.ledger.context_api import NotAModelCallError
-from registre.ledger.context_store import (
+from registre.ledger.context.api import NotAModelCallError
+from registre.ledger.context.store import (
     ContextEntryRefusedError,
     EmptyThreadError,
     MixedContextBatchError,
     rebuild_context,
 )
-from registre.ledger.evidence import PinRefusedError
 from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle.api import PinRefusedError
 from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, snapshot_json
 from registre.ledger.thread import Thread
-from registre.ledger.verify_context_db import (
+from registre.ledger.verify.context import (
     CompactionInvalidError,
     ContextSnapshotMismatchError,
     ModelCallDigestError,
 )
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.database import verify_database
 from registre.lifecycle.context import (
     CompactionPinSetError,
     CompactionPlan,

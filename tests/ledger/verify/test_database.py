@@ -22,7 +22,7 @@ from registre.attest.merkle import leaf_hash
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import (
+from registre.ledger.verify.database import (
     CheckpointMismatchError,
     EntryMismatchError,
     EntryRejectedError,

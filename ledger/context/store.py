@@ -35,9 +35,9 @@ from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, RefusedError, VerificationError
 from registre.attest.keys import Signer
 from registre.attest.projection import projection_digest, verify_model_call
-from registre.ledger.append import AppendItem, append_entries, read_head
+from registre.ledger.core.append import AppendItem, append_entries, read_head
 from registre.ledger.errors import UnknownThreadError
-from registre.ledger.lifecycle_store import is_lifecycle_batch
+from registre.ledger.lifecycle.store import is_lifecycle_batch
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -216,7 +216,7 @@ def append_context_checked(
 
     Raises, with nothing written: MixedContextBatchError, the body errors of
     :func:`registre.attest.bodies.validate_body`, ContextEntryRefusedError, ContextHistoryError (the
-    stored history does not fold), and whatever :func:`registre.ledger.append.append_entries`
+    stored history does not fold), and whatever :func:`registre.ledger.core.append.append_entries`
     raises.
     """
     if is_lifecycle_batch(items):

@@ -16,9 +16,9 @@ import os
 import pytest
 
 from registre.attest.keys import Signer
-from registre.ledger.evidence import ConclusionRefusedError, RevisionRefusedError
 from registre.ledger.ledger import Ledger
-from registre.ledger.verify_db import verify_database
+from registre.ledger.lifecycle.api import ConclusionRefusedError, RevisionRefusedError
+from registre.ledger.verify.database import verify_database
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, ref
 from tests.ledger.test_reliability import _fork, _read_all
 

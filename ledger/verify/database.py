@@ -27,7 +27,7 @@ structure,
    state), the one part of verification that grows with the thread.
 10. **Working context**: every compaction keeps the rules of ``specs/context.md``, every
     model call's projection digest reproduces, and the context snapshots are the fold's
-    (:mod:`registre.ledger.verify_context_db`: CompactionInvalidError, ModelCallDigestError,
+    (:mod:`registre.ledger.verify.context`: CompactionInvalidError, ModelCallDigestError,
     ContextSnapshotMismatchError).
 
 The first failure raises, naming the thread and the first bad sequence number. Which keys are
@@ -49,11 +49,11 @@ from registre.attest.entry import Entry, open_entry
 from registre.attest.errors import RegistreError, VerificationError
 from registre.attest.keys import Verifier
 from registre.attest.merkle import CompactRange, leaf_hash, root_at
-from registre.ledger.append import split_frontier
+from registre.ledger.core.append import split_frontier
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
-from registre.ledger.store.fold import (
+from registre.ledger.store.lifecycle_fold import (
     DerivedTablesDifferError,
     LifecycleHistoryError,
     ThreadFold,
@@ -219,7 +219,7 @@ def _verify_thread(
     batch: int,
     counters: Sequence[TokenCounter] = (),
 ) -> ThreadReport:
-    from registre.ledger.verify_context_db import ContextCheck  # step 10; it imports this module
+    from registre.ledger.verify.context import ContextCheck  # step 10; it imports this module
 
     # 1. head row: origin LOGNAME/ID for a trusted key's name
     log_keys = [key for key in keys if origin == f"{key.name}/{thread}"]

@@ -15,8 +15,9 @@ appends, two writers (threads or processes) can never both decide against a stal
 
 **The cache.** Replaying a thread's lifecycle history for every request would cost O(history).
 Each :class:`~registre.ledger.ledger.Ledger` keeps a :class:`LifecycleCache`: per thread, the fold
-(:class:`registre.ledger.store.fold.ThreadFold`) as of some size. Under the lock it catches up on
-the lifecycle entries appended since that size, found through the partial index ``entry_lifecycle``
+(:class:`registre.ledger.store.lifecycle_fold.ThreadFold`) as of some size. Under the lock it
+catches up on the lifecycle entries appended since that size, found through the partial index
+``entry_lifecycle``
 (O(log n + new lifecycle entries), however many other entries were appended). A process's
 first request on a thread starts cold: it replays the thread's lifecycle entries from the
 entry table (the signed record, never the derived tables, which are unsigned caches). A
@@ -39,10 +40,10 @@ from sqlalchemy import Connection, select
 from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.entry import Entry
 from registre.attest.errors import RefusedError
-from registre.ledger.append import AppendItem, append_entries, read_head
+from registre.ledger.core.append import AppendItem, append_entries, read_head
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.store.engine import read_transaction, write_transaction
-from registre.ledger.store.fold import (
+from registre.ledger.store.lifecycle_fold import (
     ThreadFold,
     catch_up,
     check_pin_source,
@@ -173,7 +174,7 @@ def append_checked(ledger: Ledger, thread: str, items: Sequence[AppendItem]) -> 
 
     Raises, with nothing written: the body errors of :func:`registre.attest.bodies.validate_body`,
     UndecidedOutcomeError (an outcome the rules do not give, naming the item),
-    PinSourceRefusedError, and whatever :func:`registre.ledger.append.append_entries` raises.
+    PinSourceRefusedError, and whatever :func:`registre.ledger.core.append.append_entries` raises.
     """
     signer = ledger.require_signer()
     with ledger.lifecycle.using(thread) as slot, write_transaction(ledger.engine) as conn:

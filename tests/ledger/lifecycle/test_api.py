@@ -11,18 +11,18 @@ import pytest
 
 from registre.attest.bodies import BodySchemaError
 from registre.ledger.errors import UnknownThreadError
-from registre.ledger.evidence import (
+from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle.api import (
     ConclusionRefusedError,
     PinRefusedError,
     RevisionRefusedError,
     source_ref,
 )
-from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle_store import UndecidedOutcomeError
-from registre.ledger.lifecycle_views import UnknownItemError, trace_to_json
-from registre.ledger.store.fold import PinSourceRefusedError
+from registre.ledger.lifecycle.store import UndecidedOutcomeError
+from registre.ledger.lifecycle.views import UnknownItemError, trace_to_json
+from registre.ledger.store.lifecycle_fold import PinSourceRefusedError
 from registre.ledger.thread import Thread
-from registre.ledger.verify_db import verify_database
+from registre.ledger.verify.database import verify_database
 from registre.lifecycle import (
     Accepted,
     FinalRequest,
@@ -304,7 +304,7 @@ def test_two_handles_decide_against_the_head(db_url: str, ledger: Ledger, thread
 def test_failed_transaction_drops_the_cached_state(
     ledger: Ledger, thread: Thread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import registre.ledger.lifecycle_store as store
+    import registre.ledger.lifecycle.store as store
 
     thread.read_source([ref("r1")])
     real = store.write_changes
