@@ -27,7 +27,7 @@ from registre.bench.steps import (
     unpin_step,
 )
 from registre.bench.textgen import OUTPUT_PROFILES, TextGen, lognormal_bytes
-from registre.ledger.lifecycle.api import StepResult
+from registre.ledger import StepResult
 from registre.lifecycle.context import (
     ExtractiveSummarizer,
     Policy,

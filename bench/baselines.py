@@ -7,7 +7,7 @@
   was cut; :meth:`TruncationBaseline.lost` says it here.
 * :func:`naive_projection` -- registre's own projection computed the naive way: read every
   entry of the thread back from the ledger, by the same reader the real projection uses for
-  its tail (:func:`registre.ledger.store.context_snapshots.context_entries`: parsed, signatures not
+  its tail (:meth:`registre.ledger.Thread.context_entries`: parsed, signatures not
   re-checked), and fold the whole history again (``ContextState.replay``) for each call.
   Its result must equal the real projection (the harness compares them).
 """
@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from registre.attest.entry import Entry
-from registre.ledger.store.context_snapshots import context_entries
-from registre.ledger.store.engine import read_transaction
 from registre.lifecycle.context import (
     ContextEntry,
     ContextState,
@@ -40,7 +38,7 @@ from registre.lifecycle.context.tokens import TokenCounter
 from registre.lifecycle.model import PinnedItem
 
 if TYPE_CHECKING:
-    from registre.ledger.ledger import Ledger
+    from registre.ledger import Ledger
 
 __all__ = ["TruncationBaseline", "TruncationWindow", "naive_projection", "transcript_message"]
 
@@ -126,6 +124,5 @@ def naive_projection(
 ) -> Projection:
     """The projection of entries ``0..at`` of ``thread_id``, re-read from the ledger and
     re-folded from the first entry: O(at) reads and fold steps per call."""
-    with read_transaction(ledger.engine, snapshot=True) as conn:
-        entries = list(context_entries(conn, thread_id, 0, at + 1))
+    entries = ledger.thread(thread_id).context_entries(0, at + 1)
     return project(ContextState.replay(entries), budget, policy, counter)

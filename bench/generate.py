@@ -34,7 +34,7 @@ from registre.bench.steps import Step, StepOutcome
 from registre.lifecycle.context import Policy
 
 if TYPE_CHECKING:
-    from registre.ledger.thread import Thread
+    from registre.ledger import Thread
 
 __all__ = [
     "MIN_ENTRIES",
@@ -92,7 +92,7 @@ def record_investigation(
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.generate``: see the module docstring."""
     from registre.attest.keys import Signer
-    from registre.ledger.ledger import Ledger
+    from registre.ledger import Ledger
 
     parser = argparse.ArgumentParser(prog="python -m bench.generate")
     parser.add_argument("--entries", type=lambda s: int(float(s)), required=True)

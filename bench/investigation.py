@@ -61,7 +61,7 @@ from registre.bench.steps import (
     upsert_step,
 )
 from registre.bench.textgen import pick
-from registre.ledger.lifecycle.api import BatchResult, StepResult
+from registre.ledger import BatchResult, StepResult
 from registre.lifecycle import SourceRef
 
 __all__ = [

@@ -31,8 +31,7 @@ from registre.bench.steps import Step, StepOutcome
 from registre.lifecycle.context import Policy, Projection, TokenCounter
 
 if TYPE_CHECKING:
-    from registre.ledger.ledger import Ledger
-    from registre.ledger.thread import Thread
+    from registre.ledger import Ledger, Thread
 
 __all__ = ["PinCheck", "QualitySample", "RunRecorder", "sample_points"]
 

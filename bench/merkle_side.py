@@ -22,7 +22,7 @@ from registre.attest.merkle import MemoryHashSource, leaf_hash
 from registre.attest.proofs import consistency_proof, inclusion_proof
 
 if TYPE_CHECKING:
-    from registre.ledger.thread import Thread
+    from registre.ledger import Thread
 
 __all__ = ["TreeMismatchError", "compare_trees", "pymerkle_version"]
 

@@ -41,9 +41,7 @@ from registre.bench.plots import write_plots
 from registre.bench.report import render_report
 from registre.bench.schema import check_results
 from registre.bench.summary import summarize_run
-from registre.ledger.exchange.export import export_thread
-from registre.ledger.ledger import Ledger
-from registre.ledger.thread import Thread
+from registre.ledger import Ledger, Thread, export_thread
 from registre.lifecycle.context import ExtractiveSummarizer, Summarizer, default_counter
 
 __all__ = [

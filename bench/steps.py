@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from registre.attest.entry import Entry
-from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError, StepResult
+from registre.ledger import BatchResult, LifecycleRefusedError, StepResult
 from registre.lifecycle import SourceRef
 from registre.lifecycle.context import (
     ContextBudgetError,
@@ -32,7 +32,7 @@ from registre.lifecycle.context import (
 )
 
 if TYPE_CHECKING:
-    from registre.ledger.thread import Thread
+    from registre.ledger import Thread
 
 __all__ = [
     "STEP_KINDS",

@@ -1,30 +1,52 @@
-"""ledger: persistence and the thread API on top of attest and lifecycle.
+"""registre.ledger: persistence and the thread API on top of attest and lifecycle.
 
-``Ledger.open(url, signer)`` opens a SQLite file or a PostgreSQL URL; ``registre.ledger.thread(id)``
+``Ledger.open(url, signer)`` opens a SQLite file or a PostgreSQL URL; ``ledger.thread(id)``
 gives a :class:`Thread` that appends signed entries, records lifecycle decisions, projects
 and compacts the working context, checkpoints and proves. ``export_thread`` and
-``export_claim`` write audit bundles. The names are loaded on first use, so importing a
-submodule does not import the whole package.
+``export_claim`` write audit bundles; ``verify_database`` rechecks a whole database. These
+names, and the results and refusals the thread API returns and raises, are the public API
+that the floors above (``registre.bench``, the command line, adapters) use.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from registre.ledger.exchange.export import ExportResult, export_claim, export_thread
+from registre.ledger.ledger import Ledger
+from registre.ledger.lifecycle.api import (
+    BatchResult,
+    ConclusionRefusedError,
+    LifecycleRefusedError,
+    PinRefusedError,
+    RevisionRefusedError,
+    StepResult,
+    source_ref,
+)
+from registre.ledger.thread import (
+    StoredCheckpoint,
+    Thread,
+    ThreadConsistencyProof,
+    ThreadInclusionProof,
+    TreeHead,
+)
+from registre.ledger.verify.database import ThreadReport, verify_database
 
-__all__ = ["Ledger", "Thread", "export_claim", "export_thread", "verify_database"]
-
-_HOMES = {
-    "Ledger": "registre.ledger.ledger",
-    "Thread": "registre.ledger.thread",
-    "export_claim": "registre.ledger.exchange.export",
-    "export_thread": "registre.ledger.exchange.export",
-    "verify_database": "registre.ledger.verify.database",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'registre.ledger' has no attribute {name!r}")
-    return getattr(import_module(home), name)
+__all__ = [
+    "BatchResult",
+    "ConclusionRefusedError",
+    "ExportResult",
+    "Ledger",
+    "LifecycleRefusedError",
+    "PinRefusedError",
+    "RevisionRefusedError",
+    "StepResult",
+    "StoredCheckpoint",
+    "Thread",
+    "ThreadConsistencyProof",
+    "ThreadInclusionProof",
+    "ThreadReport",
+    "TreeHead",
+    "export_claim",
+    "export_thread",
+    "source_ref",
+    "verify_database",
+]

@@ -17,6 +17,7 @@ __all__ = [
     "StoreCorruptError",
     "ThreadExistsError",
     "UnknownThreadError",
+    "rebuild_hint",
 ]
 
 
@@ -30,6 +31,8 @@ class SchemaVersionError(RefusedError):
 
 class UnknownThreadError(RefusedError):
     """A thread id that the ledger does not hold."""
+
+    hint = "list threads with `registre thread list`; create one with `registre thread create`"
 
 
 class ThreadExistsError(RefusedError):
@@ -50,3 +53,11 @@ class ForeignThreadError(RefusedError):
 
 class StoreCorruptError(VerificationError):
     """A stored row that the store's own invariants forbid (a missing subtree hash, ...)."""
+
+    hint = "run `registre verify --db` to find what else differs"
+
+
+def rebuild_hint(thread: str) -> str:
+    """The advice for derived state (lifecycle tables, context snapshots) that is not the fold
+    of the entries: it is a cache, rebuilt from the signed record."""
+    return f"run `registre rebuild --thread {thread}` to rebuild it from the entries"

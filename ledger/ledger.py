@@ -1,4 +1,4 @@
-"""A ledger database: its threads, its operator key, its trusted verifier keys.
+"""The ledger facade: open a database, create, list and look up its threads.
 
 ``Ledger.open(url, signer)`` opens (by default creating) the database at ``url`` --
 ``sqlite:///path`` or ``postgresql+psycopg://...`` -- brings its schema to the current
@@ -12,17 +12,15 @@ only a key with that name can append to it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from types import TracebackType
 
-from sqlalchemy import Engine, bindparam, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from registre.attest.entry import check_thread_id
 from registre.attest.keys import Signer, Verifier
 from registre.attest.merkle import empty_root
-from registre.ledger.errors import NoSignerError, ThreadExistsError, UnknownThreadError
-from registre.ledger.lifecycle.store import LifecycleCache
+from registre.ledger.core.database import Database, utc_now
+from registre.ledger.errors import ThreadExistsError, UnknownThreadError
 from registre.ledger.store.engine import (
     database_url,
     make_engine,
@@ -36,19 +34,12 @@ from registre.ledger.thread import Thread
 __all__ = ["Ledger"]
 
 _thread = tables.thread
-_public_key = tables.public_key
 _THREAD = select(_thread.c.origin).where(_thread.c.id == bindparam("thread"))
 
 
-class Ledger:
-    """An open ledger database. Use :meth:`open`; close with :meth:`close` or ``with``."""
-
-    def __init__(self, engine: Engine, signer: Signer | None, trusted: Sequence[Verifier]):
-        self.engine = engine
-        self.signer = signer
-        self._trusted = list(trusted)
-        self._stored_keys: list[Verifier] | None = None
-        self.lifecycle = LifecycleCache()  # per-thread lifecycle folds (ledger.lifecycle_store)
+class Ledger(Database):
+    """An open ledger database and its threads. Use :meth:`open`; close with :meth:`close`
+    or ``with``. Keys and the writer's caches are those of :class:`Database`."""
 
     @classmethod
     def open(
@@ -70,75 +61,11 @@ class Ledger:
             prepare_schema(engine, create=create)
             ledger = cls(engine, signer, trusted)
             if signer is not None:
-                ledger._register_key(signer.verifier())
+                ledger.register_key(signer.verifier())
         except BaseException:
             engine.dispose()
             raise
         return ledger
-
-    def close(self) -> None:
-        """Release the database connections."""
-        self.engine.dispose()
-
-    def __enter__(self) -> Ledger:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # --- keys -------------------------------------------------------------------------
-
-    def require_signer(self) -> Signer:
-        """The operator key, or NoSignerError if the ledger was opened without one."""
-        if self.signer is None:
-            raise NoSignerError(
-                "this needs the operator key: pass --key-file (or REGISTRE_KEY), or run "
-                "`registre init` to create one"
-            )
-        return self.signer
-
-    def keys(self) -> list[Verifier]:
-        """Verifier keys entries are checked against: the stored ones (read once), the
-        ``trusted`` keys given to :meth:`open`, and the signer's."""
-        if self._stored_keys is None:
-            self._stored_keys = self.stored_keys()
-        keys = [*self._stored_keys, *self._trusted]
-        if self.signer is not None:
-            keys.append(self.signer.verifier())
-        return keys
-
-    def stored_keys(self) -> list[Verifier]:
-        """The verifier keys recorded in the database. They are informational: whoever can
-        write the database can add one, so an auditor pins the keys to trust instead."""
-        with read_transaction(self.engine) as conn:
-            rows = conn.execute(select(_public_key.c.vkey).order_by(_public_key.c.added))
-            return [Verifier.from_vkey(str(vkey)) for vkey in rows.scalars()]
-
-    def _register_key(self, verifier: Verifier) -> None:
-        vkey = verifier.vkey()
-        try:
-            with write_transaction(self.engine) as conn:
-                known = conn.execute(
-                    select(_public_key.c.vkey).where(_public_key.c.vkey == vkey)
-                ).first()
-                if known is None:
-                    conn.execute(
-                        _public_key.insert().values(
-                            vkey=vkey,
-                            name=verifier.name,
-                            key_id=verifier.key_id.hex(),
-                            added=_now(),
-                        )
-                    )
-        except IntegrityError:
-            pass  # registered by a concurrent opener (PostgreSQL)
-
-    # --- threads ----------------------------------------------------------------------
 
     def create_thread(self, thread_id: str) -> Thread:
         """Create an empty thread with origin ``SIGNERNAME/thread_id``.
@@ -159,7 +86,7 @@ class Ledger:
                         size=0,
                         root=empty_root(),
                         frontier=b"",
-                        created=_now(),
+                        created=utc_now(),
                     )
                 )
         except IntegrityError:
@@ -177,11 +104,5 @@ class Ledger:
         with read_transaction(self.engine) as conn:
             origin = conn.execute(_THREAD, {"thread": thread_id}).scalar()
         if origin is None:
-            raise UnknownThreadError(
-                f"no thread {thread_id!r}; list threads with `registre thread list`"
-            )
+            raise UnknownThreadError(f"no thread {thread_id!r}")
         return Thread(self, thread_id, str(origin))
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -18,6 +18,8 @@ needs the other for them.
 
 from __future__ import annotations
 
+from typing import Self
+
 __all__ = ["MalformedError", "RefusedError", "RegistreError", "VerificationError"]
 
 
@@ -32,7 +34,7 @@ class RegistreError(Exception):
     exit_code: int = 2
     hint: str | None = None
 
-    def with_hint(self, hint: str | None) -> RegistreError:
+    def with_hint(self, hint: str | None) -> Self:
         """Set ``hint`` on this error and return it (``raise Error(...).with_hint(...)``)."""
         self.hint = hint
         return self

@@ -1,6 +1,6 @@
 """The thread's working-context API: project, compact, call a model, replay, expand.
 
-Mixed into :class:`registre.ledger.thread.Thread`::
+The working-context wing of :class:`registre.ledger.thread.Thread`::
 
     projection = thread.project(budget=8000)             # messages + manifest, at the head
     thread.compact(budget=8000)                           # appends a context.compaction if due
@@ -18,15 +18,15 @@ counter is the default counter ``registre.default/1``.
 
 Every write is one ledger entry written with what it derives, or nothing
 (:mod:`registre.ledger.context.store`). Pins and unpins are lifecycle requests
-(:meth:`registre.ledger.lifecycle.api.LifecycleAPI.pin`); a live pin's text is in every projection
-verbatim.
+(:meth:`registre.ledger.lifecycle.api.LifecycleThread.pin`); a live pin's text is in every
+projection verbatim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from registre.attest.entry import Entry
 from registre.attest.errors import RefusedError
@@ -38,11 +38,13 @@ from registre.ledger.context.store import (
     record_compaction,
     record_model_call,
 )
+from registre.ledger.core.thread_core import ThreadCore, ThreadInclusionProof
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
-from registre.ledger.store.context_snapshots import fold_context
+from registre.ledger.store.context_snapshots import context_entries, fold_context
 from registre.ledger.store.engine import read_transaction
 from registre.lifecycle import LifecycleFormatError
 from registre.lifecycle.context import (
+    ContextEntry,
     ContextState,
     ExtractiveSummarizer,
     Policy,
@@ -57,11 +59,7 @@ from registre.lifecycle.context import (
 )
 from registre.lifecycle.context.events import COMPACTION_ACTOR
 
-if TYPE_CHECKING:
-    from registre.ledger.ledger import Ledger
-    from registre.ledger.thread import InclusionProof
-
-__all__ = ["ContextAPI", "NotAModelCallError", "resolve_policy"]
+__all__ = ["ContextThread", "NotAModelCallError", "resolve_policy"]
 
 
 class NotAModelCallError(RefusedError):
@@ -80,24 +78,15 @@ def resolve_policy(budget: int | None, policy: Policy | None) -> tuple[int, Poli
     return (policy.budget_tokens if budget is None else budget), policy
 
 
-class ContextAPI:
-    """The working-context methods of :class:`registre.ledger.thread.Thread` (which provides
-    ``_ledger``, ``id``, ``entry`` and ``prove_inclusion``)."""
-
-    _ledger: Ledger
-    id: str
-
-    if TYPE_CHECKING:
-
-        def entry(self, seq: int) -> Entry: ...
-
-        def prove_inclusion(self, seq: int, size: int | None = None) -> InclusionProof: ...
+class ContextThread(ThreadCore):
+    """The thread core with the working-context wing (module docstring).
+    :class:`registre.ledger.thread.Thread` is this and the lifecycle wing."""
 
     def context_state(self, at: int | None = None) -> ContextState:
         """The context fold of entries ``0..at`` (default: the head; ``-1``: no entry).
         EntryNotFoundError for an ``at`` outside ``-1 .. head - 1``; ContextHistoryError if
         the stored entries do not fold."""
-        with read_transaction(self._ledger.engine, snapshot=True) as conn:
+        with read_transaction(self._db.engine, snapshot=True) as conn:
             size = head_size(conn, self.id)
             at = size - 1 if at is None else at
             if type(at) is not int or not -1 <= at < size:
@@ -106,6 +95,19 @@ class ContextAPI:
                     "(-1: before the first)"
                 )
             return fold_context(conn, self.id, at)
+
+    def context_entries(self, start: int = 0, stop: int | None = None) -> list[ContextEntry]:
+        """Entries ``start <= seq < stop`` (default: to the head) as the context fold reads
+        them: parsed, in seq order, signatures not checked (:meth:`entries` checks them).
+        EntryNotFoundError for a range outside the thread."""
+        with read_transaction(self._db.engine, snapshot=True) as conn:
+            size = head_size(conn, self.id)
+            stop = size if stop is None else stop
+            if not 0 <= start <= stop <= size:
+                raise EntryNotFoundError(
+                    f"thread {self.id} has entries 0..{size - 1}; asked for [{start}, {stop})"
+                )
+            return list(context_entries(conn, self.id, start, stop))
 
     def project(
         self,
@@ -141,7 +143,7 @@ class ContextAPI:
             resolve_policy(budget, None)
             policy = replace(policy or Policy(), budget_tokens=budget)
         return record_compaction(
-            self._ledger,
+            self._db,
             self.id,
             policy or Policy(),
             counter or default_counter(),
@@ -172,7 +174,7 @@ class ContextAPI:
         counter = counter or default_counter()
         if compact:
             self.compact(policy=policy, summarizer=summarizer, counter=counter)
-        return record_model_call(self._ledger, self.id, model, budget, policy, counter, actor)
+        return record_model_call(self._db, self.id, model, budget, policy, counter, actor)
 
     def replay_context(self, call_seq: int, counters: Iterable[TokenCounter] = ()) -> Projection:
         """The projection the ``model.call`` at ``call_seq`` recorded, rebuilt from the
@@ -194,7 +196,7 @@ class ContextAPI:
         policy = parse_policy(body["policy"], "body.policy")
         return project(state, int(body["budget_tokens"]), policy, counter)
 
-    def expand(self, seq: int, size: int | None = None) -> tuple[Entry, InclusionProof]:
+    def expand(self, seq: int, size: int | None = None) -> tuple[Entry, ThreadInclusionProof]:
         """The entry ``seq`` (the one behind a summary pointer), verified, with its RFC 9162
         inclusion proof in the tree of ``size`` entries (default: the head; give a signed
         checkpoint's size to prove it against that checkpoint). The proof is checked against
@@ -204,8 +206,7 @@ class ContextAPI:
         entry = self.entry(seq)
         if entry.leaf_hash != proof.leaf_hash:
             raise StoreCorruptError(
-                f"thread {self.id}: the stored leaf hash of entry {seq} is not the hash of its "
-                "leaf; run `registre verify --db`"
+                f"thread {self.id}: the stored leaf hash of entry {seq} is not the hash of its leaf"
             )
         verify_inclusion(proof.leaf_hash, seq, proof.size, proof.hashes, proof.root)
         return entry, proof

@@ -26,18 +26,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, select
 
-from registre.attest.bodies import validate_body
+from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, RefusedError, VerificationError
 from registre.attest.keys import Signer
 from registre.attest.projection import projection_digest, verify_model_call
-from registre.ledger.core.append import AppendItem, append_entries, read_head
+from registre.ledger.core.append import AppendItem, append_entries, batch_has_kind, read_head
+from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
-from registre.ledger.lifecycle.store import is_lifecycle_batch
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -64,9 +64,6 @@ from registre.lifecycle.context import (
     validate_compaction,
 )
 
-if TYPE_CHECKING:
-    from registre.ledger.ledger import Ledger
-
 __all__ = [
     "CONTEXT_WRITE_KINDS",
     "MODEL_CALL_ACTOR",
@@ -80,7 +77,6 @@ __all__ = [
     "connection_reader",
     "engine_reader",
     "head_size",
-    "is_context_batch",
     "rebuild_context",
     "record_compaction",
     "record_model_call",
@@ -198,15 +194,8 @@ def head_size(conn: Connection, thread: str) -> int:
 # --- the write paths ------------------------------------------------------------------------
 
 
-def is_context_batch(items: Sequence[AppendItem]) -> bool:
-    """Whether an append batch holds a compaction or a model call."""
-    return any(
-        isinstance(item, tuple) and item and item[0] in CONTEXT_WRITE_KINDS for item in items
-    )
-
-
 def append_context_checked(
-    ledger: Ledger,
+    db: Database,
     thread: str,
     items: Sequence[AppendItem],
     counters: Iterable[TokenCounter] = (),
@@ -219,12 +208,12 @@ def append_context_checked(
     stored history does not fold), and whatever :func:`registre.ledger.core.append.append_entries`
     raises.
     """
-    if is_lifecycle_batch(items):
+    if batch_has_kind(items, LIFECYCLE_KINDS):
         raise MixedContextBatchError(
             "append lifecycle entries and compactions or model calls in separate batches"
         )
-    signer = ledger.require_signer()
-    with write_transaction(ledger.engine) as conn:
+    signer = db.require_signer()
+    with write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)
         state = fold_context(conn, thread, frontier.size - 1)
         return commit_context_items(conn, signer, thread, state, items, counter_registry(counters))
@@ -276,9 +265,11 @@ def commit_context_items(
 
 def _refusal(where: str, exc: Exception, seq: int) -> ContextEntryRefusedError:
     return ContextEntryRefusedError(
-        f"{where}: {exc}; record compactions with `registre compact` or Thread.compact and "
-        "model calls with Thread.model_call, which follow the rules",
+        f"{where}: {exc}",
         seq,
+    ).with_hint(
+        "record compactions with `registre compact` (Thread.compact) and model calls with "
+        "Thread.model_call, which follow the rules"
     )
 
 
@@ -311,7 +302,7 @@ def _model_call_state(
 
 
 def record_compaction(
-    ledger: Ledger,
+    db: Database,
     thread: str,
     policy: Policy,
     counter: TokenCounter,
@@ -323,17 +314,17 @@ def record_compaction(
     ContextBudgetError (pins or recent turns cannot fit), whatever the summarizer raises,
     SummaryRefusedError subclasses, ContextEntryRefusedError, and StalePlanError when the
     thread kept moving while the summary was written (after three attempts)."""
-    signer = ledger.require_signer()
+    signer = db.require_signer()
     counters = counter_registry([counter])
     for _attempt in range(_PLAN_ATTEMPTS):
-        with read_transaction(ledger.engine, snapshot=True) as conn:
+        with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
             state = fold_context(conn, thread, size - 1)
-        texts = LeafTexts(engine_reader(ledger.engine, thread), size)
+        texts = LeafTexts(engine_reader(db.engine, thread), size)
         body = prepare_compaction(state, policy, counter, summarizer, texts)
         if body is None:
             return None
-        with write_transaction(ledger.engine) as conn:
+        with write_transaction(db.engine) as conn:
             _origin, frontier = read_head(conn, thread)
             if frontier.size != size:
                 continue  # another writer appended meanwhile: plan again
@@ -346,7 +337,7 @@ def record_compaction(
 
 
 def record_model_call(
-    ledger: Ledger,
+    db: Database,
     thread: str,
     model: str,
     budget: int,
@@ -358,8 +349,8 @@ def record_model_call(
     recording its digest (``at_seq`` = the call's seq - 1). Raises, with nothing written:
     NoSignerError, UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first),
     BodySchemaError (a bad model name)."""
-    signer = ledger.require_signer()
-    with write_transaction(ledger.engine) as conn:
+    signer = db.require_signer()
+    with write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)
         if frontier.size == 0:
             raise EmptyThreadError(f"thread {thread} has no entries: there is no context to send")
@@ -377,12 +368,12 @@ def record_model_call(
     return projection, entry
 
 
-def rebuild_context(ledger: Ledger, thread: str | None = None) -> list[ContextRebuildReport]:
+def rebuild_context(db: Database, thread: str | None = None) -> list[ContextRebuildReport]:
     """Drop and rebuild the context snapshots of ``thread`` (default: every thread) from the
     entries, one write transaction per thread under its lock. Raises UnknownThreadError;
     ContextHistoryError for a thread whose entries do not fold (its rows are left as they
     were)."""
-    with read_transaction(ledger.engine) as conn:
+    with read_transaction(db.engine) as conn:
         if thread is None:
             ids = [
                 str(i)
@@ -395,7 +386,7 @@ def rebuild_context(ledger: Ledger, thread: str | None = None) -> list[ContextRe
             ids = [thread]
     reports = []
     for thread_id in ids:
-        with write_transaction(ledger.engine) as conn:
+        with write_transaction(db.engine) as conn:
             _origin, frontier = read_head(conn, thread_id)
             count = rebuild_thread_context(conn, thread_id, frontier.size)
         reports.append(ContextRebuildReport(thread_id, frontier.size, count))

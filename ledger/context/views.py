@@ -22,11 +22,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from sqlalchemy import Connection, bindparam, select
 
 from registre.attest.projection import projection_digest
+from registre.ledger.context.api import ContextThread
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.schema import tables
 from registre.lifecycle.context import (
@@ -37,9 +38,6 @@ from registre.lifecycle.context import (
     default_counter,
     project,
 )
-
-if TYPE_CHECKING:
-    from registre.ledger.thread import Thread
 
 __all__ = ["RECORD_KINDS", "ContextDiff", "DiffRun", "context_diff"]
 
@@ -104,7 +102,9 @@ class ContextDiff:
         }
 
 
-def context_diff(thread: Thread, at: int, counter: TokenCounter | None = None) -> ContextDiff:
+def context_diff(
+    thread: ContextThread, at: int, counter: TokenCounter | None = None
+) -> ContextDiff:
     """The diff of the context after entry ``at`` (module docstring). EntryNotFoundError for
     an ``at`` that is not an entry of the thread."""
     counter = counter or default_counter()
@@ -114,7 +114,7 @@ def context_diff(thread: Thread, at: int, counter: TokenCounter | None = None) -
     lines = {summary.seq: [line.text for line in summary.lines] for summary in state.summaries}
     summarized, stubbed, folded = [], [], []
     records = 0
-    with read_transaction(thread._ledger.engine) as conn:
+    with read_transaction(thread.database.engine) as conn:
         for run in projection.manifest.runs:
             if run.status == "summarized" and run.compaction is not None:
                 text = lines[run.compaction][run.line or 0]

@@ -19,7 +19,7 @@ transaction rolls back with nothing written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
@@ -29,10 +29,20 @@ from registre.attest.keys import Signer
 from registre.attest.merkle import HASH_SIZE, CompactRange
 from registre.ledger.errors import ForeignThreadError, StoreCorruptError, UnknownThreadError
 
-__all__ = ["AppendItem", "append_entries", "read_head", "split_frontier"]
+__all__ = ["AppendItem", "append_entries", "batch_has_kind", "read_head", "split_frontier"]
 
 AppendItem = tuple[str, Any, str]
 """``(kind, body, actor)``: one entry to append."""
+
+
+def batch_has_kind(items: Sequence[AppendItem], kinds: Collection[str]) -> bool:
+    """Whether any item of an append batch has one of ``kinds`` (items not yet validated:
+    anything that is not a ``(str, ...)`` tuple has none)."""
+    return any(
+        isinstance(item, tuple) and bool(item) and isinstance(item[0], str) and item[0] in kinds
+        for item in items
+    )
+
 
 # The append path runs these four statements on the driver's own cursor, inside the
 # transaction SQLAlchemy opened: Core's per-statement machinery costs more than the rest of an
@@ -76,13 +86,12 @@ def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
     finally:
         cursor.close()
     if row is None:
-        raise UnknownThreadError(f"no thread {thread!r}; create it with `registre thread create`")
+        raise UnknownThreadError(f"no thread {thread!r}")
     origin, size, root, frontier_blob = row
     frontier = CompactRange.restore(int(size), split_frontier(bytes(frontier_blob)))
     if frontier.root() != bytes(root):
         raise StoreCorruptError(
-            f"thread {thread}: the stored head root does not match the stored frontier; "
-            "run `registre verify --db`"
+            f"thread {thread}: the stored head root does not match the stored frontier"
         )
     return str(origin), frontier
 

@@ -118,7 +118,9 @@ def claim_chain(ledger: Ledger, thread_id: str, conclusion_id: str, tree_size: i
     if asked.seq >= tree_size:
         raise ClaimBeyondCheckpointError(
             f"conclusion {conclusion_id} of thread {thread_id} was recorded at seq {asked.seq}, "
-            f"after the checkpoint of size {tree_size}: export against a later checkpoint "
+            f"after the checkpoint of size {tree_size}"
+        ).with_hint(
+            "export against a later checkpoint "
             f"(run `registre checkpoint {thread_id}` first if there is none)"
         )
     walk = _LifecycleWalk(ledger, thread_id, tree_size)

@@ -9,9 +9,9 @@
 
 Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
 checkpoint stored at size N) or, by default, the latest stored one, which must then cover the
-head -- otherwise :class:`CheckpointRequiredError` says to run ``registre checkpoint`` (an
-export that silently left out the newest entries would mislead; one against an older
-checkpoint is a choice the caller makes with ``checkpoint=N``).
+head -- otherwise :class:`CheckpointRequiredError`, whose ``hint`` says to run ``registre
+checkpoint`` (an export that silently left out the newest entries would mislead; one against an
+older checkpoint is a choice the caller makes with ``checkpoint=N``).
 
 Before anything is written the export checks what it read against what it will claim: the
 leaves' recomputed roots equal every included checkpoint's signed root (full), each inclusion
@@ -69,6 +69,7 @@ MAX_BUNDLE_CHECKPOINTS = DEFAULT_LIMITS.max_members - 3
 (the manifest, ``entries.jsonl`` and ``proofs.json`` take the other three)."""
 
 _IN_CHUNK = 500  # seqs per "IN (...)" query: far below every engine's parameter limit
+_VERIFY_STORE_HINT = "run `registre verify --db`"  # for every StoreCorruptError raised here
 _entry = tables.entry
 _LEAVES = (
     select(_entry.c.seq, _entry.c.leaf)
@@ -91,7 +92,7 @@ _LEAVES_AT = (
 
 class CheckpointRequiredError(RefusedError):
     """No stored checkpoint fits the export: none yet, the latest is behind the head, or none
-    is stored at the size asked for. Sign one with ``registre checkpoint``."""
+    is stored at the size asked for. Its ``hint`` says to sign one with ``registre checkpoint``."""
 
 
 @dataclass(frozen=True)
@@ -145,14 +146,17 @@ def choose_checkpoint(
     if size is None:
         if not stored:
             raise CheckpointRequiredError(
-                f"thread {thread_id} has no signed checkpoint to export against: run "
-                f"`registre checkpoint {thread_id}` (needs the operator key), then export"
+                f"thread {thread_id} has no signed checkpoint to export against"
+            ).with_hint(
+                f"run `registre checkpoint {thread_id}` (needs the operator key), then export"
             )
         chosen = stored[-1]
         if chosen.size < head_size:
             raise CheckpointRequiredError(
                 f"thread {thread_id} has {head_size} entries but its latest signed checkpoint "
-                f"covers {chosen.size}: run `registre checkpoint {thread_id}` to sign the head, "
+                f"covers {chosen.size}"
+            ).with_hint(
+                f"run `registre checkpoint {thread_id}` to sign the head, "
                 f"or pass --checkpoint {chosen.size} to export the first {chosen.size}"
             )
     else:
@@ -160,8 +164,8 @@ def choose_checkpoint(
         if not found:
             raise CheckpointRequiredError(
                 f"thread {thread_id} has no signed checkpoint of size {size} (stored sizes: "
-                f"{sizes}); sign one with `registre checkpoint {thread_id} --size {size}`"
-            )
+                f"{sizes})"
+            ).with_hint(f"sign one with `registre checkpoint {thread_id} --size {size}`")
         chosen = found[0]
     included = [c for c in stored if c.size <= chosen.size]
     omitted = max(0, len(included) - MAX_BUNDLE_CHECKPOINTS)
@@ -243,8 +247,8 @@ def export_claim(
         except VerificationError as exc:
             raise StoreCorruptError(
                 f"thread {thread_id}: entry {proof.seq} is not in the tree the checkpoint of "
-                f"size {head.size} signs ({exc}); run `registre verify --db`"
-            ) from exc
+                f"size {head.size} signs ({exc})"
+            ).with_hint(_VERIFY_STORE_HINT) from exc
     written = write_bundle(
         path,
         origin=ledger.thread(thread_id).origin,
@@ -340,9 +344,8 @@ class _StoredLeaves(Sequence[bytes]):
         if actual != expected:
             raise StoreCorruptError(
                 f"thread {self._thread}: the first {tree.size} stored entries do not hash to "
-                f"the root the checkpoint of size {tree.size} signs; nothing was exported "
-                "(run `registre verify --db`)"
-            )
+                f"the root the checkpoint of size {tree.size} signs; nothing was exported"
+            ).with_hint(_VERIFY_STORE_HINT)
 
 
 def _leaves_at(rows: Iterable[Any], seqs: Sequence[int]) -> list[bytes]:
@@ -364,8 +367,8 @@ def _signed_root(stored: StoredCheckpoint) -> bytes:
     if root != stored.root:
         raise StoreCorruptError(
             f"thread {stored.thread}: the checkpoint of size {stored.size} signs another root "
-            "than the one stored beside it; run `registre verify --db`"
-        )
+            "than the one stored beside it"
+        ).with_hint(_VERIFY_STORE_HINT)
     return root
 
 

@@ -1,6 +1,6 @@
 """The thread's lifecycle API: read sources, admit and revise evidence, conclude, pin.
 
-Mixed into :class:`registre.ledger.thread.Thread`::
+The lifecycle wing of :class:`registre.ledger.thread.Thread`::
 
     thread.read_source([source_ref("r1", "report.pdf", "p. 4", passage=text)])
     result = thread.evidence.upsert([{"text": "Revenue was EUR 4.2m.", "cites": ["r1"]}])
@@ -29,9 +29,11 @@ import builtins
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from registre.attest.errors import RefusedError
+from registre.ledger.core.database import Database
+from registre.ledger.core.thread_core import ThreadCore
 from registre.ledger.lifecycle.store import current_state, record
 from registre.ledger.lifecycle.views import (
     ConclusionRecord,
@@ -70,17 +72,14 @@ from registre.lifecycle import (
     UpsertRequest,
 )
 
-if TYPE_CHECKING:
-    from registre.ledger.ledger import Ledger
-
 __all__ = [
     "DEFAULT_ACTOR",
     "BatchResult",
     "ConclusionBook",
     "ConclusionRefusedError",
     "EvidenceBank",
-    "LifecycleAPI",
     "LifecycleRefusedError",
+    "LifecycleThread",
     "PinRefusedError",
     "RevisionRefusedError",
     "StepResult",
@@ -184,8 +183,8 @@ def source_ref(
 class EvidenceBank:
     """``thread.evidence``: admit, revise and read the thread's evidence entries."""
 
-    def __init__(self, ledger: Ledger, thread: str) -> None:
-        self._ledger = ledger
+    def __init__(self, db: Database, thread: str) -> None:
+        self._db = db
         self._thread = thread
 
     def upsert(
@@ -194,7 +193,7 @@ class EvidenceBank:
         """Propose ``statements`` (``{"text", "cites": [ref, ...]}``); each is decided on its
         own, so the batch may be partly accepted."""
         items = tuple(_statement(s, f"statements[{i}]") for i, s in enumerate(statements))
-        seq, outcome = _record(self._ledger, self._thread, UpsertRequest(items), actor)
+        seq, outcome = _record(self._db, self._thread, UpsertRequest(items), actor)
         assert isinstance(outcome, UpsertOutcome)
         return BatchResult(seq, outcome)
 
@@ -210,26 +209,26 @@ class EvidenceBank:
         unregistered reference): nothing changes but the recorded refusal."""
         statement = None if replacement is None else _statement(replacement, "replacement")
         request = EvidenceReviseRequest(evidence_id, statement)
-        return _single(self._ledger, self._thread, request, actor, RevisionRefusedError)
+        return _single(self._db, self._thread, request, actor, RevisionRefusedError)
 
     def list(self, status: str | None = None) -> builtins.list[EvidenceRecord]:
         """Every entry, or those with ``status`` (active, superseded, retracted), by id."""
-        return list_evidence(self._ledger.engine, self._thread, status)
+        return list_evidence(self._db.engine, self._thread, status)
 
     def get(self, evidence_id: str) -> EvidenceRecord:
         """Entry ``evidence_id`` (UnknownItemError if the thread has none)."""
-        return get_evidence(self._ledger.engine, self._thread, evidence_id)
+        return get_evidence(self._db.engine, self._thread, evidence_id)
 
     def history(self, evidence_id: str) -> builtins.list[EvidenceRecord]:
         """The revision chain through ``evidence_id``, oldest first."""
-        return evidence_history(self._ledger.engine, self._thread, evidence_id)
+        return evidence_history(self._db.engine, self._thread, evidence_id)
 
 
 class ConclusionBook:
     """``thread.conclusions``: revise and read the thread's conclusions."""
 
-    def __init__(self, ledger: Ledger, thread: str) -> None:
-        self._ledger = ledger
+    def __init__(self, db: Database, thread: str) -> None:
+        self._db = db
         self._thread = thread
 
     def revise(
@@ -243,35 +242,32 @@ class ConclusionBook:
         its retraction when None. RevisionRefusedError if refused."""
         statement = None if replacement is None else _statement(replacement, "replacement")
         request = ConclusionReviseRequest(conclusion_id, statement)
-        return _single(self._ledger, self._thread, request, actor, RevisionRefusedError)
+        return _single(self._db, self._thread, request, actor, RevisionRefusedError)
 
     def list(
         self, *, stale: bool | None = None, status: str | None = None
     ) -> builtins.list[ConclusionRecord]:
         """Every conclusion version by id, filtered on ``stale`` / ``status`` if given."""
-        return list_conclusions(self._ledger.engine, self._thread, stale=stale, status=status)
+        return list_conclusions(self._db.engine, self._thread, stale=stale, status=status)
 
     def get(self, conclusion_id: str) -> ConclusionRecord:
         """Conclusion version ``conclusion_id`` (UnknownItemError if none)."""
-        return get_conclusion(self._ledger.engine, self._thread, conclusion_id)
+        return get_conclusion(self._db.engine, self._thread, conclusion_id)
 
 
-class LifecycleAPI:
-    """The lifecycle methods of :class:`registre.ledger.thread.Thread` (which provides ``_ledger``
-    and ``id``)."""
-
-    _ledger: Ledger
-    id: str
+class LifecycleThread(ThreadCore):
+    """The thread core with the lifecycle wing: sources, evidence, conclusions and pins
+    (module docstring). :class:`registre.ledger.thread.Thread` is this and the context wing."""
 
     @property
     def evidence(self) -> EvidenceBank:
         """The thread's evidence bank."""
-        return EvidenceBank(self._ledger, self.id)
+        return EvidenceBank(self._db, self.id)
 
     @property
     def conclusions(self) -> ConclusionBook:
         """The thread's conclusions."""
-        return ConclusionBook(self._ledger, self.id)
+        return ConclusionBook(self._db, self.id)
 
     def read_source(
         self, refs: Iterable[SourceRef | Mapping[str, str]], *, actor: str = DEFAULT_ACTOR
@@ -279,7 +275,7 @@ class LifecycleAPI:
         """Register passage references (``source.read``); each is decided on its own (a
         reference id already registered with other fields is rejected)."""
         items = tuple(_reference(ref, f"refs[{i}]") for i, ref in enumerate(refs))
-        seq, outcome = _record(self._ledger, self.id, ReadRequest(items), actor)
+        seq, outcome = _record(self._db, self.id, ReadRequest(items), actor)
         assert isinstance(outcome, ReadOutcome)
         return BatchResult(seq, outcome)
 
@@ -296,48 +292,48 @@ class LifecycleAPI:
             request = FinalRequest(statement, cites)
         else:
             raise LifecycleFormatError("kind", f"expected compute or final, got {kind!r:.80}")
-        return _single(self._ledger, self.id, request, actor, ConclusionRefusedError)
+        return _single(self._db, self.id, request, actor, ConclusionRefusedError)
 
     def pin(self, kind: str, text: str, seq: int, *, actor: str = DEFAULT_ACTOR) -> StepResult:
         """Pin ``text`` (taken from entry ``seq``, which must be earlier) as a ``definition``,
         ``decision``, ``task_parameter`` or ``open_question``. PinRefusedError if refused."""
         request = PinRequest(kind, text, seq)  # type: ignore[arg-type]  # the codec checks it
-        return _single(self._ledger, self.id, request, actor, PinRefusedError)
+        return _single(self._db, self.id, request, actor, PinRefusedError)
 
     def unpin(self, pin_id: str, reason: str, *, actor: str = DEFAULT_ACTOR) -> StepResult:
         """Stop carrying pin ``pin_id``, saying why. PinRefusedError if refused."""
-        return _single(self._ledger, self.id, UnpinRequest(pin_id, reason), actor, PinRefusedError)
+        return _single(self._db, self.id, UnpinRequest(pin_id, reason), actor, PinRefusedError)
 
     def references(self) -> list[ReferenceRecord]:
         """Every registered source reference, in registration order."""
-        return list_references(self._ledger.engine, self.id)
+        return list_references(self._db.engine, self.id)
 
     def pins(self, *, live: bool | None = None) -> list[PinRecord]:
         """Every pin (or only live / only unpinned ones), in pin order."""
-        return list_pins(self._ledger.engine, self.id, live=live)
+        return list_pins(self._db.engine, self.id, live=live)
 
     def trace(self, conclusion_id: str) -> TraceNode:
         """The tree from ``conclusion_id`` to the source reads behind it."""
-        return trace(self._ledger.engine, self.id, conclusion_id)
+        return trace(self._db.engine, self.id, conclusion_id)
 
     def lifecycle_state(self) -> LifecycleState:
         """A copy of the lifecycle state at the head (O(size of the state))."""
-        return current_state(self._ledger, self.id)
+        return current_state(self._db, self.id)
 
 
-def _record(ledger: Ledger, thread: str, request: Request, actor: str) -> tuple[int, Any]:
-    entry, event = record(ledger, thread, request, actor)
+def _record(db: Database, thread: str, request: Request, actor: str) -> tuple[int, Any]:
+    entry, event = record(db, thread, request, actor)
     return entry.seq, event.outcome
 
 
 def _single(
-    ledger: Ledger,
+    db: Database,
     thread: str,
     request: Request,
     actor: str,
     refused: type[LifecycleRefusedError],
 ) -> StepResult:
-    seq, outcome = _record(ledger, thread, request, actor)
+    seq, outcome = _record(db, thread, request, actor)
     if isinstance(outcome, Rejected):
         raise refused(request.kind, outcome, seq)
     assert isinstance(outcome, (Accepted, Revised))

@@ -264,9 +264,7 @@ def _reading(engine: Engine, thread: str) -> Iterator[Connection]:
     with read_transaction(engine, snapshot=True) as conn:
         found = conn.execute(select(tables.thread.c.id).where(tables.thread.c.id == thread))
         if found.first() is None:
-            raise UnknownThreadError(
-                f"no thread {thread!r}; list threads with `registre thread list`"
-            )
+            raise UnknownThreadError(f"no thread {thread!r}")
         yield conn
 
 

@@ -38,8 +38,8 @@ from typing import Any, Final
 from sqlalchemy import BigInteger, Connection, Table, bindparam, select
 from sqlmodel import Field
 
-from registre.ledger.errors import StoreCorruptError
-from registre.ledger.store.schema import LedgerModel, metadata, tables
+from registre.ledger.errors import StoreCorruptError, rebuild_hint
+from registre.ledger.store.schema import LedgerModel, tables
 from registre.lifecycle import LifecycleFormatError, ReplayMismatchError
 from registre.lifecycle.context import (
     CompactionVerificationError,
@@ -54,7 +54,6 @@ __all__ = [
     "CONTEXT_SNAPSHOT",
     "ContextHistoryError",
     "ContextSnapshotRow",
-    "add_context_snapshots",
     "context_entries",
     "delete_snapshots",
     "fold_context",
@@ -126,7 +125,7 @@ class ContextHistoryError(StoreCorruptError):
         self.problem = problem
         super().__init__(
             f"thread {thread} seq {seq}: {problem}; the stored history does not fold into a "
-            "working context: run `registre verify --db`"
+            "working context"
         )
 
 
@@ -219,9 +218,8 @@ def _decode(thread: str, seq: int, text: object) -> dict[str, Any]:
         data = None
     if not isinstance(data, dict):
         raise StoreCorruptError(
-            f"thread {thread}: the context snapshot at seq {seq} is not a JSON object; run "
-            f"`registre rebuild --thread {thread}`"
-        )
+            f"thread {thread}: the context snapshot at seq {seq} is not a JSON object"
+        ).with_hint(rebuild_hint(thread))
     return data
 
 
@@ -282,9 +280,8 @@ def fold_from_snapshot(
     boundary = snapshot.get("boundary")
     if type(boundary) is not int or not 0 <= boundary <= seq <= at:
         raise StoreCorruptError(
-            f"thread {thread}: the context snapshot at seq {seq} has no valid boundary; run "
-            f"`registre rebuild --thread {thread}`"
-        )
+            f"thread {thread}: the context snapshot at seq {seq} has no valid boundary"
+        ).with_hint(rebuild_hint(thread))
     entries = list(context_entries(conn, thread, boundary, at + 1))
     later = entries[seq + 1 - boundary :]
     if any(_refused_unpin(entry) for entry in later):
@@ -293,9 +290,8 @@ def fold_from_snapshot(
         state = restore_state(snapshot, entries[: seq + 1 - boundary])
     except (LifecycleFormatError, ValueError, KeyError) as exc:
         raise StoreCorruptError(
-            f"thread {thread}: the context snapshot at seq {seq} does not restore ({exc}); "
-            f"run `registre rebuild --thread {thread}`"
-        ) from exc
+            f"thread {thread}: the context snapshot at seq {seq} does not restore ({exc})"
+        ).with_hint(rebuild_hint(thread)) from exc
     return fold_on(state, later, thread)
 
 
@@ -337,25 +333,3 @@ def rebuild_thread_context(conn: Connection, thread: str, size: int) -> int:
     delete_snapshots(conn, thread)
     insert_snapshots(conn, rows)
     return len(rows)
-
-
-# --- schema upgrade 3 -> 4 ------------------------------------------------------------------
-
-
-def add_context_snapshots(conn: Connection) -> str:
-    """Schema version 3 -> 4: create ``context_snapshot`` and fill it from each thread's
-    entries. A thread whose entries do not fold keeps no rows (``verify --db`` names its bad
-    entry); the upgrade itself never fails on history."""
-    metadata.create_all(conn, tables=[CONTEXT_SNAPSHOT])
-    heads = conn.execute(select(tables.thread.c.id, tables.thread.c.size)).all()
-    skipped = 0
-    for head in heads:
-        try:
-            rebuild_thread_context(conn, str(head.id), int(head.size))
-        except ContextHistoryError:
-            delete_snapshots(conn, str(head.id))
-            skipped += 1
-    description = f"context snapshots; {len(heads) - skipped} thread(s) built"
-    if skipped:
-        description += f", {skipped} left empty (context history does not fold)"
-    return description

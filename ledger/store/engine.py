@@ -19,7 +19,7 @@ upgrades an older database one version at a time, each step in its own transacti
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,14 +30,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
-from registre.ledger.store.context_snapshots import add_context_snapshots
-from registre.ledger.store.lifecycle_fold import add_lifecycle_tables
+from registre.ledger.store.migrations import MIGRATIONS
 from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
-from registre.ledger.store.triggers import trigger_ddl, upgrade_checkpoint_triggers_ddl
+from registre.ledger.store.triggers import trigger_ddl
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
-    "MIGRATIONS",
     "database_url",
     "make_engine",
     "prepare_schema",
@@ -49,22 +47,6 @@ __all__ = [
 BUSY_TIMEOUT_MS = 60_000
 _WRITE = "registre_write"
 _SCHEMA_LOCK = 0x72656769  # pg_advisory_xact_lock key serialising schema creation
-
-
-def _checkpoint_notes_grow(conn: Connection) -> str:
-    """Version 1 -> 2: checkpoint notes may grow by cosignature lines (a trigger change)."""
-    for statement in upgrade_checkpoint_triggers_ddl(conn.dialect.name):
-        conn.exec_driver_sql(statement)
-    return "checkpoint notes may grow by witness cosignature lines"
-
-
-# Upgrade steps: MIGRATIONS[v] takes a database from schema version v to v + 1, inside one
-# write transaction, and returns a one-line description; specs/storage.md says how to add one.
-MIGRATIONS: dict[int, Callable[[Connection], str]] = {
-    1: _checkpoint_notes_grow,
-    2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
-    3: add_context_snapshots,  # derived context snapshots, filled from the entries
-}
 
 
 def database_url(target: str | os.PathLike[str]) -> str:
@@ -96,8 +78,8 @@ def _sqlite_engine(url: str, database: str | None, *, create: bool) -> Engine:
         path = Path(database)
         if not path.exists():
             if not create:
-                raise LedgerNotFoundError(
-                    f"no ledger database at {path}; run `registre init` (or pass --db)"
+                raise LedgerNotFoundError(f"no ledger database at {path}").with_hint(
+                    "run `registre init`, or name the database with --db"
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
@@ -178,8 +160,8 @@ def prepare_schema(engine: Engine, *, create: bool) -> int:
         if found is None:
             if not create:
                 raise LedgerNotFoundError(
-                    f"{_describe(engine)} holds no registre ledger; run `registre init`"
-                )
+                    f"{_describe(engine)} holds no registre ledger"
+                ).with_hint("run `registre init`")
             metadata.create_all(conn)
             for statement in trigger_ddl(engine.dialect.name, version=SCHEMA_VERSION):
                 conn.exec_driver_sql(statement)
@@ -188,8 +170,8 @@ def prepare_schema(engine: Engine, *, create: bool) -> int:
     if found > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{_describe(engine)} has schema version {found}; this registre knows up to "
-            f"{SCHEMA_VERSION}: upgrade registre"
-        )
+            f"{SCHEMA_VERSION}"
+        ).with_hint("upgrade registre")
     for version in range(found, SCHEMA_VERSION):
         with write_transaction(engine) as conn:
             if schema_version(conn) != version:

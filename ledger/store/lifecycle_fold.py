@@ -29,14 +29,12 @@ from typing import Any, Final
 from sqlalchemy import Connection, Table, bindparam, select, text
 
 from registre.attest.errors import RefusedError
-from registre.ledger.errors import StoreCorruptError
+from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.derived import (
     DERIVED_TABLES,
-    LIFECYCLE_ENTRY_INDEX,
     LIFECYCLE_KIND_SQL,
     derived,
 )
-from registre.ledger.store.schema import metadata, tables
 from registre.lifecycle import (
     Accepted,
     Event,
@@ -63,7 +61,6 @@ __all__ = [
     "LifecycleHistoryError",
     "PinSourceRefusedError",
     "ThreadFold",
-    "add_lifecycle_tables",
     "catch_up",
     "check_pin_source",
     "compare_derived",
@@ -103,8 +100,7 @@ class LifecycleHistoryError(StoreCorruptError):
         self.seq = seq
         self.problem = problem
         super().__init__(
-            f"thread {thread} seq {seq}: {problem}; the stored lifecycle history does not "
-            "replay: run `registre verify --db`"
+            f"thread {thread} seq {seq}: {problem}; the stored lifecycle history does not replay"
         )
 
 
@@ -499,31 +495,4 @@ def _compare_row(
             f"column {column} is {have.get(column)!r} in the table but the fold of the "
             f"entries gives {want[column]!r}"
         )
-    raise DerivedTablesDifferError(
-        thread, table, key, seq, f"{problem}; run `registre rebuild --thread {thread}`"
-    )
-
-
-# --- schema upgrade 2 -> 3 -----------------------------------------------------------------
-
-
-def add_lifecycle_tables(conn: Connection) -> str:
-    """Schema version 2 -> 3: create the derived tables and the partial index on ``entry``,
-    then fill the tables from each thread's lifecycle entries. A thread whose lifecycle
-    history does not replay keeps empty tables (its writers and ``verify --db`` will name the
-    bad entry); the upgrade itself never fails on history."""
-    metadata.create_all(conn, tables=list(DERIVED_TABLES))
-    LIFECYCLE_ENTRY_INDEX.create(conn, checkfirst=True)
-    heads = conn.execute(select(tables.thread.c.id, tables.thread.c.size)).all()
-    skipped = 0
-    for head in heads:
-        try:
-            rebuild_thread(conn, str(head.id), int(head.size))
-        except LifecycleHistoryError:
-            skipped += 1
-    description = (
-        f"lifecycle derived tables and entry index; {len(heads) - skipped} thread(s) built"
-    )
-    if skipped:
-        description += f", {skipped} left empty (lifecycle history does not replay)"
-    return description
+    raise DerivedTablesDifferError(thread, table, key, seq, problem).with_hint(rebuild_hint(thread))

@@ -51,6 +51,6 @@ class StoredHashSource:
         if found is None:
             raise StoreCorruptError(
                 f"thread {self._thread}: the stored subtree (level {level}, index {index}) is "
-                "missing; run `registre verify --db`"
-            )
+                "missing"
+            ).with_hint("run `registre verify --db`")
         return bytes(found)

@@ -36,6 +36,7 @@ from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, VerificationError
 from registre.attest.projection import verify_model_call
 from registre.ledger.context.store import LeafTexts, connection_reader
+from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -45,7 +46,11 @@ from registre.ledger.store.context_snapshots import (
     stored_snapshot,
     stored_snapshots,
 )
-from registre.ledger.verify.database import LedgerTamperedError
+from registre.ledger.verify.errors import (
+    CompactionInvalidError,
+    ContextSnapshotMismatchError,
+    ModelCallDigestError,
+)
 from registre.lifecycle.context import (
     ContextEntry,
     ContextState,
@@ -54,34 +59,11 @@ from registre.lifecycle.context import (
     validate_compaction,
 )
 
-__all__ = [
-    "IDLE_ENTRIES",
-    "CompactionInvalidError",
-    "ContextCheck",
-    "ContextSnapshotMismatchError",
-    "ModelCallDigestError",
-]
+__all__ = ["IDLE_ENTRIES", "ContextCheck"]
 
 IDLE_ENTRIES: Final = 4096
 """Entries after the last compaction or model call beyond which the fold is dropped (and
 rebuilt from the last compaction when the next one comes)."""
-
-
-class CompactionInvalidError(LedgerTamperedError):
-    """A signed ``context.compaction`` that breaks a rule of ``specs/context.md`` section 7
-    (THREATS row 19: a range or pointer out of bounds, a split tool call, a folded recent turn,
-    an invented quote, a dropped pin, wrong token counts); the rule's error is chained."""
-
-
-class ModelCallDigestError(LedgerTamperedError):
-    """A signed ``model.call`` whose projection digest does not reproduce from the ledger
-    prefix it names (or that names no earlier prefix, does not fit its budget, or uses a
-    counter the verifier lacks); the cause is chained."""
-
-
-class ContextSnapshotMismatchError(LedgerTamperedError):
-    """A ``context_snapshot`` row missing, extra, or not the fold of the entries; ``registre
-    rebuild`` repairs it."""
 
 
 class ContextCheck:
@@ -126,9 +108,8 @@ class ContextCheck:
                 raise ContextSnapshotMismatchError(
                     self._thread,
                     seq,
-                    "context snapshot row for an entry that is not a checked compaction; run "
-                    f"`registre rebuild --thread {self._thread}`",
-                )
+                    "context snapshot row for an entry that is not a checked compaction",
+                ).with_hint(rebuild_hint(self._thread))
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -166,11 +147,8 @@ class ContextCheck:
         else:
             return
         raise ContextSnapshotMismatchError(
-            self._thread,
-            seq,
-            f"the context snapshot of the compaction {problem}; run "
-            f"`registre rebuild --thread {self._thread}`",
-        )
+            self._thread, seq, f"the context snapshot of the compaction {problem}"
+        ).with_hint(rebuild_hint(self._thread))
 
     # --- folding ------------------------------------------------------------------------------
 

@@ -5,14 +5,14 @@ with the thread):
 
 1. **Head row**: the origin is ``LOGNAME/ID`` for a trusted key's name.
 2. **Sequence**: the entry rows are ``0, 1, 2, ...`` with no gap or duplicate
-   (SeqGapError), none at or beyond the head size (HeadMismatchError).
+   (StoredSeqGapError), none at or beyond the head size (HeadMismatchError).
 3. **Leaf hash**: the stored leaf hash is ``H(0x00 ‖ leaf)`` (LeafHashMismatchError).
 4. **Entry**: :func:`registre.attest.entry.open_entry` accepts the leaf -- canonical bytes,
-structure,
-   known key, signature, body schema (EntryRejectedError, the cause chained); it names this
-   thread, origin and seq, and its ``kind``/``time`` columns copy the leaf (EntryMismatchError).
+   structure, known key, signature, body schema (EntryRejectedError, the cause chained); it names
+   this thread, origin and seq, and its ``kind``/``time`` columns copy the leaf
+   (EntryMismatchError).
 5. **Prev binding**: ``prev.root`` is the root recomputed over entries ``0 .. seq-1``
-   (PrevRootMismatchError).
+   (StoredPrevRootMismatchError).
 6. **Stored subtrees**: the hashes stored for the subtrees completed by each batch are exactly
    those recomputed (SubtreeMismatchError), and no other subtree row exists.
 7. **Head**: the stored size, root and frontier equal the recomputed ones (HeadMismatchError).
@@ -21,7 +21,7 @@ structure,
    the recomputed root at that size (CheckpointMismatchError; note errors chained).
 9. **Lifecycle**: the lifecycle entries, folded in seq order through ``registre.lifecycle.apply``
    (which re-decides every request), give exactly their recorded outcomes and pin only earlier
-   entries (LifecycleReplayError at the first that does not), and the derived tables hold
+   entries (StoredLifecycleReplayError at the first that does not), and the derived tables hold
    exactly the rows the fold gives (DerivedStateMismatchError naming the first difference).
    This step holds the thread's lifecycle state and derived rows in memory: O(lifecycle
    state), the one part of verification that grows with the thread.
@@ -46,12 +46,12 @@ from sqlalchemy import Connection, Row, bindparam, func, select
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.checkpoint import open_checkpoint
 from registre.attest.entry import Entry, open_entry
-from registre.attest.errors import RegistreError, VerificationError
+from registre.attest.errors import RegistreError
 from registre.attest.keys import Verifier
 from registre.attest.merkle import CompactRange, leaf_hash, root_at
 from registre.ledger.core.append import split_frontier
+from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
-from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.lifecycle_fold import (
     DerivedTablesDifferError,
@@ -61,23 +61,22 @@ from registre.ledger.store.lifecycle_fold import (
 )
 from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.schema import tables
+from registre.ledger.verify.context import ContextCheck
+from registre.ledger.verify.errors import (
+    CheckpointMismatchError,
+    DerivedStateMismatchError,
+    EntryMismatchError,
+    EntryRejectedError,
+    HeadMismatchError,
+    LeafHashMismatchError,
+    StoredLifecycleReplayError,
+    StoredPrevRootMismatchError,
+    StoredSeqGapError,
+    SubtreeMismatchError,
+)
 from registre.lifecycle.context import TokenCounter
 
-__all__ = [
-    "CheckpointMismatchError",
-    "DerivedStateMismatchError",
-    "EntryMismatchError",
-    "EntryRejectedError",
-    "HeadMismatchError",
-    "LeafHashMismatchError",
-    "LedgerTamperedError",
-    "LifecycleReplayError",
-    "PrevRootMismatchError",
-    "SeqGapError",
-    "SubtreeMismatchError",
-    "ThreadReport",
-    "verify_database",
-]
+__all__ = ["ThreadReport", "verify_database"]
 
 _entry = tables.entry
 _subtree = tables.subtree
@@ -103,59 +102,6 @@ _CHECKPOINTS = (
 )
 
 
-class LedgerTamperedError(VerificationError):
-    """The database does not match what its entries prove. ``thread`` and ``seq`` (None when
-    no single entry is to blame) name the first place found."""
-
-    def __init__(self, thread: str, seq: int | None, problem: str) -> None:
-        self.thread = thread
-        self.seq = seq
-        where = f"thread {thread}" + (f" seq {seq}" if seq is not None else "")
-        super().__init__(f"{where}: {problem}")
-
-
-class SeqGapError(LedgerTamperedError):
-    """Entry rows out of sequence: a gap, a duplicate, or a missing entry."""
-
-
-class LeafHashMismatchError(LedgerTamperedError):
-    """A stored leaf hash that is not the hash of the stored leaf."""
-
-
-class EntryRejectedError(LedgerTamperedError):
-    """A stored leaf that :func:`registre.attest.entry.open_entry` refuses (cause chained)."""
-
-
-class EntryMismatchError(LedgerTamperedError):
-    """A valid entry stored in the wrong place, or with columns that do not copy it."""
-
-
-class PrevRootMismatchError(LedgerTamperedError):
-    """An entry whose ``prev.root`` is not the root of the entries before it."""
-
-
-class SubtreeMismatchError(LedgerTamperedError):
-    """A stored subtree hash that differs from the recomputed one, or one too many."""
-
-
-class HeadMismatchError(LedgerTamperedError):
-    """A thread head (size, root, frontier) that differs from the recomputed tree."""
-
-
-class CheckpointMismatchError(LedgerTamperedError):
-    """A stored checkpoint that does not verify or does not match the recomputed tree."""
-
-
-class LifecycleReplayError(LedgerTamperedError):
-    """A signed lifecycle entry whose recorded outcome is not what the rules decide when the
-    thread's lifecycle is replayed (a forged or altered decision), or a pin of a later entry."""
-
-
-class DerivedStateMismatchError(LedgerTamperedError):
-    """A derived lifecycle table (evidence, references, conclusions, pins, transitions) that
-    differs from the fold of the entries; ``registre rebuild`` repairs it."""
-
-
 @dataclass(frozen=True)
 class ThreadReport:
     """What verification established for one thread."""
@@ -168,22 +114,22 @@ class ThreadReport:
 
 
 def verify_database(
-    ledger: Ledger,
+    db: Database,
     *,
     thread: str | None = None,
     keys: Sequence[Verifier] | None = None,
     batch: int = 1000,
     counters: Sequence[TokenCounter] = (),
 ) -> list[ThreadReport]:
-    """Verify every thread (or only ``thread``) of ``ledger``; return one report per thread.
+    """Verify every thread (or only ``thread``) of ``db``; return one report per thread.
 
     ``keys``: the verifier keys to trust (default: the keys stored in the database).
     ``counters``: token counters besides the default one, for step 10. Raises a
     LedgerTamperedError subclass at the first failure; UnknownThreadError for an unknown
     ``thread``.
     """
-    trusted = list(keys) if keys is not None else ledger.stored_keys()
-    with read_transaction(ledger.engine, snapshot=True) as conn:
+    trusted = list(keys) if keys is not None else db.stored_keys()
+    with read_transaction(db.engine, snapshot=True) as conn:
         query = select(
             _thread.c.id, _thread.c.origin, _thread.c.size, _thread.c.root, _thread.c.frontier
         ).order_by(_thread.c.id)
@@ -219,7 +165,6 @@ def _verify_thread(
     batch: int,
     counters: Sequence[TokenCounter] = (),
 ) -> ThreadReport:
-    from registre.ledger.verify.context import ContextCheck  # step 10; it imports this module
 
     # 1. head row: origin LOGNAME/ID for a trusted key's name
     log_keys = [key for key in keys if origin == f"{key.name}/{thread}"]
@@ -244,7 +189,7 @@ def _verify_thread(
         _check_subtrees(conn, thread, first, tree.size, completed)
     # 7. head
     if tree.size != size:
-        raise SeqGapError(thread, tree.size, f"entry missing; the head says {size} entries")
+        raise StoredSeqGapError(thread, tree.size, f"entry missing; the head says {size} entries")
     if tree.root() != root:
         raise HeadMismatchError(thread, None, "stored head root differs from the recomputed root")
     if split_frontier(frontier) != tree.hashes():
@@ -262,7 +207,7 @@ def _verify_thread(
     try:
         compare_derived(conn, thread, fold.rows)
     except DerivedTablesDifferError as exc:
-        raise DerivedStateMismatchError(thread, exc.seq, str(exc)) from exc
+        raise DerivedStateMismatchError(thread, exc.seq, str(exc)).with_hint(exc.hint) from exc
     context.finish()  # 10. no context snapshot row without its compaction
     return ThreadReport(thread, origin, size, root, count)
 
@@ -274,7 +219,7 @@ def _fold_entry(fold: ThreadFold, entry: Entry) -> None:
     try:
         fold.add_entry(entry.seq, entry.kind, entry.body)
     except LifecycleHistoryError as exc:
-        raise LifecycleReplayError(entry.thread, entry.seq, exc.problem) from exc
+        raise StoredLifecycleReplayError(entry.thread, entry.seq, exc.problem) from exc
 
 
 def _check_row(
@@ -291,7 +236,7 @@ def _check_row(
     leaf = _blob(row.leaf, thread, seq, "leaf")
     # 2. sequence continuity, within the head
     if stored_seq != seq:
-        raise SeqGapError(thread, seq, f"entry missing (next stored entry is {stored_seq})")
+        raise StoredSeqGapError(thread, seq, f"entry missing (next stored entry is {stored_seq})")
     if seq >= size:
         raise HeadMismatchError(thread, seq, f"entry beyond the head size {size}")
     # 3. leaf hash
@@ -311,7 +256,7 @@ def _check_row(
         raise EntryMismatchError(thread, seq, "kind/time columns differ from the signed entry")
     # 5. prev binding
     if entry.prev_root != tree.root():
-        raise PrevRootMismatchError(
+        raise StoredPrevRootMismatchError(
             thread, seq, "prev.root is not the root of the entries before it"
         )
     for level, index, node in tree.append(digest):

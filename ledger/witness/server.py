@@ -98,7 +98,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port); ValueError if malformed."""
     host, colon, port_text = value.rpartition(":")
     if not colon or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"--listen {value!r} must be HOST:PORT, e.g. 127.0.0.1:7380")
+        raise ValueError(f"listen address {value!r} must be HOST:PORT, e.g. 127.0.0.1:7380")
     return host.removeprefix("[").removesuffix("]"), int(port_text)
 
 

@@ -160,8 +160,8 @@ class WitnessState:
     def open(cls, path: Path) -> WitnessState:
         """Open an existing state file; WitnessStateError if it is missing or unknown."""
         if not path.exists():
-            raise WitnessStateError(
-                f"no witness state at {path}: run `registre witness init` (or pass --state-dir)"
+            raise WitnessStateError(f"no witness state at {path}").with_hint(
+                "run `registre witness init` (or pass --state-dir)"
             )
         state = cls(path)
         try:

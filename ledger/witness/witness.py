@@ -88,9 +88,8 @@ class Witness:
         none)."""
         keys = [self._verifier(log.vkey) for log in self.state.followed() if log.covers(origin)]
         if not keys:
-            raise UnknownLogError(
-                f"this witness follows no log for origin {origin!r}; its operator adds one "
-                "with `registre witness follow VKEY`"
+            raise UnknownLogError(f"this witness follows no log for origin {origin!r}").with_hint(
+                "its operator adds one with `registre witness follow VKEY`"
             )
         return keys
 

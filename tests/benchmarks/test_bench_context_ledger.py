@@ -62,7 +62,7 @@ def ledger_thread(entries: int, folder: Path) -> Thread:
 
 
 def naive(thread: Thread, at: int) -> Projection:
-    with read_transaction(thread._ledger.engine) as conn:
+    with read_transaction(thread.database.engine) as conn:
         entries = list(context_entries(conn, thread.id, 0, at + 1))
     return project(ContextState.replay(entries), BUDGET, POLICY, COUNTER)
 

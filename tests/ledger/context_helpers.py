@@ -77,7 +77,7 @@ def opened(thread: Thread) -> Thread:
 
 def replayed(thread: Thread, at: int | None = None) -> ContextState:
     """The context fold of the thread's entries, replayed from entry 0 (no snapshot)."""
-    engine = thread._ledger.engine
+    engine = thread.database.engine
     with read_transaction(engine) as conn:
         size = thread.head().size if at is None else at + 1
         return ContextState.replay(list(context_entries(conn, thread.id, 0, size)))

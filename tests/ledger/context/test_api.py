@@ -24,12 +24,12 @@ from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import PinRefusedError
 from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, snapshot_json
 from registre.ledger.thread import Thread
-from registre.ledger.verify.context import (
+from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.errors import (
     CompactionInvalidError,
     ContextSnapshotMismatchError,
     ModelCallDigestError,
 )
-from registre.ledger.verify.database import verify_database
 from registre.lifecycle.context import (
     CompactionPinSetError,
     CompactionPlan,
@@ -76,7 +76,7 @@ def grown(thread: Thread, steps: int = 10) -> Thread:
 def test_projection_is_the_fold_of_the_entries(thread: Thread) -> None:
     opened(thread)
     agent_loop(thread, 12)
-    assert snapshot_rows(thread._ledger.engine, thread.id)  # compactions happened
+    assert snapshot_rows(thread.database.engine, thread.id)  # compactions happened
     expected = project(replayed(thread), 600, SMALL, default_counter())
     assert thread.project(budget=600, policy=SMALL) == expected
     assert thread.project(budget=600, policy=SMALL).to_json() == expected.to_json()
@@ -380,8 +380,12 @@ def genuine_call_body(thread: Thread) -> dict[str, Any]:
 
 def test_clean_context_verifies(ledger: Ledger, thread: Thread) -> None:
     opened(thread)
-    agent_loop(thread, 14)
-    verify_database(ledger)
+    calls = agent_loop(thread, 14)
+    assert snapshot_rows(ledger.engine, thread.id)  # compactions happened
+    (report,) = verify_database(ledger)
+    head = thread.head()
+    assert (report.thread, report.size, report.root) == (thread.id, head.size, head.root)
+    assert report.size > calls[-1]  # every model call was inside what verified
 
 
 def test_model_call_digest_forged_fail(ledger: Ledger, thread: Thread, signer: Signer) -> None:

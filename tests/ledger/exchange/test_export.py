@@ -216,8 +216,11 @@ def test_empty_thread_exports(thread: Thread, ledger: Ledger, signer: Signer, ou
 
 def test_export_without_checkpoint_refused(thread: Thread, ledger: Ledger, out: Path) -> None:
     think(thread, 2)
-    with pytest.raises(CheckpointRequiredError, match="run `registre checkpoint t1`"):
+    with pytest.raises(CheckpointRequiredError) as raised:
         export_thread(ledger, "t1", out / "t1.zip")
+    assert str(raised.value) == "thread t1 has no signed checkpoint to export against"
+    assert raised.value.hint is not None
+    assert "run `registre checkpoint t1`" in raised.value.hint
     assert list(out.iterdir()) == []
 
 
@@ -227,8 +230,11 @@ def test_checkpoint_behind_head_refused(told: Thread, ledger: Ledger, out: Path)
         export_claim(ledger, "t1", "cc-3", out / "t1.zip")
     assert str(raised.value) == (
         f"thread t1 has {STORY_SIZE + 1} entries but its latest signed checkpoint covers "
-        f"{STORY_SIZE}: run `registre checkpoint t1` to sign the head, or pass --checkpoint "
-        f"{STORY_SIZE} to export the first {STORY_SIZE}"
+        f"{STORY_SIZE}"
+    )
+    assert raised.value.hint == (
+        f"run `registre checkpoint t1` to sign the head, or pass --checkpoint {STORY_SIZE} "
+        f"to export the first {STORY_SIZE}"
     )
     assert export_thread(ledger, "t1", out / "t1.zip", checkpoint=STORY_SIZE).entries == (
         STORY_SIZE

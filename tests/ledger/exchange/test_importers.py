@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
-from registre.attest.bodies import MAX_TEXT_BYTES
+from registre.attest.bodies import MAX_ENTRY_TEXT_BYTES
 from registre.attest.canonical import canonical_bytes, parse_strict
 from registre.attest.errors import MalformedError
 from registre.attest.keys import Signer
@@ -311,7 +311,7 @@ def test_fields_registre_would_drop_or_misread_fail(message: object, where: str)
 
 
 def test_text_over_the_body_cap_fail() -> None:
-    error = _openai_refusal({"role": "user", "content": "x" * (MAX_TEXT_BYTES + 1)})
+    error = _openai_refusal({"role": "user", "content": "x" * (MAX_ENTRY_TEXT_BYTES + 1)})
     assert error.line == 1
     assert "cannot be recorded as a turn entry: body.text: expected at most" in str(error)
 
@@ -597,7 +597,9 @@ def test_mutated_files_raise_only_transcript_errors(
     try:
         entries = FORMATS[shape](mutated)
     except TranscriptError:
+        event("refused")
         return
+    event("accepted")
     for entry in entries:  # an accepted file gives only signable entries
         canonical_bytes(entry.body)
 
@@ -613,7 +615,9 @@ def test_mutated_real_files_raise_only_transcript_errors(
     try:
         entries = FORMATS[shape](_mutate(original, mutations))
     except TranscriptError:
+        event("refused")
         return
+    event("accepted")
     for entry in entries:
         canonical_bytes(entry.body)
 

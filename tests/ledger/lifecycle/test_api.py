@@ -113,7 +113,7 @@ def test_partly_accepted_batch(thread: Thread) -> None:
     ]
     (transition,) = [
         row
-        for seq, row in derived_rows(thread._ledger, "t1")["lifecycle_transition"].items()
+        for seq, row in derived_rows(thread.database, "t1")["lifecycle_transition"].items()
         if seq == 1
     ]
     assert (transition["accepted"], transition["rejected"]) == (2, 2)

@@ -13,8 +13,8 @@ from registre.ledger.store.context_snapshots import ContextHistoryError, fold_co
 from registre.ledger.store.engine import read_transaction, schema_version
 from registre.ledger.store.schema import SCHEMA_VERSION
 from registre.ledger.thread import Thread
-from registre.ledger.verify.context import CompactionInvalidError
 from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.errors import CompactionInvalidError
 from registre.lifecycle.context import Policy, SummaryLine, default_counter, project
 from tests.ledger.context_helpers import agent_loop, forge, opened, replayed, snapshot_rows, step
 from tests.ledger.helpers import execute

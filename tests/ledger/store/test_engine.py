@@ -53,8 +53,10 @@ def test_write_transaction_holds_the_write_lock_from_begin(tmp_path: Path) -> No
 
 def test_missing_sqlite_file_refused_and_not_created(tmp_path: Path) -> None:
     path = tmp_path / "absent" / "registre.db"
-    with pytest.raises(LedgerNotFoundError, match="registre init"):
+    with pytest.raises(LedgerNotFoundError, match="no ledger database at") as refused:
         Ledger.open(str(path), create=False)
+    assert "registre init" not in str(refused.value)  # advice is the hint, not the message
+    assert refused.value.hint == "run `registre init`, or name the database with --db"
     assert not path.exists()
 
 
@@ -86,8 +88,9 @@ def test_newer_schema_refused(db_url: str, signer: Signer) -> None:
         "INSERT INTO schema_version (version, applied, description) "
         f"VALUES ({SCHEMA_VERSION + 1}, '2030-01-01T00:00:00Z', 'from the future')",
     )
-    with pytest.raises(SchemaVersionError, match="upgrade registre"):
+    with pytest.raises(SchemaVersionError, match="this registre knows up to") as refused:
         Ledger.open(db_url, signer)
+    assert refused.value.hint == "upgrade registre"
     engine.dispose()
 
 

@@ -17,7 +17,8 @@ from registre.ledger.store.engine import read_transaction, schema_version, write
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, lifecycle_entries
 from registre.ledger.store.schema import SCHEMA_VERSION, tables
 from registre.ledger.thread import Thread
-from registre.ledger.verify.database import LifecycleReplayError, verify_database
+from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.errors import StoredLifecycleReplayError
 from tests.ledger.helpers import execute, turn
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, investigation, ref
 
@@ -111,7 +112,7 @@ def test_upgrade_leaves_a_thread_that_does_not_replay_empty(
                 text("SELECT description FROM schema_version WHERE version = 3")
             ).scalar()
         assert "1 left empty (lifecycle history does not replay)" in description
-        with pytest.raises(LifecycleReplayError) as failure:
+        with pytest.raises(StoredLifecycleReplayError) as failure:
             verify_database(upgraded)
         assert failure.value.seq == 9
 

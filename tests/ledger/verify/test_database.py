@@ -22,17 +22,17 @@ from registre.attest.merkle import leaf_hash
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
-from registre.ledger.verify.database import (
+from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.errors import (
     CheckpointMismatchError,
     EntryMismatchError,
     EntryRejectedError,
     HeadMismatchError,
     LeafHashMismatchError,
     LedgerTamperedError,
-    PrevRootMismatchError,
-    SeqGapError,
+    StoredPrevRootMismatchError,
+    StoredSeqGapError,
     SubtreeMismatchError,
-    verify_database,
 )
 from tests.ledger.helpers import drop_triggers, execute, turn
 
@@ -97,14 +97,14 @@ def test_edited_leaf_hash_fail(filled: Ledger) -> None:
 
 def test_deleted_entry_fail(filled: Ledger) -> None:
     execute(filled.engine, "DELETE FROM entry WHERE seq = 3")
-    with pytest.raises(SeqGapError, match="seq 3") as info:
+    with pytest.raises(StoredSeqGapError, match="seq 3") as info:
         verify_database(filled)
     assert info.value.seq == 3
 
 
 def test_deleted_last_entry_fail(filled: Ledger) -> None:
     execute(filled.engine, f"DELETE FROM entry WHERE seq = {SIZE - 1}")
-    with pytest.raises(SeqGapError) as info:
+    with pytest.raises(StoredSeqGapError) as info:
         verify_database(filled)
     assert info.value.seq == SIZE - 1
 
@@ -179,7 +179,7 @@ def test_rewritten_history_fail(filled: Ledger, signer: Signer) -> None:
     )
     store_leaf(filled, 5, rewritten.leaf)
     run(filled, "UPDATE subtree SET hash = :h WHERE level = 0 AND idx = 5", h=rewritten.leaf_hash)
-    with pytest.raises(PrevRootMismatchError) as info:
+    with pytest.raises(StoredPrevRootMismatchError) as info:
         verify_database(filled)
     assert info.value.seq == 6
 

@@ -16,11 +16,8 @@ from registre.ledger.lifecycle.store import rebuild
 from registre.ledger.store.engine import write_transaction
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError
 from registre.ledger.thread import Thread
-from registre.ledger.verify.database import (
-    DerivedStateMismatchError,
-    LifecycleReplayError,
-    verify_database,
-)
+from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.errors import DerivedStateMismatchError, StoredLifecycleReplayError
 from tests.ledger.helpers import execute
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, investigation
 
@@ -100,7 +97,7 @@ def test_forged_outcome_fail(
     detail: str,
 ) -> None:
     seq = forge(ledger, signer, kind, body)
-    with pytest.raises(LifecycleReplayError) as failure:
+    with pytest.raises(StoredLifecycleReplayError) as failure:
         verify_database(ledger, keys=[signer.verifier()])  # the signature itself is valid
     assert (failure.value.thread, failure.value.seq) == ("t1", seq)
     assert kind in str(failure.value) and detail in str(failure.value)
@@ -117,7 +114,7 @@ def test_pin_of_a_later_entry_fail(ledger: Ledger, investigated: Thread, signer:
         "outcome": {"accepted": True, "id": "pin-2"},
     }
     seq = forge(ledger, signer, "context.pin", body)
-    with pytest.raises(LifecycleReplayError, match="already on the ledger") as failure:
+    with pytest.raises(StoredLifecycleReplayError, match="already on the ledger") as failure:
         verify_database(ledger)
     assert failure.value.seq == seq == 9
 

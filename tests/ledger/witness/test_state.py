@@ -86,8 +86,11 @@ def test_create_over_existing_state_fail(state: WitnessState) -> None:
 
 
 def test_open_missing_or_foreign_file_fail(tmp_path: Path) -> None:
-    with pytest.raises(WitnessStateError, match="registre witness init"):
+    with pytest.raises(WitnessStateError, match="no witness state at") as raised:
         WitnessState.open(tmp_path / "absent.db")
+    assert raised.value.hint is not None
+    assert "registre witness init" in raised.value.hint
+    assert "registre" not in str(raised.value).replace(str(tmp_path), "")
     (tmp_path / "junk.db").write_bytes(b"not sqlite at all" * 100)
     with pytest.raises(WitnessStateError, match="not a witness state"):
         WitnessState.open(tmp_path / "junk.db")

@@ -119,11 +119,20 @@ def test_altered_checkpoint_under_log_signature_fail(witness: Witness, thread: T
     assert witness.state.latest(thread.origin).note is None
 
 
-def test_other_signatures_on_the_note_ignored(witness: Witness, thread: Thread) -> None:
+def test_other_signatures_on_the_note_ignored(
+    witness: Witness, thread: Thread, signer: Signer
+) -> None:
     note = thread.checkpoint().note
     extra = CosignatureSigner.from_seed("someone.else/w", bytes([8]) * 32)
     cosigned = note + extra.cosign(note[: note.index("\n\n") + 1], 1)
-    add(witness, AddCheckpointRequest.build(0, [], cosigned).encode())
+    line = add(witness, AddCheckpointRequest.build(0, [], cosigned).encode())
+    # the witness cosigned the log's checkpoint: its line verifies on the log-signed note
+    verified = open_checkpoint(
+        note + line, signer.verifier(), witnesses=[WITNESS_KEY.verifier()], quorum=1
+    )
+    assert [(c.name, c.timestamp) for c in verified.cosignatures] == [(WITNESS_KEY.name, NOW)]
+    held = witness.state.latest(thread.origin)
+    assert (held.size, held.root, held.cosignature) == (5, thread.head().root, line)
 
 
 def test_old_larger_than_checkpoint_fail(witness: Witness, thread: Thread) -> None:

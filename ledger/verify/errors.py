@@ -1,0 +1,96 @@
+"""The failures of ``registre verify --db``: each check of :mod:`registre.ledger.verify.database`
+and :mod:`registre.ledger.verify.context` raises its own subclass of :class:`LedgerTamperedError`,
+naming the thread and the first bad seq. The names say what was found in the database
+(``Stored...``) where the bundle verifier (:mod:`registre.attest`) has a check of the same kind.
+"""
+
+from __future__ import annotations
+
+from registre.attest.errors import VerificationError
+
+__all__ = [
+    "CheckpointMismatchError",
+    "CompactionInvalidError",
+    "ContextSnapshotMismatchError",
+    "DerivedStateMismatchError",
+    "EntryMismatchError",
+    "EntryRejectedError",
+    "HeadMismatchError",
+    "LeafHashMismatchError",
+    "LedgerTamperedError",
+    "ModelCallDigestError",
+    "StoredLifecycleReplayError",
+    "StoredPrevRootMismatchError",
+    "StoredSeqGapError",
+    "SubtreeMismatchError",
+]
+
+
+class LedgerTamperedError(VerificationError):
+    """The database does not match what its entries prove. ``thread`` and ``seq`` (None when
+    no single entry is to blame) name the first place found."""
+
+    def __init__(self, thread: str, seq: int | None, problem: str) -> None:
+        self.thread = thread
+        self.seq = seq
+        where = f"thread {thread}" + (f" seq {seq}" if seq is not None else "")
+        super().__init__(f"{where}: {problem}")
+
+
+class StoredSeqGapError(LedgerTamperedError):
+    """Entry rows out of sequence: a gap, a duplicate, or a missing entry."""
+
+
+class LeafHashMismatchError(LedgerTamperedError):
+    """A stored leaf hash that is not the hash of the stored leaf."""
+
+
+class EntryRejectedError(LedgerTamperedError):
+    """A stored leaf that :func:`registre.attest.entry.open_entry` refuses (cause chained)."""
+
+
+class EntryMismatchError(LedgerTamperedError):
+    """A valid entry stored in the wrong place, or with columns that do not copy it."""
+
+
+class StoredPrevRootMismatchError(LedgerTamperedError):
+    """An entry whose ``prev.root`` is not the root of the entries before it."""
+
+
+class SubtreeMismatchError(LedgerTamperedError):
+    """A stored subtree hash that differs from the recomputed one, or one too many."""
+
+
+class HeadMismatchError(LedgerTamperedError):
+    """A thread head (size, root, frontier) that differs from the recomputed tree."""
+
+
+class CheckpointMismatchError(LedgerTamperedError):
+    """A stored checkpoint that does not verify or does not match the recomputed tree."""
+
+
+class StoredLifecycleReplayError(LedgerTamperedError):
+    """A signed lifecycle entry whose recorded outcome is not what the rules decide when the
+    thread's lifecycle is replayed (a forged or altered decision), or a pin of a later entry."""
+
+
+class DerivedStateMismatchError(LedgerTamperedError):
+    """A derived lifecycle table (evidence, references, conclusions, pins, transitions) that
+    differs from the fold of the entries (a cache: rebuilding repairs it)."""
+
+
+class CompactionInvalidError(LedgerTamperedError):
+    """A signed ``context.compaction`` that breaks a rule of ``specs/context.md`` section 7
+    (THREATS row 19: a range or pointer out of bounds, a split tool call, a folded recent turn,
+    an invented quote, a dropped pin, wrong token counts); the rule's error is chained."""
+
+
+class ModelCallDigestError(LedgerTamperedError):
+    """A signed ``model.call`` whose projection digest does not reproduce from the ledger
+    prefix it names (or that names no earlier prefix, does not fit its budget, or uses a
+    counter the verifier lacks); the cause is chained."""
+
+
+class ContextSnapshotMismatchError(LedgerTamperedError):
+    """A ``context_snapshot`` row missing, extra, or not the fold of the entries (a cache:
+    rebuilding repairs it)."""
