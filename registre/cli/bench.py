@@ -15,8 +15,6 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
-
 __all__ = ["bench_command"]
 
 _REPORTED = 50  # planned entries per progress-bar update
@@ -31,7 +29,7 @@ def _quantities(text: str, what: str) -> tuple[int, ...]:
     return values
 
 
-@cli.command("bench")
+@click.command("bench")
 @click.option(
     "--sizes",
     default="1e3,1e4",

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 
 __all__ = ["checkpoint_command"]
 
 
-@cli.command("checkpoint")
+@click.command("checkpoint")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--size", type=int, default=None, help="Tree size (default: the head).")
 @click.option(

@@ -15,16 +15,14 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
-from registre.cli.append import read_body
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import actor_option, ledger_options, open_ledger, read_body
 from registre.lifecycle.context import Policy, context_tokens, default_counter, parse_policy
 from registre.lifecycle.context.events import COMPACTION_ACTOR
 
 __all__ = ["compact_command"]
 
 
-@cli.command("compact")
+@click.command("compact")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--budget", type=click.IntRange(min=1), required=True, help="Token budget.")
 @click.option(
@@ -33,7 +31,7 @@ __all__ = ["compact_command"]
     default=None,
     help="Full policy JSON (six integer fields), @FILE or -; --budget overrides its budget.",
 )
-@click.option("--actor", default=COMPACTION_ACTOR, show_default=True, help="Who acts.")
+@actor_option(default=COMPACTION_ACTOR)
 @ledger_options
 def compact_command(
     thread_id: str,

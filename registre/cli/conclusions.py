@@ -19,9 +19,7 @@ from typing import Any
 
 import click
 
-from registre.cli import cli
-from registre.cli.evidence import refusal
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.ledger.lifecycle.views import (
     ConclusionRecord,
@@ -42,7 +40,7 @@ __all__ = [
 TEXT_WIDTH = 72
 
 
-@cli.command("conclude")
+@click.command("conclude")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--kind", type=click.Choice(("compute", "final")), required=True)
 @click.option("--text", "text", required=True, help="The conclusion, written out.")
@@ -52,7 +50,7 @@ TEXT_WIDTH = 72
     multiple=True,
     help="Evidence id (or, for a final, compute id) relied on; repeatable.",
 )
-@click.option("--actor", default="operator", show_default=True, help="Who acts.")
+@actor_option()
 @ledger_options
 def conclude_command(
     thread_id: str,
@@ -68,7 +66,7 @@ def conclude_command(
         request = parse_request(f"conclusion.{kind}", {"text": text, "cites": list(cites)})
     except LifecycleFormatError as exc:  # name the option, not the body field
         path = exc.path.replace("request.cites", "--cite").replace("request.text", "--text")
-        raise LifecycleFormatError(path, exc.problem) from None
+        raise LifecycleFormatError(path, exc.problem).with_hint(exc.hint) from None
     assert isinstance(request, (ComputeRequest, FinalRequest))
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
@@ -80,7 +78,7 @@ def conclude_command(
     click.echo(f"seq {result.seq}\t{result.id}\t{kind} accepted")
 
 
-@cli.command("conclusions")
+@click.command("conclusions")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--stale", is_flag=True, help="Only the active conclusions left stale.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
@@ -103,7 +101,7 @@ def conclusions_command(
         )
 
 
-@cli.command("trace")
+@click.command("trace")
 @click.argument("thread_id", metavar="THREAD")
 @click.argument("conclusion_id", metavar="CONCLUSION")
 @click.option("--json", "as_json", is_flag=True, help="Print the tree as one JSON object.")

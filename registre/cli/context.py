@@ -24,7 +24,6 @@ from typing import Any
 import click
 
 from registre.attest.projection import projection_digest
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.context.views import ContextDiff, DiffRun, context_diff
 from registre.lifecycle.context import Policy, Projection, context_tokens, default_counter, project
@@ -41,7 +40,7 @@ class _ShowByDefault(click.Group):
         return super().parse_args(ctx, args)
 
 
-@cli.group("context", cls=_ShowByDefault)
+@click.group("context", cls=_ShowByDefault)
 def context_group() -> None:
     """Show a thread's working context (`context THREAD`) or what it leaves out (`diff`)."""
 

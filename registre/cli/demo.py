@@ -30,7 +30,6 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.keys import Signer
 from registre.attest.proofs import verify_inclusion
 from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.cli import cli
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 
@@ -44,7 +43,7 @@ def _step(number: int, text: str) -> None:
     click.echo(f"[{number}] {text}")
 
 
-@cli.command()
+@click.command()
 @click.option(
     "--dir",
     "workdir",

@@ -20,11 +20,16 @@ from typing import Any
 
 import click
 
-from registre.attest.errors import MalformedError, RefusedError
-from registre.cli import cli
-from registre.cli.append import read_body
-from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError
+from registre.attest.errors import MalformedError
+from registre.cli.options import (
+    actor_option,
+    ledger_options,
+    open_ledger,
+    read_body,
+    refusal,
+    report_batch,
+)
+from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.ledger.lifecycle.views import EvidenceRecord
 from registre.lifecycle import (
     EvidenceReviseRequest,
@@ -34,57 +39,21 @@ from registre.lifecycle import (
     parse_request,
 )
 
-__all__ = [
-    "PassageFileError",
-    "RecordedRefusalError",
-    "evidence_group",
-    "evidence_json",
-    "refusal",
-    "report_batch",
-    "source_group",
-]
+__all__ = ["PassageFileError", "evidence_group", "evidence_json", "source_group"]
 
 ACTOR_HELP = "Who acts (recorded in the entry)."
 STATUSES = ("active", "superseded", "retracted")
 TEXT_WIDTH = 80
 
 
-class RecordedRefusalError(RefusedError):
-    """A request (or batch items) the rules refused; the refusal is on the ledger."""
-
-
 class PassageFileError(MalformedError):
     """A --passage-file that cannot be read."""
-
-
-def refusal(exc: LifecycleRefusedError) -> RecordedRefusalError:
-    """The CLI's one-line error for a refused single request."""
-    return RecordedRefusalError(f"{exc} (refused {exc.reason}; recorded as seq {exc.seq})")
-
-
-def report_batch(result: BatchResult, what: str) -> None:
-    """Print one line per item of a batch; raise RecordedRefusalError if any was rejected."""
-    accepted = iter(result.accepted)
-    rejected = dict(result.rejected)
-    for index in range(len(result.outcome.results)):
-        if index in rejected:
-            item = rejected[index]
-            click.echo(f"seq {result.seq}\t{what} {index}\trejected\t{item.reason}")
-        else:
-            click.echo(f"seq {result.seq}\t{what} {index}\taccepted\t{next(accepted)}")
-    if rejected:
-        first_index, first = result.rejected[0]
-        total = len(result.outcome.results)
-        raise RecordedRefusalError(
-            f"{len(rejected)} of {total} {what}s rejected (recorded as seq {result.seq}); "
-            f"{what} {first_index}: {first.message}"
-        )
 
 
 # --- source read ---------------------------------------------------------------------------
 
 
-@cli.group("source")
+@click.group("source")
 def source_group() -> None:
     """Register the passages an agent read."""
 
@@ -101,7 +70,7 @@ def source_group() -> None:
     default=None,
     help="The passage text; its SHA-256 is recorded (the text itself is not).",
 )
-@click.option("--actor", default="operator", show_default=True, help=ACTOR_HELP)
+@actor_option(help=ACTOR_HELP)
 @ledger_options
 def source_read(
     thread_id: str,
@@ -128,7 +97,8 @@ def source_read(
     try:
         request = parse_request("source.read", {"refs": [fields]})
     except LifecycleFormatError as exc:  # name the option, not the body field
-        raise LifecycleFormatError(f"--{exc.path.rsplit('.', 1)[-1]}", exc.problem) from None
+        option = f"--{exc.path.rsplit('.', 1)[-1]}"
+        raise LifecycleFormatError(option, exc.problem).with_hint(exc.hint) from None
     assert isinstance(request, ReadRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         result = ledger.thread(thread_id).read_source(request.refs, actor=actor)
@@ -138,7 +108,7 @@ def source_read(
 # --- evidence ------------------------------------------------------------------------------
 
 
-@cli.group("evidence")
+@click.group("evidence")
 def evidence_group() -> None:
     """Admit, revise and read evidence."""
 
@@ -151,7 +121,7 @@ def evidence_group() -> None:
     required=True,
     help='Statements: {"statements": [{"text", "cites"}, ...]} or the list; JSON, @FILE or -.',
 )
-@click.option("--actor", default="operator", show_default=True, help=ACTOR_HELP)
+@actor_option(help=ACTOR_HELP)
 @ledger_options
 def upsert(
     thread_id: str, body_text: str, actor: str, db: str | None, key_file: Path | None
@@ -172,7 +142,7 @@ def upsert(
 @click.argument("evidence_id", metavar="ID")
 @click.option("--replacement", default=None, help='{"text", "cites"}: JSON, @FILE or -.')
 @click.option("--retract", is_flag=True, help="Retract the entry instead of superseding it.")
-@click.option("--actor", default="operator", show_default=True, help=ACTOR_HELP)
+@actor_option(help=ACTOR_HELP)
 @ledger_options
 def revise(
     thread_id: str,

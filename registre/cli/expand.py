@@ -18,14 +18,13 @@ import click
 from registre.attest.checkpoint import open_checkpoint
 from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
 from registre.attest.proofs import verify_inclusion
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.proof_text import format_inclusion_proof
 
 __all__ = ["expand_command"]
 
 
-@cli.command("expand")
+@click.command("expand")
 @click.argument("thread_id", metavar="THREAD")
 @click.argument("seq", type=int)
 @click.option("--size", type=int, default=None, help="Tree size to prove in (default: head).")

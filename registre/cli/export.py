@@ -15,7 +15,6 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
 from registre.cli.options import db_option, resolve_db
 from registre.ledger.exchange.export import export_claim, export_thread
 from registre.ledger.ledger import Ledger
@@ -23,7 +22,7 @@ from registre.ledger.ledger import Ledger
 __all__ = ["export_command"]
 
 
-@cli.command("export")
+@click.command("export")
 @click.argument("thread_id", metavar="THREAD")
 @click.option(
     "-o",

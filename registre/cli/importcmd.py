@@ -12,14 +12,13 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.importers import FORMATS, TranscriptError
 
 __all__ = ["import_transcript"]
 
 
-@cli.command("import")
+@click.command("import")
 @click.argument("thread")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
@@ -37,7 +36,8 @@ def import_transcript(
     try:
         entries = FORMATS[shape](file.read_bytes())
     except TranscriptError as exc:
-        raise TranscriptError(f"{file}: {exc.where}", exc.reason, exc.line) from None
+        error = TranscriptError(f"{file}: {exc.where}", exc.reason, exc.line)
+        raise error.with_hint(exc.hint) from None
     if not entries:
         click.echo(f"{file} holds no messages to import; {thread} is unchanged")
         return

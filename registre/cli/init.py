@@ -13,7 +13,6 @@ import click
 
 from registre.attest.errors import RefusedError
 from registre.attest.keys import Signer
-from registre.cli import cli
 from registre.cli.options import (
     DEFAULT_LOG_NAME,
     key_passphrase,
@@ -26,7 +25,7 @@ from registre.ledger.ledger import Ledger
 __all__ = ["init_command"]
 
 
-@cli.command("init")
+@click.command("init")
 @click.option(
     "--name",
     default=None,
@@ -41,9 +40,8 @@ def init_command(name: str | None, db: str | None, key_file: Path | None) -> Non
         signer = Signer.load(path, key_passphrase())
         if name is not None and name != signer.name:
             raise RefusedError(
-                f"the key at {path} is named {signer.name!r}, not {name!r}; a log keeps its "
-                "name: drop --name, or use another --key-file"
-            )
+                f"the key at {path} is named {signer.name!r}, not {name!r}; a log keeps its name"
+            ).with_hint("drop --name, or use another --key-file")
         created = False
     else:
         signer = Signer.generate(name or DEFAULT_LOG_NAME)  # checks the name first

@@ -9,14 +9,13 @@ from pathlib import Path
 import click
 
 from registre.attest.errors import RefusedError
-from registre.cli import cli
 from registre.cli.files import write_atomically
 from registre.cli.options import key_file_option, load_signer
 
 __all__ = ["key_group"]
 
 
-@cli.group("key")
+@click.group("key")
 def key_group() -> None:
     """Show or export the operator's verifier key."""
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from registre.attest.entry import Entry
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 
 __all__ = ["log_command"]
@@ -16,7 +15,7 @@ __all__ = ["log_command"]
 SUMMARY_WIDTH = 100
 
 
-@cli.command("log")
+@click.command("log")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--from", "first", type=int, default=0, show_default=True, help="First seq.")
 @click.option("--to", "last", type=int, default=None, help="Last seq, inclusive (default: head).")

@@ -13,21 +13,19 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
-from registre.cli.evidence import refusal
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.lifecycle.model import PIN_KINDS
 
 __all__ = ["pin_command", "unpin_command"]
 
 
-@cli.command("pin")
+@click.command("pin")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--kind", type=click.Choice(PIN_KINDS), required=True, help="What is pinned.")
 @click.option("--text", "text", required=True, help="The text to carry verbatim.")
 @click.option("--seq", type=click.IntRange(min=0), required=True, help="Entry it comes from.")
-@click.option("--actor", default="operator", show_default=True, help="Who acts.")
+@actor_option()
 @ledger_options
 def pin_command(
     thread_id: str,
@@ -47,11 +45,11 @@ def pin_command(
     click.echo(f"seq {result.seq}\t{result.id}\tpinned")
 
 
-@cli.command("unpin")
+@click.command("unpin")
 @click.argument("thread_id", metavar="THREAD")
 @click.argument("pin_id", metavar="ID")
 @click.option("--reason", required=True, help="Why it is no longer carried.")
-@click.option("--actor", default="operator", show_default=True, help="Who acts.")
+@actor_option()
 @ledger_options
 def unpin_command(
     thread_id: str,

@@ -17,14 +17,13 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
 from registre.attest.keys import Verifier
 from registre.attest.proofs import verify_consistency, verify_inclusion
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.proof_text import format_consistency_proof, format_inclusion_proof
 
 __all__ = ["prove_group"]
 
 
-@cli.group("prove")
+@click.group("prove")
 def prove_group() -> None:
     """Print inclusion and consistency proofs."""
 

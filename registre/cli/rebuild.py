@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.context.store import rebuild_context
 from registre.ledger.lifecycle.store import rebuild
@@ -21,7 +20,7 @@ from registre.ledger.lifecycle.store import rebuild
 __all__ = ["rebuild_command"]
 
 
-@cli.command("rebuild")
+@click.command("rebuild")
 @click.option("--thread", "thread_id", default=None, help="Rebuild only this thread.")
 @ledger_options
 def rebuild_command(thread_id: str | None, db: str | None, key_file: Path | None) -> None:

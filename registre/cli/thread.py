@@ -7,13 +7,12 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
 from registre.cli.options import ledger_options, open_ledger
 
 __all__ = ["thread_group"]
 
 
-@cli.group("thread")
+@click.group("thread")
 def thread_group() -> None:
     """Create and inspect threads."""
 

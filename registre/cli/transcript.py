@@ -15,7 +15,6 @@ from pathlib import Path
 
 import click
 
-from registre.cli import cli
 from registre.cli.files import write_atomically
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.transcript import FORMATS, render_transcript
@@ -23,7 +22,7 @@ from registre.ledger.exchange.transcript import FORMATS, render_transcript
 __all__ = ["transcript_command"]
 
 
-@cli.command("transcript")
+@click.command("transcript")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="md or html.")
 @click.option(

@@ -26,7 +26,6 @@ from click.core import ParameterSource
 
 from registre.attest.__main__ import run_verify, verify_options
 from registre.attest.keys import Verifier
-from registre.cli import cli
 from registre.cli.options import db_option, resolve_db
 from registre.ledger.ledger import Ledger
 from registre.ledger.verify.database import verify_database
@@ -43,7 +42,7 @@ _BUNDLE_ONLY = {
 }
 
 
-@cli.command("verify")
+@click.command("verify")
 @click.argument(
     "bundle", required=False, metavar="[FILE.zip]", type=click.Path(dir_okay=False, path_type=Path)
 )

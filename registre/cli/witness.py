@@ -21,7 +21,6 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import CheckpointFormatError
 from registre.attest.keys import Verifier
 from registre.attest.merkle import empty_root
-from registre.cli import cli
 from registre.ledger.witness.errors import WitnessStateError
 from registre.ledger.witness.state import WitnessState
 from registre.ledger.witness.witness import Witness
@@ -53,14 +52,14 @@ def _passphrase() -> bytes | None:
 def _open(state_dir: Path) -> tuple[CosignatureSigner, WitnessState]:
     key_path = state_dir / KEY_FILE
     if not key_path.exists():
-        raise WitnessStateError(
-            f"no witness key at {key_path}: run `registre witness init` (or pass --state-dir)"
+        raise WitnessStateError(f"no witness key at {key_path}").with_hint(
+            "run `registre witness init` (or pass --state-dir)"
         )
     signer = CosignatureSigner.load(key_path, _passphrase())
     return signer, WitnessState.open(state_dir / STATE_FILE)
 
 
-@cli.group("witness")
+@click.group("witness")
 def witness_group() -> None:
     """Run a witness: cosign checkpoints of followed logs after checking consistency."""
 
@@ -79,9 +78,8 @@ def init_command(state_dir: Path, name: str) -> None:
     for path in (key_path, state_path):
         if path.exists():
             raise WitnessStateError(
-                f"{path} exists: this directory already holds a witness (see `registre "
-                "witness show`); choose another --state-dir"
-            )
+                f"{path} exists: this directory already holds a witness"
+            ).with_hint("see `registre witness show`; choose another --state-dir")
     signer = CosignatureSigner.generate(name)  # checks the name first
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     WitnessState.create(state_path).close()

@@ -66,10 +66,21 @@ def initialised(workdir: Path, db_url: str, run: Run, monkeypatch: pytest.Monkey
     return result.out.strip().rsplit(" ", 1)[1]
 
 
-def one_line_error(result: Result, code: int = 2) -> str:
-    """Assert the failure shape every command promises; return the message."""
+def error_and_hint(result: Result, code: int = 2) -> tuple[str, str | None]:
+    """Assert the failure shape every command promises -- the exit code, no traceback, one
+    ``registre: error:`` line, then at most one ``registre: hint:`` line -- and return both
+    lines (the hint line is None when the error has no hint)."""
     assert result.code == code, (result.out, result.err)
     assert "Traceback" not in result.err
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("registre: error: "), result.err
-    return lines[0]
+    assert result.err.endswith("\n"), result.err
+    lines = result.err[:-1].split("\n")
+    assert 1 <= len(lines) <= 2 and lines[0].startswith("registre: error: "), result.err
+    if len(lines) == 1:
+        return lines[0], None
+    assert lines[1].startswith("registre: hint: ") and lines[1] != "registre: hint: ", result.err
+    return lines[0], lines[1]
+
+
+def one_line_error(result: Result, code: int = 2) -> str:
+    """Assert the failure shape (see :func:`error_and_hint`); return the error line."""
+    return error_and_hint(result, code)[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from registre.ledger.ledger import Ledger
-from tests.cli.conftest import Run, one_line_error
+from tests.cli.conftest import Run, error_and_hint, one_line_error
 from tests.ledger.helpers import dump
 
 TURN = '{"role":"user","text":"four"}'
@@ -61,13 +61,14 @@ def test_bad_input_fail(
 
 
 def test_missing_database_fail(workdir: Path, run: Run) -> None:
-    message = one_line_error(run("append", "t1", "--kind", "turn", "--body", TURN))
-    assert "registre init" in message
+    message, hint = error_and_hint(run("append", "t1", "--kind", "turn", "--body", TURN))
+    assert "registre init" in f"{message}\n{hint}"  # the advice: in the hint, or the message
     assert not (workdir / ".registre").exists()
 
 
 def test_bad_input_in_a_real_process_fail(workdir: Path) -> None:
-    # The console script path end to end: stderr is one line, never a traceback.
+    # The console script path end to end: stderr is one error line (and at most one hint
+    # line), never a traceback.
     import subprocess
     import sys
 
@@ -84,5 +85,7 @@ def test_bad_input_in_a_real_process_fail(workdir: Path) -> None:
         if args[0] == "thread":
             assert done.returncode == 0
             continue
-        assert done.returncode == 2
-        assert done.stderr.decode().count("\n") == 1 and b"Traceback" not in done.stderr
+        lines = done.stderr.decode().splitlines()
+        assert done.returncode == 2 and lines[0].startswith("registre: error: ")
+        assert [line.split(": ", 2)[1] for line in lines] in (["error"], ["error", "hint"])
+        assert b"Traceback" not in done.stderr

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from registre.ledger.ledger import Ledger
-from tests.cli.conftest import Run, one_line_error
+from tests.cli.conftest import Run, error_and_hint, one_line_error
 from tests.cli.test_evidence import DIGEST, STATEMENTS, read
 from tests.ledger.helpers import dump, execute
 
@@ -83,9 +83,11 @@ def test_trace(concluded: str, run: Run) -> None:
 def test_rebuild_repairs_what_verify_finds(concluded: str, run: Run, db_url: str) -> None:
     with Ledger.open(db_url) as ledger:
         execute(ledger.engine, "UPDATE lifecycle_evidence SET status = 'active' WHERE id = 'ev-2'")
-    failure = one_line_error(run("verify", "--db"), code=1)
+    failure, hint = error_and_hint(run("verify", "--db"), code=1)
     assert "thread t1 seq 5: lifecycle_evidence row ev-2: column status is 'active'" in failure
-    assert "run `registre rebuild --thread t1`" in failure
+    assert (
+        hint == "registre: hint: run `registre rebuild --thread t1` to rebuild it from the entries"
+    )
     assert run("rebuild", "--thread", "t1").out == "rebuilt t1: 6 lifecycle entries of 9\n"
     assert run("verify", "--db").code == 0
     assert run("rebuild").out == "rebuilt t1: 6 lifecycle entries of 9\n"

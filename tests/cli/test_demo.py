@@ -60,5 +60,7 @@ def test_demo_with_a_corrupt_key_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "operator.key").write_text("not a key\n")
     run = _demo(tmp_path)
     assert run.returncode == 2
-    assert run.stderr.count("\n") == 1 and run.stderr.startswith("registre: error:")
+    lines = run.stderr.splitlines()
+    assert lines[0].startswith("registre: error:")
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].startswith("registre: hint: "))
     assert "Traceback" not in run.stderr

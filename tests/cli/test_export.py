@@ -15,7 +15,7 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.keys import Signer
 from registre.ledger.ledger import Ledger
 from tests.bundles import members, rezip
-from tests.cli.conftest import Run, one_line_error
+from tests.cli.conftest import Run, error_and_hint, one_line_error
 from tests.cli.test_conclusions import concluded  # noqa: F401  (fixture)
 
 WITNESS = CosignatureSigner.from_seed("witness.test/w1", bytes([1]) * 32)
@@ -91,12 +91,17 @@ def test_export_at_checkpoint(initialised: str, run: Run, workdir: Path) -> None
 
 
 def test_export_without_covering_checkpoint_fail(initialised: str, run: Run, workdir: Path) -> None:
-    message = one_line_error(run("export", "t1", "-o", "t1.zip"))
-    assert "run `registre checkpoint t1`" in message
+    message, hint = error_and_hint(run("export", "t1", "-o", "t1.zip"))
+    assert message == "registre: error: thread t1 has no signed checkpoint to export against"
+    assert hint == (
+        "registre: hint: run `registre checkpoint t1` (needs the operator key), then export"
+    )
     assert run("checkpoint", "t1", "--size", "2").code == 0
-    message = one_line_error(run("export", "t1", "-o", "t1.zip"))
-    assert "covers 2: run `registre checkpoint t1` to sign the head, or pass --checkpoint 2" in (
-        message
+    message, hint = error_and_hint(run("export", "t1", "-o", "t1.zip"))
+    assert message.endswith("has 3 entries but its latest signed checkpoint covers 2")
+    assert hint == (
+        "registre: hint: run `registre checkpoint t1` to sign the head, "
+        "or pass --checkpoint 2 to export the first 2"
     )
     one_line_error(run("export", "t1", "--checkpoint", "1", "-o", "t1.zip"))
     assert not (workdir / "t1.zip").exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from registre.attest.keys import Verifier
-from tests.cli.conftest import Run, one_line_error
+from tests.cli.conftest import Run, error_and_hint, one_line_error
 
 
 def test_init_creates_database_and_private_key(workdir: Path, run: Run) -> None:
@@ -33,8 +33,12 @@ def test_init_again_reuses_the_key(workdir: Path, run: Run) -> None:
 
 def test_init_with_other_name_for_existing_key_refused(workdir: Path, run: Run) -> None:
     run("init")
-    message = one_line_error(run("init", "--name", "other.example/log"))
-    assert "registre.local/log" in message
+    message, hint = error_and_hint(run("init", "--name", "other.example/log"))
+    assert message == (
+        f"registre: error: the key at {Path('.registre/operator.key')} is named "
+        "'registre.local/log', not 'other.example/log'; a log keeps its name"
+    )
+    assert hint == "registre: hint: drop --name, or use another --key-file"
 
 
 def test_init_with_bad_name_writes_nothing(workdir: Path, run: Run) -> None:
@@ -47,7 +51,9 @@ def test_init_with_db_and_key_file_options(workdir: Path, run: Run) -> None:
     assert result.code == 0, result.err
     assert (workdir / "elsewhere.db").exists() and (workdir / "k.key").exists()
     assert run("key", "show", "--key-file", "k.key").code == 0
-    one_line_error(run("key", "show"))  # the default key file does not exist
+    message, hint = error_and_hint(run("key", "show"))  # the default key file does not exist
+    assert message == f"registre: error: no operator key at {Path('.registre/operator.key')}"
+    assert hint == "registre: hint: run `registre init`, or pass --key-file (env REGISTRE_KEY)"
 
 
 def test_key_export_json_and_file(workdir: Path, run: Run) -> None:

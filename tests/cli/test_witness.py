@@ -12,7 +12,7 @@ from registre.attest.checkpoint import Checkpoint
 from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
 from registre.attest.keys import Signer
 from registre.ledger.witness.state import WitnessState
-from tests.cli.conftest import Run, one_line_error
+from tests.cli.conftest import Run, error_and_hint, one_line_error
 
 LOG = Signer.from_seed("example.org/log", bytes(range(32)))
 
@@ -35,8 +35,9 @@ def test_init_creates_key_and_state(workdir: Path, run: Run) -> None:
 
 def test_init_twice_refused_and_key_kept(workdir: Path, run: Run) -> None:
     first = run("witness", "init")
-    message = one_line_error(run("witness", "init", "--name", "other/w"))
-    assert "already holds a witness" in message
+    message, hint = error_and_hint(run("witness", "init", "--name", "other/w"))
+    assert message.endswith("witness.key exists: this directory already holds a witness")
+    assert hint == "registre: hint: see `registre witness show`; choose another --state-dir"
     assert f"cosigner key: {cosigner_key(first.out)}\n" in run("witness", "show").out
 
 
@@ -46,8 +47,11 @@ def test_init_bad_name_writes_nothing(workdir: Path, run: Run) -> None:
 
 
 def test_commands_without_state_refused(workdir: Path, run: Run) -> None:
-    assert "registre witness init" in one_line_error(run("witness", "show"))
-    assert "registre witness init" in one_line_error(run("witness", "follow", LOG.vkey()))
+    for args in (["witness", "show"], ["witness", "follow", LOG.vkey()]):
+        message, hint = error_and_hint(run(*args))
+        key_path = Path(".registre") / "witness" / "witness.key"
+        assert message == f"registre: error: no witness key at {key_path}"
+        assert hint == "registre: hint: run `registre witness init` (or pass --state-dir)"
 
 
 def test_follow_default_prefix_is_the_log_name(workdir: Path, run: Run) -> None:
