@@ -3,7 +3,8 @@
 Needs only attest, lifecycle, cryptography, rfc8785 and click: no database, no network.
 Exit status: 0 verified, 1 a check failed, 2 unusable input (a bad key, a file that is not a
 bundle, malformed members). The report goes to standard output (``--json`` for the JSON form
-of ``specs/verify.md``); an error is one line on standard error, never a traceback.
+of ``specs/verify.md``); an error is one line on standard error, never a traceback, followed by
+an ``attest: hint:`` line when the error carries a ``hint``.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def verify_options(command: F) -> F:
 class ReportedFailure(RegistreError):
     """A failed verification whose report was already printed. The message is the first
     failure's one-line sentence; ``exit_code`` is the failing check's (1, or 2 for unusable
-    input)."""
+    input); ``hint`` is the failing error's, if it had one."""
 
     def __init__(self, line: str, exit_code: int) -> None:
         super().__init__(line)
@@ -127,7 +128,9 @@ def run_verify(
         if failed is not None:
             _print(failed, as_json)
             if failed.failure is not None:
-                raise ReportedFailure(failed.failure.sentence(), error.exit_code) from error
+                raise ReportedFailure(failed.failure.sentence(), error.exit_code).with_hint(
+                    error.hint
+                ) from error
         raise
     _print(report, as_json)
     return report
@@ -153,7 +156,8 @@ def _print(report: VerifyReport, as_json: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the CLI: one line on standard error per error, exit 0, 1 or 2, no traceback."""
+    """Run the CLI: one line on standard error per error (and one for its hint, if any), exit
+    0, 1 or 2, no traceback."""
     try:
         cli.main(
             args=list(argv) if argv is not None else None,
@@ -161,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             standalone_mode=False,
         )
     except RegistreError as error:
-        _fail(str(error), error.exit_code)
+        _fail(str(error), error.exit_code, error.hint)
     except click.exceptions.Abort:
         _fail("aborted", 130)
     except click.ClickException as error:
@@ -173,9 +177,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail("interrupted", 130)
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int, hint: str | None = None) -> None:
     line = " ".join(message.split())
     click.echo(f"{_PROGRAM}: error: {line}", err=True)
+    if hint:
+        click.echo(f"{_PROGRAM}: hint: {' '.join(hint.split())}", err=True)
     sys.exit(code)
 
 

@@ -20,8 +20,9 @@ Rules for every kind, checked before the kind's own schema:
    :data:`MAX_BODY_BYTES`.
 
 The kinds registre defines itself are checked here, strictly: unknown fields are refused,
-required fields must be present, texts are capped at :data:`MAX_TEXT_BYTES` and names at
-:data:`MAX_NAME_BYTES` (UTF-8 bytes). The lifecycle kinds (:data:`LIFECYCLE_KINDS`) are
+required fields must be present, texts are capped at :data:`MAX_ENTRY_TEXT_BYTES` and names at
+:data:`MAX_ENTRY_NAME_BYTES` (UTF-8 bytes; both defined in :mod:`registre.lifecycle.jsonshape`,
+with the lifecycle bodies' own caps). The lifecycle kinds (:data:`LIFECYCLE_KINDS`) are
 checked by ``registre.lifecycle.codec.parse_body``; its refusals are re-raised as
 :class:`BodySchemaError` with the same message.
 """
@@ -41,26 +42,21 @@ from registre.lifecycle.codec import parse_body
 from registre.lifecycle.context.model import SECTIONS
 from registre.lifecycle.context.policy import parse_policy
 from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.jsonshape import MAX_ENTRY_NAME_BYTES, MAX_ENTRY_TEXT_BYTES
 
 __all__ = [
     "ENTRY_KINDS",
     "LIFECYCLE_KINDS",
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
+    "MAX_ENTRY_NAME_BYTES",
+    "MAX_ENTRY_TEXT_BYTES",
     "MAX_ITEMS",
-    "MAX_NAME_BYTES",
     "MAX_OBJECT_BYTES",
-    "MAX_TEXT_BYTES",
     "BodySchemaError",
     "UnknownKindError",
     "validate_body",
 ]
-
-MAX_TEXT_BYTES = 1 << 20
-"""Longest text field (turn text, tool output, summary line), in UTF-8 bytes: 1 MiB."""
-
-MAX_NAME_BYTES = 256
-"""Longest name or identifier (tool name, call id, model name), in UTF-8 bytes."""
 
 MAX_OBJECT_BYTES = 1 << 20
 """Largest free-form object (tool arguments), as compact JSON: 1 MiB."""
@@ -191,7 +187,7 @@ def _wrong(path: str, expected: str, value: object) -> BodySchemaError:
     return BodySchemaError(path, f"expected {expected}, got {_describe(value)}")
 
 
-def _text(*, max_bytes: int = MAX_TEXT_BYTES, allow_empty: bool = False) -> _Check:
+def _text(*, max_bytes: int = MAX_ENTRY_TEXT_BYTES, allow_empty: bool = False) -> _Check:
     def check(value: object, path: str) -> None:
         if not isinstance(value, str):
             raise _wrong(path, "a string", value)
@@ -207,11 +203,11 @@ def _text(*, max_bytes: int = MAX_TEXT_BYTES, allow_empty: bool = False) -> _Che
 
 
 _TEXT = _text()
-_SHORT_TEXT = _text(max_bytes=MAX_NAME_BYTES)
+_SHORT_TEXT = _text(max_bytes=MAX_ENTRY_NAME_BYTES)
 
 
 def _name(value: object, path: str) -> None:
-    """A name or identifier: 1 to MAX_NAME_BYTES bytes, no control characters."""
+    """A name or identifier: 1 to MAX_ENTRY_NAME_BYTES bytes, no control characters."""
     _SHORT_TEXT(value, path)
     control = _CONTROL.search(str(value))
     if control:

@@ -33,11 +33,12 @@ from registre.attest.errors import (
     RefusedError,
 )
 from registre.attest.keys import Signer, Verifier
+from registre.attest.merkle import HASH_SIZE
 from registre.attest.note import OpenedNote, append_signature, open_note, sign_note
 
 __all__ = [
     "HASH_SIZE",
-    "MAX_TREE_SIZE",
+    "MAX_CHECKPOINT_SIZE",
     "Checkpoint",
     "VerifiedCheckpoint",
     "WitnessCosignature",
@@ -48,8 +49,11 @@ __all__ = [
     "sign_checkpoint",
 ]
 
-HASH_SIZE = 32
-MAX_TREE_SIZE = 2**64 - 1
+MAX_CHECKPOINT_SIZE = 2**64 - 1
+"""Largest SIZE a checkpoint body can carry: C2SP's tree size is a uint64 (``specs/checkpoint.md``
+section 3). This is a limit of the format, not of the tree: a size above
+:data:`registre.attest.merkle.MAX_TREE_SIZE` (2^62) still parses, and is refused where it is
+used as a tree (proofs raise ``ProofBoundsError``, a witness ``TreeTooLargeError``)."""
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 # whitespace (ASCII and Unicode), control characters (Cc), lone surrogates
 _BAD_ORIGIN_CHAR = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # \s: str.isspace()
@@ -100,7 +104,7 @@ class Checkpoint:
         _check_origin_text(self.origin)
         if isinstance(self.size, bool) or not isinstance(self.size, int):
             raise CheckpointFormatError(f"tree size must be an integer, got {self.size!r}")
-        if not 0 <= self.size <= MAX_TREE_SIZE:
+        if not 0 <= self.size <= MAX_CHECKPOINT_SIZE:
             raise CheckpointFormatError(f"tree size {self.size} is outside 0..2^64-1")
         if len(self.root) != HASH_SIZE:
             raise CheckpointFormatError(
@@ -141,7 +145,7 @@ class Checkpoint:
                 starts[1],
             )
         size = int(size_text)
-        if size > MAX_TREE_SIZE:
+        if size > MAX_CHECKPOINT_SIZE:
             raise CheckpointFormatError(
                 f"line 2 (tree size) {size_text} does not fit in 64 bits", starts[1]
             )

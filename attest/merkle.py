@@ -40,9 +40,11 @@ HASH_SIZE = 32
 """Bytes in every hash of the tree (SHA-256)."""
 
 MAX_TREE_SIZE = 2**62
-"""Largest tree size accepted anywhere. Every valid proof for a tree up to this size has at most
-63 hashes (``registre.attest.proofs.MAX_PROOF_HASHES``), and every size fits a signed 64-bit
-column."""
+"""Largest tree size registre handles: proofs, roots and witnesses refuse any larger size. Every
+valid proof for a tree up to this size has at most 63 hashes
+(``registre.attest.proofs.MAX_PROOF_HASHES``), and every size fits a signed 64-bit column. (A
+checkpoint body can spell sizes up to ``registre.attest.checkpoint.MAX_CHECKPOINT_SIZE``, the
+C2SP uint64; no tree that large is ever served or verified.)"""
 
 _sha256 = hashlib.sha256
 _LEAF_PREFIX = b"\x00"

@@ -18,8 +18,10 @@ from registre.lifecycle.errors import LifecycleFormatError
 __all__ = [
     "MAX_BATCH",
     "MAX_CITES",
-    "MAX_NAME_BYTES",
-    "MAX_TEXT_BYTES",
+    "MAX_ENTRY_NAME_BYTES",
+    "MAX_ENTRY_TEXT_BYTES",
+    "MAX_LIFECYCLE_NAME_BYTES",
+    "MAX_LIFECYCLE_TEXT_BYTES",
     "MAX_UINT",
     "read_bool",
     "read_id",
@@ -32,10 +34,22 @@ __all__ = [
 
 T = TypeVar("T")
 
-MAX_TEXT_BYTES: Final = 65536
-"""Cap on a statement, conclusion, pin text, unpin reason or message (UTF-8 bytes)."""
-MAX_NAME_BYTES: Final = 1024
-"""Cap on a reference id, a source name and a location (UTF-8 bytes)."""
+# Size caps on strings, in UTF-8 bytes: each defined here once. Lifecycle bodies
+# (specs/lifecycle.md "Entry bodies") and the bodies registre defines itself
+# (specs/entries.md section 2: turn, tool.call, tool.result, decision, context.compaction,
+# model.call; checked by registre.attest.bodies) have different caps.
+MAX_LIFECYCLE_TEXT_BYTES: Final = 65536
+"""Cap on a text of a lifecycle body: a statement, conclusion or pin text, an unpin reason, a
+rejection message (64 KiB). The default cap of :func:`read_text`."""
+MAX_LIFECYCLE_NAME_BYTES: Final = 1024
+"""Cap on a name of a lifecycle body: a reference id (also as a citation), a source name, a
+location (1 KiB). The cap of :func:`read_name`."""
+MAX_ENTRY_TEXT_BYTES: Final = 1 << 20
+"""Cap on a *text* field of a body registre defines (turn text, tool output, summary line,
+``arguments_json``): 1 MiB (``specs/entries.md`` section 2)."""
+MAX_ENTRY_NAME_BYTES: Final = 256
+"""Cap on a *name* field of a body registre defines (tool name, call id, model name, summarizer
+name and version, token counter): 256 bytes (``specs/entries.md`` section 2)."""
 MAX_BATCH: Final = 1000
 """Cap on the references of one read and the statements of one upsert."""
 MAX_CITES: Final = 1000
@@ -94,7 +108,7 @@ def read_list(
     return items
 
 
-def read_text(value: object, path: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+def read_text(value: object, path: str, max_bytes: int = MAX_LIFECYCLE_TEXT_BYTES) -> str:
     """A string of at most ``max_bytes`` UTF-8 bytes (may be empty or blank)."""
     if not isinstance(value, str):
         raise LifecycleFormatError(path, f"expected a string, got {_type_name(value)}")
@@ -110,8 +124,9 @@ def read_text(value: object, path: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
 
 
 def read_name(value: object, path: str) -> str:
-    """A non-empty string of at most ``MAX_NAME_BYTES`` bytes without control characters."""
-    text = read_text(value, path, MAX_NAME_BYTES)
+    """A non-empty string of at most ``MAX_LIFECYCLE_NAME_BYTES`` bytes without control
+    characters."""
+    text = read_text(value, path, MAX_LIFECYCLE_NAME_BYTES)
     if not text:
         raise LifecycleFormatError(path, "expected a non-empty string")
     control = _CONTROL.search(text)

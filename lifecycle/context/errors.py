@@ -79,6 +79,8 @@ class ProjectionOverBudgetError(ContextBudgetError):
     """The context as the ledger now has it does not fit the budget: plan and record a
     compaction first (:func:`registre.lifecycle.context.compaction.plan_compaction`)."""
 
+    hint = "record a compaction first (`registre compact THREAD --budget N`)"
+
 
 # --- summaries, before they are recorded -----------------------------------------------------
 

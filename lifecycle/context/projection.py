@@ -204,8 +204,7 @@ def _refuse(state: ContextState, budget: int, total: int, counter: TokenCounter)
             budget=budget,
         )
     raise ProjectionOverBudgetError(
-        f"the context takes {total} tokens, {total - budget} over the budget of {budget}; "
-        "record a compaction first (`registre compact THREAD --budget N`, or thread.compact)",
+        f"the context takes {total} tokens, {total - budget} over the budget of {budget}",
         needed=total,
         budget=budget,
     )

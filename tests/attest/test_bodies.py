@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from registre.attest.bodies import (
     ENTRY_KINDS,
     LIFECYCLE_KINDS,
     MAX_DEPTH,
-    MAX_NAME_BYTES,
+    MAX_ENTRY_NAME_BYTES,
+    MAX_ENTRY_TEXT_BYTES,
     MAX_OBJECT_BYTES,
-    MAX_TEXT_BYTES,
     BodySchemaError,
     UnknownKindError,
     validate_body,
 )
-from registre.attest.canonical import canonical_bytes
+from registre.attest.canonical import canonical_bytes, parse_canonical
 from registre.attest.errors import MalformedError
 from registre.lifecycle.codec import KINDS as CODEC_KINDS
 
@@ -175,17 +175,18 @@ def test_nesting_limit() -> None:
 
 
 def test_text_cap_is_one_mebibyte_of_utf8() -> None:
-    validate_body("turn", {"role": "user", "text": "x" * MAX_TEXT_BYTES})
-    validate_body("turn", {"role": "user", "text": "é" * (MAX_TEXT_BYTES // 2)})
-    error = _refusal("turn", {"role": "user", "text": "é" * (MAX_TEXT_BYTES // 2 + 1)})
+    validate_body("turn", {"role": "user", "text": "x" * MAX_ENTRY_TEXT_BYTES})
+    validate_body("turn", {"role": "user", "text": "é" * (MAX_ENTRY_TEXT_BYTES // 2)})
+    error = _refusal("turn", {"role": "user", "text": "é" * (MAX_ENTRY_TEXT_BYTES // 2 + 1)})
     assert error.path == "body.text"
-    assert f"at most {MAX_TEXT_BYTES} bytes" in str(error)
+    assert f"at most {MAX_ENTRY_TEXT_BYTES} bytes" in str(error)
 
 
 def test_name_cap_and_control_characters() -> None:
     body = _valid("tool.call")
-    validate_body("tool.call", body | {"name": "n" * MAX_NAME_BYTES})
-    assert _refusal("tool.call", body | {"name": "n" * (MAX_NAME_BYTES + 1)}).path == "body.name"
+    validate_body("tool.call", body | {"name": "n" * MAX_ENTRY_NAME_BYTES})
+    too_long = body | {"name": "n" * (MAX_ENTRY_NAME_BYTES + 1)}
+    assert _refusal("tool.call", too_long).path == "body.name"
     assert "U+000A" in str(_refusal("tool.call", body | {"name": "bash\nrm"}))
     assert "U+0085" in str(_refusal("tool.call", body | {"call_id": "c\x85"}))
 
@@ -199,7 +200,7 @@ def test_free_object_cap() -> None:
 
 
 def test_whole_body_cap() -> None:
-    line = {"section": "findings", "text": "x" * (MAX_TEXT_BYTES - 100), "pointers": [[2, 2]]}
+    line = {"section": "findings", "text": "x" * (MAX_ENTRY_TEXT_BYTES - 100), "pointers": [[2, 2]]}
     body = _valid("context.compaction") | {"summary": [line, line, line]}
     error = _refusal("context.compaction", body)
     assert error.path == "body"
@@ -225,10 +226,13 @@ def test_null_for_an_optional_field_fail() -> None:
 
 
 def test_arguments_json_round_trips_the_value() -> None:
+    value = {"ratio": 0.1, "n": [1e21, 5e-324]}
     body = _valid("tool.call")
     del body["arguments"]
-    body["arguments_json"] = canonical_bytes({"ratio": 0.1, "n": [1e21, 5e-324]}).decode()
+    body["arguments_json"] = canonical_bytes(value).decode()
     validate_body("tool.call", body)
+    assert body["arguments_json"] == '{"n":[1e+21,5e-324],"ratio":0.1}'  # accepted unchanged
+    assert parse_canonical(body["arguments_json"].encode()) == value  # the very floats
 
 
 @pytest.mark.parametrize(
@@ -324,8 +328,10 @@ def test_arbitrary_values_raise_only_malformed(kind: str, body: object) -> None:
     try:
         validate_body(kind, body)
     except MalformedError:
+        event("refused")
         return
-    canonical_bytes(body)  # whatever is accepted can be signed
+    event("accepted")
+    assert parse_canonical(canonical_bytes(body)) == body  # whatever is accepted can be signed
 
 
 @given(
@@ -352,8 +358,10 @@ def test_replacing_any_field_raises_only_malformed(
     try:
         validate_body(kind, body)
     except MalformedError:
+        event("refused")
         return
-    canonical_bytes(body)  # whatever is accepted can be signed
+    event("accepted")
+    assert parse_canonical(canonical_bytes(body)) == body  # whatever is accepted can be signed
 
 
 _json_without_floats = st.recursive(

@@ -110,6 +110,9 @@ def test_build_proofs_prove_inclusion_prev_roots_and_earlier_sizes(
     seqs = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=5)))
     old = data.draw(st.integers(0, n))
     proofs = build_proofs(thread.tree, tree_size=n, seqs=seqs, consistency_from=[old])
+    assert [proof.seq for proof in proofs.inclusion] == seqs
+    wanted = {seq for seq in seqs if seq} | ({old} if 0 < old < n else set())
+    assert set(proofs.consistency) == {(size, n) for size in wanted}
     root = root_at(thread.tree, n)
     for proof in proofs.inclusion:
         verify_inclusion(

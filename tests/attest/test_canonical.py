@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from registre.attest import canonical
@@ -116,6 +116,7 @@ def test_every_other_spelling_is_non_canonical(
     spelled = json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, sort_keys=sort_keys)
     received, expected = spelled.encode("utf-8"), canonical_bytes(value)
     if received == expected:
+        event("json.dumps spelled it canonically")
         assert parse_canonical(received) == value
         return
     with pytest.raises(NonCanonicalError) as caught:

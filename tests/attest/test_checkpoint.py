@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from registre.attest.checkpoint import (
-    MAX_TREE_SIZE,
+    MAX_CHECKPOINT_SIZE,
     Checkpoint,
     WitnessCosignature,
     WitnessPolicyError,
@@ -115,7 +115,7 @@ checkpoints = st.builds(
     origin=st.text(
         st.characters(exclude_categories=("Cc", "Cs", "Zs", "Zl", "Zp")), min_size=1, max_size=30
     ).filter(lambda text: not any(c.isspace() for c in text)),
-    size=st.integers(0, MAX_TREE_SIZE),
+    size=st.integers(0, MAX_CHECKPOINT_SIZE),
     root=st.binary(min_size=32, max_size=32),
     extensions=st.lists(
         st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=20),

@@ -26,7 +26,7 @@ from registre.attest.entry import (
     sign_entry,
 )
 from registre.attest.errors import RegistreError
-from registre.attest.keys import Signer
+from registre.attest.keys import SignatureInvalidError, Signer
 from registre.attest.merkle import empty_root, leaf_hash
 
 SIGNER = Signer.from_seed("registre.test/log", bytes(range(32)))
@@ -105,9 +105,15 @@ def test_envelope_fields_are_the_documented_ones() -> None:
 
 def test_signature_covers_prefix_and_canonical_envelope() -> None:
     entry = make()
-    SIGNER.verifier().verify(
-        ENTRY_SIGNATURE_PREFIX + canonical_bytes(entry.envelope()), entry.signature
-    )
+    signed = ENTRY_SIGNATURE_PREFIX + canonical_bytes(entry.envelope())
+    assert entry.signature == SIGNER.sign(signed)  # Ed25519 is deterministic
+    SIGNER.verifier().verify(signed, entry.signature)
+    for other in (
+        canonical_bytes(entry.envelope()),  # without the prefix
+        ENTRY_SIGNATURE_PREFIX + json.dumps(entry.envelope()).encode(),  # not canonical
+    ):
+        with pytest.raises(SignatureInvalidError):
+            SIGNER.verifier().verify(other, entry.signature)
 
 
 def test_signing_is_deterministic() -> None:

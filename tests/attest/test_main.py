@@ -8,10 +8,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from registre.attest.__main__ import main
+from registre.attest.bundle_zip import ZipFormatError
 from tests.bundles import ATTACKER, LOG, WITNESSES, build_thread
 from tests.tamper.helpers import entry_lines, with_entry_lines
 
@@ -134,6 +136,28 @@ def test_bundle_signed_by_another_key_exits_1(
     forged = bundle_file(tmp_path, build_thread(12, signer=ATTACKER).full_bundle())
     code, _, err = run(["verify", str(forged), "--key", LOG.vkey()], capsys)
     assert code == 1 and "NoTrustedSignatureError" in err
+
+
+@pytest.mark.parametrize("reported", [True, False])
+def test_hint_printed_on_its_own_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reported: bool,
+) -> None:
+    """An error's ``hint`` follows the error line, whether the report was printed or not."""
+
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise ZipFormatError("not a readable zip file").with_hint("ask for the bundle again")
+
+    # in the verifier's step 1 (a report is printed first), or before any report is started
+    where = "verifier.read_bundle" if reported else "__main__.verify_bundle"
+    monkeypatch.setattr(f"registre.attest.{where}", refuse)
+    code, out, err = run(["verify", str(bundle_file(tmp_path)), "--key", LOG.vkey()], capsys)
+    assert code == 2 and ("NOT VERIFIED" in out) == reported
+    error, hint = err.splitlines()
+    assert error.startswith("attest: error: ") and error.endswith("not a readable zip file")
+    assert hint == "attest: hint: ask for the bundle again"
 
 
 def blocked_run(args: list[str]) -> subprocess.CompletedProcess[str]:

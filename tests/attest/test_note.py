@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from registre.attest.errors import (
@@ -18,7 +18,7 @@ from registre.attest.errors import (
     RegistreError,
     TooManySignaturesError,
 )
-from registre.attest.keys import Signer, Verifier
+from registre.attest.keys import SignatureInvalidError, Signer, Verifier
 from registre.attest.note import (
     MAX_SIGNATURES,
     DuplicateSignatureError,
@@ -85,8 +85,13 @@ def test_unusual_texts_round_trip(text: str) -> None:
 def test_note_text_signed_as_utf8_bytes() -> None:
     text = "ünïcödé — 名前\n"
     note = _signed(ALICE, text=text)
-    signature = parse_note(note)[1][0].signature
+    parsed, signatures = parse_note(note)
+    assert parsed == text
+    signature = signatures[0].signature
+    assert signature == ALICE.sign(text.encode("utf-8"))  # Ed25519 is deterministic
     ALICE.verifier().verify(text.encode("utf-8"), signature)
+    with pytest.raises(SignatureInvalidError):  # not another encoding of the same text
+        ALICE.verifier().verify(text.encode("utf-16-le"), signature)
 
 
 @given(
@@ -121,7 +126,9 @@ def test_any_single_byte_mutation_fails_or_touches_unknown_line(
     try:
         opened = open_note(mutated, trusted)
     except RegistreError:
+        event("refused")
         return
+    event("opened: the byte was in an unknown signer's line")
     # Opening may only succeed if the byte belonged to an unknown signer's line.
     first_unknown_line = len(text.encode()) + 1 + len(NoteSignature(
         signers[0].name, signers[0].key_id, b"\0" * 64).line().encode())  # fmt: skip

@@ -48,8 +48,13 @@ def test_digest_is_sha256_of_the_canonical_json() -> None:
 
 
 def test_a_recorded_model_call_reproduces() -> None:
-    state = worked_example().state
-    verify_model_call(model_call(state), state, counter_registry())
+    builder = worked_example()
+    body = model_call(builder.state)  # recorded by the writer, from its live state
+    replayed = ContextState.replay(builder.entries)  # folded afresh by a verifier
+    assert body["at_seq"] == replayed.at == 9
+    verify_model_call(body, replayed, counter_registry())
+    reproduced = project(replayed, 320, POLICY, COUNTER)
+    assert projection_digest(reproduced) == body["projection_sha256"]
 
 
 def test_model_call_digest_mismatch_fail() -> None:

@@ -499,6 +499,7 @@ def test_consistency_wrong_sizes_in_small_trees_fail() -> None:
 def test_every_consistency_proof_verifies(pair: tuple[int, int]) -> None:
     old, new = pair
     proof = consistency_proof(big_tree(), old, new)
+    assert len(proof) == consistency_proof_length(old, new)
     verify_consistency(old, new, proof, big_root(old), big_root(new))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from registre.bench.schema import ResultsSchemaError, check_results
+from registre.bench.schema import RESULTS, ResultsSchemaError, check_results
 
 
 def _broken(results: dict[str, Any], change: Any) -> dict[str, Any]:
@@ -19,7 +19,12 @@ def _broken(results: dict[str, Any], change: Any) -> dict[str, Any]:
 
 
 def test_a_real_run_follows_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
-    check_results(smoke[1])
+    results = smoke[1]
+    check_results(results)
+    # every field the schema names, no other; one run for one size and one budget
+    assert sorted(results) == sorted(RESULTS)
+    (run_fields,) = RESULTS["runs"]
+    assert [sorted(run) for run in results["runs"]] == [sorted(run_fields)]
 
 
 @pytest.mark.parametrize(
@@ -42,12 +47,22 @@ def test_documents_breaking_the_schema_are_refused(
 
 
 def test_pymerkle_figures_are_optional(smoke: tuple[Path, dict[str, Any]]) -> None:
+    (merkle,) = (run["merkle"] for run in smoke[1]["runs"])
+    assert ("theirs" in merkle) == (merkle["pymerkle"] != "not installed")
+
     def not_installed(document: dict[str, Any]) -> None:
         merkle = document["runs"][0]["merkle"]
         merkle.pop("theirs", None)
         merkle["pymerkle"] = "not installed"
 
     check_results(_broken(smoke[1], not_installed))
+
+    def partly_there(document: dict[str, Any]) -> None:
+        document["runs"][0]["merkle"]["theirs"] = {"build_s": 0.5}
+
+    # optional, not unchecked: figures that are there follow the schema
+    with pytest.raises(ResultsSchemaError, match=r"merkle\.theirs\.inclusion_s: missing"):
+        check_results(_broken(smoke[1], partly_there))
 
 
 def test_booleans_are_not_numbers(smoke: tuple[Path, dict[str, Any]]) -> None:

@@ -24,6 +24,7 @@ from registre.lifecycle.context import (
     Policy,
     SummaryLine,
     UnknownTokenCounterError,
+    context_tokens,
     counter_registry,
     default_counter,
     prepare_compaction,
@@ -52,7 +53,14 @@ def honest(builder: ThreadBuilder, **kwargs: object) -> dict[str, object]:
 def test_the_recorded_example_verifies() -> None:
     builder = worked_example()
     state = ContextState.replay(builder.entries[:9])
-    validate_compaction(state, builder.entries[9], builder.texts, counter_registry())
+    entry = builder.entries[9]
+    validate_compaction(state, entry, builder.texts, counter_registry())
+    assert state.at == 8  # checked, not applied
+    # the recorded numbers are the context's tokens before and after the fold
+    assert entry.body["tokens_before"] == context_tokens(state, COUNTER) == 253  # the spec's
+    state.apply(entry)
+    assert entry.body["tokens_after"] == context_tokens(state, COUNTER) == 187
+    assert project(state, 320, POLICY, COUNTER) == project(builder.state, 320, POLICY, COUNTER)
 
 
 def test_validation_leaves_the_state_unchanged() -> None:

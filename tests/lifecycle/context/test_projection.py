@@ -87,8 +87,11 @@ def test_pins_alone_over_budget_says_by_how_much() -> None:
 
 def test_context_over_budget_asks_for_a_compaction() -> None:
     state = before_compaction().state
-    with pytest.raises(ProjectionOverBudgetError, match="record a compaction first") as caught:
+    with pytest.raises(ProjectionOverBudgetError, match="53 over the budget of 200") as caught:
         project(state, 200, POLICY, COUNTER)
+    assert caught.value.hint is not None
+    assert "record a compaction first" in caught.value.hint
+    assert "registre" not in str(caught.value)
     assert caught.value.over_by == 53  # 253 tokens against 200
     assert caught.value.needed == 253
 

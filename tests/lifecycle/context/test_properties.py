@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 
-from hypothesis import given
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from registre.attest.bodies import validate_body
@@ -109,6 +109,7 @@ def test_every_pointer_resolves_inside_its_compaction_range(script: list, policy
             for first, last in line.pointers:
                 assert record.folded[0] <= first <= last <= record.folded[1] < entry.seq
     if outcome.stopped_by is not None:
+        event("stopped over budget: no projection to check")
         return  # the last entry left the context over budget: nothing to project
     projection = projected(outcome.builder)
     for run in projection.manifest.runs:
@@ -129,8 +130,7 @@ def test_every_body_written_passes_its_schema(script: list, policy: Policy) -> N
 @given(script=scripts(), policy=policies())
 def test_projection_is_deterministic(script: list, policy: Policy) -> None:
     outcome = run_script(script, policy)
-    if outcome.stopped_by is not None:
-        return
+    assume(outcome.stopped_by is None)  # stopped over budget: there is no projection
     builder = outcome.builder
     first = projected(builder).to_json()
     assert projected(builder).to_json() == first
@@ -215,9 +215,12 @@ def test_recorded_compactions_verify_on_replay(script: list, policy: Policy) -> 
 def test_compaction_never_folds_the_most_recent_turns(script: list, policy: Policy) -> None:
     from registre.lifecycle.context.fold import protected_start
 
+    checked = []
+
     def step(builder: ThreadBuilder) -> None:
         if not builder.compactions or builder.compactions[-1] != builder.state.at:
-            return
+            return  # no compaction just recorded
+        checked.append(builder.state.at)
         # the state just before the compaction: replay up to it
         before = ContextState.replay(builder.entries[: builder.state.at])
         record = parse_compaction(builder.state.at, builder.entries[-1].body)
@@ -228,6 +231,7 @@ def test_compaction_never_folds_the_most_recent_turns(script: list, policy: Poli
         assert not protected & set(record.stubbed)
 
     run_script(script, policy, on_step=step)
+    event("a compaction was checked" if checked else "no compaction fell due")
 
 
 def test_errors_are_context_budget_errors() -> None:
