@@ -24,12 +24,13 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-test
-	$(BIN)/mypy --strict attest lifecycle
+	$(BIN)/mypy --strict registre
 
 unit: $(VENV)/.installed-test
-	$(BIN)/pytest -q --benchmark-disable --durations=15
+	$(BIN)/pytest -q -n 2 --benchmark-disable --durations=15
 
 test: lint typecheck unit
 

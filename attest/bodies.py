@@ -42,7 +42,7 @@ from registre.lifecycle.codec import parse_body
 from registre.lifecycle.context.model import SECTIONS
 from registre.lifecycle.context.policy import parse_policy
 from registre.lifecycle.errors import LifecycleFormatError
-from registre.lifecycle.jsonshape import MAX_ENTRY_NAME_BYTES, MAX_ENTRY_TEXT_BYTES
+from registre.lifecycle.jsonshape import MAX_ENTRY_NAME_BYTES, MAX_ENTRY_TEXT_BYTES, MAX_ITEMS
 
 __all__ = [
     "ENTRY_KINDS",
@@ -63,9 +63,6 @@ MAX_OBJECT_BYTES = 1 << 20
 
 MAX_BODY_BYTES = 2 << 20
 """Largest body as a whole, as compact JSON: 2 MiB."""
-
-MAX_ITEMS = 100_000
-"""Longest list inside a body (summary lines, pointer spans, stubs)."""
 
 MAX_DEPTH = 32
 """Deepest nesting of objects and lists in a body (the body itself is depth 1)."""

@@ -192,13 +192,16 @@ def sign_entry(
     body: object,
     prev_root: bytes,
     time: str | None = None,
+    body_checked: bool = False,
 ) -> Entry:
     """Validate every field, then sign and return the entry for leaf ``seq`` of ``thread``.
 
     ``prev_root`` is the root of the tree of the ``seq`` leaves before this one. Raises
     (before signing anything) InvalidThreadIdError, InvalidActorError, EntryFormatError for a
     bad seq, root or time, and the body schema's MalformedError for an unknown kind or a body
-    that fails its schema.
+    that fails its schema. ``body_checked``: the caller has just run
+    :func:`registre.attest.bodies.validate_body` on this very ``(kind, body)`` (the checked
+    append paths must, to decide it), so the schema check is not run twice.
     """
     check_thread_id(thread)
     check_actor(actor)
@@ -210,8 +213,10 @@ def sign_entry(
         time = format_time()
     else:
         _check_time(time)
-    validate_body(kind, body)
-    assert isinstance(body, dict)  # validate_body refuses anything but an object
+    if not body_checked:
+        validate_body(kind, body)
+    if not isinstance(body, dict):
+        raise EntryFormatError(f"body must be a JSON object, got {type(body).__name__}")
     log = f"{signer.name}/{thread}"
     key = signer.key_id.hex()
     envelope = _envelope(log, thread, seq, time, kind, actor, body, seq, prev_root, key)

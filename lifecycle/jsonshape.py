@@ -20,6 +20,7 @@ __all__ = [
     "MAX_CITES",
     "MAX_ENTRY_NAME_BYTES",
     "MAX_ENTRY_TEXT_BYTES",
+    "MAX_ITEMS",
     "MAX_LIFECYCLE_NAME_BYTES",
     "MAX_LIFECYCLE_TEXT_BYTES",
     "MAX_UINT",
@@ -50,6 +51,8 @@ MAX_ENTRY_TEXT_BYTES: Final = 1 << 20
 MAX_ENTRY_NAME_BYTES: Final = 256
 """Cap on a *name* field of a body registre defines (tool name, call id, model name, summarizer
 name and version, token counter): 256 bytes (``specs/entries.md`` section 2)."""
+MAX_ITEMS: Final = 100_000
+"""Longest list inside an entry body (summary lines, pointer spans, stubs)."""
 MAX_BATCH: Final = 1000
 """Cap on the references of one read and the statements of one upsert."""
 MAX_CITES: Final = 1000

@@ -258,7 +258,7 @@ def commit_context_items(
         batch.append(entry)
         if kind == "context.compaction":
             rows.append(snapshot_row(thread, entry.seq, state))
-    entries = append_entries(conn, signer, thread, items)
+    entries = append_entries(conn, signer, thread, items, checked=range(len(items)))
     insert_snapshots(conn, rows)
     return entries
 

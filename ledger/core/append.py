@@ -97,10 +97,17 @@ def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
 
 
 def append_entries(
-    conn: Connection, signer: Signer, thread: str, items: Sequence[AppendItem]
+    conn: Connection,
+    signer: Signer,
+    thread: str,
+    items: Sequence[AppendItem],
+    *,
+    checked: Collection[int] = (),
 ) -> list[Entry]:
     """Sign and store ``items`` as the next entries of ``thread``, in the caller's write
     transaction. Every entry is signed (so every item validated) before the first INSERT.
+    ``checked``: positions in ``items`` whose bodies the caller has just validated (the
+    checked append paths must, to decide them); their schema check is not run again.
 
     Raises the first refused item's error (InvalidActorError, UnknownKindError,
     BodySchemaError), UnknownThreadError, ForeignThreadError (the key's name is not the
@@ -118,7 +125,7 @@ def append_entries(
     entry_rows: list[tuple[Any, ...]] = []
     subtree_rows: list[tuple[Any, ...]] = []
     root = frontier.root()
-    for kind, body, actor in items:
+    for offset, (kind, body, actor) in enumerate(items):
         entry = sign_entry(
             signer,
             thread=thread,
@@ -127,6 +134,7 @@ def append_entries(
             actor=actor,
             body=body,
             prev_root=root,
+            body_checked=offset in checked,
         )
         entries.append(entry)
         entry_rows.append((thread, entry.seq, entry.leaf, entry.leaf_hash, kind, entry.time))

@@ -105,11 +105,13 @@ def append_checked(db: Database, thread: str, items: Sequence[AppendItem]) -> li
         fold = slot.current(conn, frontier.size)
         slot.dirty = True
         changes = []
+        checked = set()
         for offset, (kind, body, _actor) in enumerate(items):
             seq = frontier.size + offset
             if not (isinstance(kind, str) and kind in LIFECYCLE_KINDS):
                 continue
             validate_body(kind, body)
+            checked.add(offset)
             event = parse_body(kind, body)
             try:
                 changes.extend(fold.add_event(seq, event))
@@ -120,7 +122,7 @@ def append_checked(db: Database, thread: str, items: Sequence[AppendItem]) -> li
                     "record lifecycle requests through the thread API or `registre evidence` / "
                     "`registre conclude`, which decide them"
                 ) from None
-        entries = append_entries(conn, signer, thread, items)
+        entries = append_entries(conn, signer, thread, items, checked=checked)
         fold.size = frontier.size + len(entries)
         write_changes(conn, thread, changes)
     return entries

@@ -20,20 +20,23 @@ from registre.lifecycle.context.errors import CompactionEmptySummaryError, Compa
 from registre.lifecycle.context.model import SECTIONS, Span, SummaryLine, coalesce
 from registre.lifecycle.context.policy import Policy, parse_policy
 from registre.lifecycle.errors import LifecycleFormatError
-from registre.lifecycle.jsonshape import read_list, read_name, read_text, read_uint
+from registre.lifecycle.jsonshape import (
+    MAX_ENTRY_NAME_BYTES,
+    MAX_ENTRY_TEXT_BYTES,
+    MAX_ITEMS,
+    read_list,
+    read_name,
+    read_text,
+    read_uint,
+)
 
 __all__ = [
     "COMPACTION_FIELDS",
-    "MAX_LINE_BYTES",
     "CompactionRecord",
     "parse_compaction",
     "record_to_body",
 ]
 
-MAX_LINE_BYTES: Final = 1 << 20
-"""Longest summary line text (UTF-8 bytes), as for every text of an entry body."""
-_MAX_ITEMS: Final = 100_000
-_MAX_NAME_BYTES: Final = 256
 _HEX64: Final = re.compile(r"[0-9a-f]{64}\Z")
 
 COMPACTION_FIELDS: Final = (
@@ -75,7 +78,7 @@ def parse_compaction(seq: int, body: object) -> CompactionRecord:
     folded = _folded(fields["folded"]) if "folded" in fields else None
     stubbed = _stubbed(fields["stubbed"]) if "stubbed" in fields else ()
     lines = read_list(
-        fields["summary"], "body.summary", _line, max_items=_MAX_ITEMS, what="summary lines"
+        fields["summary"], "body.summary", _line, max_items=MAX_ITEMS, what="summary lines"
     )
     summarizer = fields["summarizer"]
     if not isinstance(summarizer, dict) or set(summarizer) != {"name", "version"}:
@@ -152,7 +155,7 @@ def _folded(value: object) -> Span:
 
 def _stubbed(value: object) -> tuple[int, ...]:
     seqs = read_list(
-        value, "body.stubbed", read_uint, max_items=_MAX_ITEMS, min_items=1, what="sequence numbers"
+        value, "body.stubbed", read_uint, max_items=MAX_ITEMS, min_items=1, what="sequence numbers"
     )
     for index in range(1, len(seqs)):
         if seqs[index] <= seqs[index - 1]:
@@ -172,7 +175,7 @@ def _line(value: object, path: str) -> SummaryLine:
         value["pointers"],
         f"{path}.pointers",
         _span,
-        max_items=_MAX_ITEMS,
+        max_items=MAX_ITEMS,
         min_items=1,
         what="spans",
     )
@@ -182,7 +185,7 @@ def _line(value: object, path: str) -> SummaryLine:
             "expected sorted spans that neither overlap nor touch "
             "(write [[2,5]], not [[2,3],[4,5]])",
         )
-    text = read_text(value["text"], f"{path}.text", MAX_LINE_BYTES)
+    text = read_text(value["text"], f"{path}.text", MAX_ENTRY_TEXT_BYTES)
     return SummaryLine(str(section), text, pointers)
 
 
@@ -198,8 +201,8 @@ def _span(value: object, path: str) -> Span:
 
 def _short_name(value: object, path: str) -> str:
     name = read_name(value, path)
-    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
-        raise LifecycleFormatError(path, f"expected at most {_MAX_NAME_BYTES} bytes")
+    if len(name.encode("utf-8")) > MAX_ENTRY_NAME_BYTES:
+        raise LifecycleFormatError(path, f"expected at most {MAX_ENTRY_NAME_BYTES} bytes")
     return name
 
 

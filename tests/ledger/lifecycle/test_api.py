@@ -233,6 +233,28 @@ def test_raw_batch_of_dependent_lifecycle_items(ledger: Ledger, thread: Thread) 
     assert derived_rows(ledger, "t1") == folded_rows(ledger, thread)
 
 
+def test_raw_batch_validates_each_body_once(
+    thread: Thread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checked raw append validates a lifecycle body to decide it, and the signer does not
+    validate it again; a body nobody checked yet (the turn) is still validated when signed."""
+    import registre.attest.entry as entry_module
+    import registre.ledger.lifecycle.store as store_module
+
+    validated: list[str] = []
+    real = entry_module.validate_body
+
+    def counting(kind: str, body: object) -> None:
+        validated.append(kind)
+        real(kind, body)
+
+    monkeypatch.setattr(entry_module, "validate_body", counting)
+    monkeypatch.setattr(store_module, "validate_body", counting)
+    read, _state = step(thread.lifecycle_state(), ReadRequest((ref("r1"),)))
+    thread.append_many([turn("first"), (read.kind, event_to_body(read), "agent")])
+    assert sorted(validated) == ["source.read", "turn"]
+
+
 def test_views(thread: Thread) -> None:
     investigation(thread)
     assert [e.id for e in thread.evidence.list("active")] == ["ev-1", "ev-3", "ev-4"]
