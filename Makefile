@@ -46,7 +46,7 @@ bench: $(VENV)/.installed-test
 		--benchmark-only --benchmark-columns=min,median,mean,ops,rounds \
 		--benchmark-group-by=group --benchmark-sort=name \
 		--benchmark-json=.benchmarks/latest.json
-	$(BIN)/python -m bench.sidebyside .benchmarks/latest.json --markdown
+	$(BIN)/python -m registre.bench.sidebyside .benchmarks/latest.json --markdown
 	$(BIN)/registre bench --sizes $(BENCH_RUN_SIZES) --budgets $(BENCH_BUDGETS) \
 		--out .benchmarks/registre-bench
 

@@ -11,7 +11,7 @@
 (:mod:`registre.bench.run`); :func:`record_investigation` simply runs them all. The storyline is
 described in :mod:`registre.bench.investigation`, the words in :mod:`registre.bench.textgen`.
 
-Run as ``python -m bench.generate --entries N [--seed S] [--budget B] --db FILE`` it records
+Run as ``python -m registre.bench.generate --entries N [--seed S] [--budget B] --db FILE`` it records
 one investigation on a fresh SQLite ledger with a throw-away key and prints its tallies.
 """
 
@@ -90,11 +90,11 @@ def record_investigation(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench.generate``: see the module docstring."""
+    """``python -m registre.bench.generate``: see the module docstring."""
     from registre.attest.keys import Signer
     from registre.ledger import Ledger
 
-    parser = argparse.ArgumentParser(prog="python -m bench.generate")
+    parser = argparse.ArgumentParser(prog="python -m registre.bench.generate")
     parser.add_argument("--entries", type=lambda s: int(float(s)), required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=32000)

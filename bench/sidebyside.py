@@ -6,7 +6,7 @@ test is a baseline or a ceiling measured in the same run (``pymerkle``, raw Ed25
 inserts, ``json.loads``...). For each group the table gives every test's median and, for each
 of ours, its speed relative to the group's first baseline (``> 1`` means ours is faster).
 
-Usage: ``python -m bench.sidebyside FILE.json [--markdown]``. Exits 2 with one line on a file
+Usage: ``python -m registre.bench.sidebyside FILE.json [--markdown]``. Exits 2 with one line on a file
 that is not a pytest-benchmark result.
 """
 
@@ -92,12 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     markdown = "--markdown" in args
     paths = [a for a in args if not a.startswith("--")]
     if len(paths) != 1:
-        print("usage: python -m bench.sidebyside FILE.json [--markdown]", file=sys.stderr)
+        print("usage: python -m registre.bench.sidebyside FILE.json [--markdown]", file=sys.stderr)
         return 2
     try:
         rows = load_rows(Path(paths[0]))
     except ValueError as exc:
-        print(f"bench.sidebyside: error: {exc}", file=sys.stderr)
+        print(f"registre.bench.sidebyside: error: {exc}", file=sys.stderr)
         return 2
     print(render(rows, markdown=markdown))
     return 0
