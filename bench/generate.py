@@ -11,8 +11,9 @@
 (:mod:`registre.bench.run`); :func:`record_investigation` simply runs them all. The storyline is
 described in :mod:`registre.bench.investigation`, the words in :mod:`registre.bench.textgen`.
 
-Run as ``python -m registre.bench.generate --entries N [--seed S] [--budget B] --db FILE`` it records
-one investigation on a fresh SQLite ledger with a throw-away key and prints its tallies.
+Run as ``python -m registre.bench.generate --entries N [--seed S] [--budget B] --db FILE``
+it records one investigation on a fresh SQLite ledger with a throw-away key and prints its
+tallies.
 """
 
 from __future__ import annotations

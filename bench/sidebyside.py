@@ -6,8 +6,8 @@ test is a baseline or a ceiling measured in the same run (``pymerkle``, raw Ed25
 inserts, ``json.loads``...). For each group the table gives every test's median and, for each
 of ours, its speed relative to the group's first baseline (``> 1`` means ours is faster).
 
-Usage: ``python -m registre.bench.sidebyside FILE.json [--markdown]``. Exits 2 with one line on a file
-that is not a pytest-benchmark result.
+Usage: ``python -m registre.bench.sidebyside FILE.json [--markdown]``. Exits 2 with one line
+on a file that is not a pytest-benchmark result.
 """
 
 from __future__ import annotations
