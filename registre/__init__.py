@@ -4,6 +4,8 @@ The one import root. Its floors, top down (each imports only the floors below it
 import-linter contract in ``make lint`` keeps it so):
 
 * :mod:`registre.cli` -- the application: the ``registre`` command line;
+* :mod:`registre.summarizers` -- language-model summarizers over the caller's own
+  ``openai`` or ``anthropic`` client (optional extras);
 * :mod:`registre.bench` -- synthetic investigations and benchmark reports;
 * :mod:`registre.ledger` -- storage and the thread API;
 * :mod:`registre.attest` -- canonical bytes, Merkle proofs, keys, notes, bundles, the verifier;
