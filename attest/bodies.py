@@ -41,6 +41,7 @@ from registre.lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
 from registre.lifecycle.codec import parse_body
 from registre.lifecycle.context.model import SECTIONS
 from registre.lifecycle.context.policy import parse_policy
+from registre.lifecycle.context.provider import PROVIDER_SHAPES
 from registre.lifecycle.errors import LifecycleFormatError
 from registre.lifecycle.jsonshape import MAX_ENTRY_NAME_BYTES, MAX_ENTRY_TEXT_BYTES, MAX_ITEMS
 
@@ -306,6 +307,29 @@ def _spans(value: object, path: str) -> None:
         previous = span[1]
 
 
+def _elisions(value: object, path: str) -> None:
+    """A non-empty list of ``[seq, head_chars, tail_chars]`` by strictly increasing seq."""
+    if not isinstance(value, list):
+        raise _wrong(path, "a list", value)
+    if not value:
+        raise BodySchemaError(path, "expected at least one elision, got an empty list")
+    if len(value) > MAX_ITEMS:
+        raise BodySchemaError(path, f"expected at most {MAX_ITEMS} items, got {len(value)}")
+    previous = -1
+    for index, elision in enumerate(value):
+        item_path = f"{path}[{index}]"
+        if not isinstance(elision, list) or len(elision) != 3:
+            raise BodySchemaError(item_path, "expected [seq, head_chars, tail_chars]")
+        for position, number in enumerate(elision):
+            _SEQ(number, f"{item_path}[{position}]")
+        if elision[0] <= previous:
+            raise BodySchemaError(
+                f"{item_path}[0]",
+                f"expected a number greater than {previous} (sorted, no repeats), got {elision[0]}",
+            )
+        previous = elision[0]
+
+
 def _policy(value: object, path: str) -> None:
     """The compaction policy: exactly the six integer fields of
     ``registre.lifecycle.context.Policy``."""
@@ -466,6 +490,7 @@ _SCHEMAS: dict[str, _Check] = {
             required=False,
         ),
         _Field("stubbed", _seqs, required=False),
+        _Field("elided", _elisions, required=False),
         _Field(
             "summary",
             _list_of(
@@ -491,6 +516,7 @@ _SCHEMAS: dict[str, _Check] = {
         _Field("budget_tokens", _integer(1)),
         _Field("policy", _policy),
         _Field("token_counter", _name),
+        _Field("shape", _one_of(*PROVIDER_SHAPES), required=False),
     ),
 }
 

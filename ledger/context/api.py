@@ -7,6 +7,9 @@ The working-context wing of :class:`registre.ledger.thread.Thread`::
     projection, call = thread.model_call("acme/model-4", budget=8000)
     send(projection.messages)                             # what the digest in `call` covers
     thread.replay_context(call.seq)                       # rebuilt byte for byte, digest proved
+    projection, call = thread.model_call("gpt-x", budget=8000, shape="openai.chat")
+    client.chat.completions.create(model="gpt-x", **projection.as_openai_chat())  # digested
+    thread.replay_request(call.seq)                       # that request data, digest proved
     entry, proof = thread.expand(4)                       # the entry behind a summary pointer
 
 A projection is a pure function of the ledger prefix ``0..at``, the budget, the policy and
@@ -30,7 +33,7 @@ from typing import Any
 
 from registre.attest.entry import Entry
 from registre.attest.errors import RefusedError
-from registre.attest.projection import verify_model_call
+from registre.attest.projection import REGISTRE_SHAPE, SHAPES, shape_json, verify_model_call
 from registre.attest.proofs import verify_inclusion
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
@@ -134,7 +137,9 @@ class ContextThread(ThreadCore):
     ) -> Entry | None:
         """Append the ``context.compaction`` the policy calls for now (``budget`` overrides
         the policy's ``budget_tokens``), summarized by ``summarizer`` (default: the
-        extractive summarizer); None when the context is under the high-water mark.
+        extractive summarizer); None when the context is under the high-water mark, or when
+        no compaction would make it smaller (a compaction must pay for itself: nothing is
+        written).
 
         A summarizer that raises, or whose summary is refused (SummaryRefusedError
         subclasses), leaves the ledger exactly as it was; so does ContextBudgetError (the
@@ -161,28 +166,60 @@ class ContextThread(ThreadCore):
         *,
         summarizer: Summarizer | None = None,
         actor: str = MODEL_CALL_ACTOR,
+        shape: str = REGISTRE_SHAPE,
     ) -> tuple[Projection, Entry]:
         """Record that ``model`` is sent the context at the head: compact first if the
         context is past the policy's high-water mark (``compact``), then project for
-        ``budget`` tokens and append the ``model.call`` with the projection's digest,
-        ``at_seq`` = its seq - 1. Returns the projection to send and the entry.
+        ``budget`` tokens and append the ``model.call`` with the digest of what is sent,
+        ``at_seq`` = its seq - 1. Returns the projection and the entry.
 
-        Raises ContextBudgetError when the context cannot fit (nothing recorded for the call;
-        a compaction made first stays), EmptyThreadError on an empty thread, and what
+        ``shape`` says what is sent, and so what the digest covers (``specs/context.md``
+        section 8): ``"registre"`` (default) the projection itself (``projection.to_json()``;
+        the body has no ``shape`` field, as before shapes existed); ``"openai.chat"``,
+        ``"openai.responses"`` or ``"anthropic"`` the provider request data, which the caller
+        sends as returned by ``projection.as_openai_chat()``, ``as_openai_responses()`` or
+        ``as_anthropic()``: ``client.chat.completions.create(model=...,
+        **projection.as_openai_chat())``. Only that shape's bytes are covered.
+
+        Raises LifecycleFormatError (a MalformedError) for a shape not in
+        ``registre.attest.projection.SHAPES``, before anything is written;
+        ContextBudgetError when the context cannot fit (nothing recorded for the call; a
+        compaction made first stays), EmptyThreadError on an empty thread, and what
         :meth:`compact` raises."""
+        if shape not in SHAPES:
+            raise LifecycleFormatError(
+                "shape", f"expected one of {', '.join(SHAPES)}, got {shape!r:.80}"
+            )
         budget, policy = resolve_policy(budget, policy)
         counter = counter or default_counter()
         if compact:
             self.compact(policy=policy, summarizer=summarizer, counter=counter)
-        return record_model_call(self._db, self.id, model, budget, policy, counter, actor)
+        return record_model_call(
+            self._db, self.id, model, budget, policy, counter, actor, shape=shape
+        )
 
     def replay_context(self, call_seq: int, counters: Iterable[TokenCounter] = ()) -> Projection:
         """The projection the ``model.call`` at ``call_seq`` recorded, rebuilt from the
-        ledger, after proving that its digest is the recorded one. ``counters``: counters
-        other than the default, by name.
+        ledger, after proving that its digest is the recorded one (in the shape the call
+        records: the provider request of a provider shape is rebuilt from this projection,
+        :meth:`replay_request`). ``counters``: counters other than the default, by name.
 
         Raises NotAModelCallError, UnknownTokenCounterError, ModelCallOverBudgetError and
         ContextDigestMismatchError (the context sent was not the one the ledger implies)."""
+        return self._replay(call_seq, counters)[0]
+
+    def replay_request(
+        self, call_seq: int, counters: Iterable[TokenCounter] = ()
+    ) -> dict[str, Any]:
+        """What the ``model.call`` at ``call_seq`` digested, rebuilt and proved like
+        :meth:`replay_context`: the provider request data of its shape
+        (``projection.as_openai_chat()`` for ``"shape": "openai.chat"``, ...), or
+        ``projection.to_json()`` for a call without a shape. Its RFC 8785 bytes hash to the
+        recorded ``projection_sha256``. Raises what :meth:`replay_context` raises."""
+        projection, shape = self._replay(call_seq, counters)
+        return shape_json(projection, shape)
+
+    def _replay(self, call_seq: int, counters: Iterable[TokenCounter]) -> tuple[Projection, str]:
         entry = self.entry(call_seq)
         if entry.kind != "model.call":
             raise NotAModelCallError(
@@ -194,7 +231,8 @@ class ContextThread(ThreadCore):
         verify_model_call(body, state, registry)
         counter = resolve_counter(str(body["token_counter"]), registry)
         policy = parse_policy(body["policy"], "body.policy")
-        return project(state, int(body["budget_tokens"]), policy, counter)
+        projection = project(state, int(body["budget_tokens"]), policy, counter)
+        return projection, str(body.get("shape", REGISTRE_SHAPE))
 
     def expand(self, seq: int, size: int | None = None) -> tuple[Entry, ThreadInclusionProof]:
         """The entry ``seq`` (the one behind a summary pointer), verified, with its RFC 9162

@@ -7,7 +7,9 @@ entry (persist it with :func:`state_snapshot`, load it with :func:`restore_state
 model call, ``body = prepare_compaction(state, policy, counter, summarizer)``
 and, if not ``None``, append it as a ``context.compaction`` entry (and apply it); then
 ``projection = project(state, budget, policy, counter)`` and record the ``model.call`` with
-the projection's digest (``registre.attest.projection.projection_digest``).
+the digest of what is sent (``registre.attest.projection.shape_digest``): the projection
+itself, or the provider request ``projection.as_openai_chat()``, ``as_openai_responses()`` or
+``as_anthropic()`` (:mod:`registre.lifecycle.context.provider`).
 """
 
 from registre.lifecycle.context.compaction import (
@@ -20,6 +22,8 @@ from registre.lifecycle.context.compaction import (
     summary_tokens,
 )
 from registre.lifecycle.context.errors import (
+    CompactionDoesNotReduceError,
+    CompactionElisionError,
     CompactionEmptySummaryError,
     CompactionFoldsRecentTurnsError,
     CompactionOverShareError,
@@ -61,26 +65,50 @@ from registre.lifecycle.context.projection import (
     context_tokens,
     project,
 )
+from registre.lifecycle.context.provider import (
+    PROVIDER_SHAPES,
+    anthropic_messages,
+    openai_chat,
+    openai_responses,
+    provider_call_id,
+    provider_request,
+)
 from registre.lifecycle.context.record import CompactionRecord, parse_compaction
 from registre.lifecycle.context.render import entry_text
 from registre.lifecycle.context.snapshot import restore_state, state_snapshot
-from registre.lifecycle.context.summarize import ExtractiveSummarizer, PromptSummarizer, Summarizer
+from registre.lifecycle.context.summarize import (
+    ExtractiveSummarizer,
+    PromptSummarizer,
+    Summarizer,
+    pointer_specificity,
+)
 from registre.lifecycle.context.tokens import (
+    BPE_ENCODINGS,
     DEFAULT_COUNTER_NAME,
+    BpeCounter,
+    CachedCounter,
     DefaultTokenCounter,
     TiktokenCounter,
     TokenCounter,
+    bpe_counter,
+    bpe_counter_name,
     counter_registry,
     default_counter,
     resolve_counter,
 )
 
 __all__ = [
+    "BPE_ENCODINGS",
     "DEFAULT_COUNTER_NAME",
     "MIN_SUMMARY_TOKENS",
+    "PROVIDER_SHAPES",
     "SECTIONS",
     "STATUSES",
     "SUMMARY_LINE_KIND",
+    "BpeCounter",
+    "CachedCounter",
+    "CompactionDoesNotReduceError",
+    "CompactionElisionError",
     "CompactionEmptySummaryError",
     "CompactionFoldsRecentTurnsError",
     "CompactionOverShareError",
@@ -122,17 +150,25 @@ __all__ = [
     "TokenCounter",
     "TokenCounterUnavailableError",
     "UnknownTokenCounterError",
+    "anthropic_messages",
+    "bpe_counter",
+    "bpe_counter_name",
     "check_summary",
     "compaction_body",
     "context_tokens",
     "counter_registry",
     "default_counter",
     "entry_text",
+    "openai_chat",
+    "openai_responses",
     "parse_compaction",
     "parse_policy",
     "plan_compaction",
+    "pointer_specificity",
     "prepare_compaction",
     "project",
+    "provider_call_id",
+    "provider_request",
     "quoted_spans",
     "resolve_counter",
     "restore_state",

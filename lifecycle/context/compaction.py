@@ -17,10 +17,24 @@ context still fits the budget):
 3. **refold**: as 2, but the range starts at the oldest live summary, so every live summary is
    folded again into the new one (pointers kept), which may take half the summary share.
 
+A compaction must pay for itself: no plan is made whose context, with the summary at its full
+allowance, would not be strictly smaller than the context now (every allowance is capped so),
+and a stub is planned only where it is smaller than what it replaces.
+
+When no such plan fits the budget and the context does not fit it either (a big tool output
+in the most recent turns), a fourth tier puts stand-ins inside the recent turns before the
+search above is run again: first tool results of the recent turns before the latest one
+become stubs (whatever their size: the context does not fit), biggest saving first, as few as
+reach the low-water mark (else the budget); then the tool results of the latest turn are
+shown head and tail only (:func:`~registre.lifecycle.context.render.elided_message`),
+biggest first, each the biggest elision (cut at line, else word, boundaries) with which the
+context fits the budget.
+
 If the live pins alone exceed the budget it raises
-:class:`~registre.lifecycle.context.errors.PinsOverBudgetError`; if no plan fits the budget (the
-most recent turns are too big)
-:class:`~registre.lifecycle.context.errors.RecentTurnsOverBudgetError`; both say by how many tokens.
+:class:`~registre.lifecycle.context.errors.PinsOverBudgetError`; if even the fourth tier
+cannot fit the budget (the recent turns are too big at their smallest)
+:class:`~registre.lifecycle.context.errors.RecentTurnsOverBudgetError`; both say by how many
+tokens.
 
 ``check_summary`` is the controller's gate between a summarizer and the ledger: each refusal
 is its own :class:`~registre.lifecycle.context.errors.SummaryRefusedError` subclass.
@@ -51,7 +65,13 @@ from registre.lifecycle.context.lineage import (
 from registre.lifecycle.context.model import Span, Summary, SummaryLine
 from registre.lifecycle.context.policy import Policy
 from registre.lifecycle.context.projection import context_tokens, live_pin_tokens
-from registre.lifecycle.context.render import message_tokens, stub_message, summary_message
+from registre.lifecycle.context.record import Elision
+from registre.lifecycle.context.render import (
+    elided_message,
+    message_tokens,
+    stub_message,
+    summary_message,
+)
 from registre.lifecycle.context.tokens import TokenCounter
 
 __all__ = [
@@ -99,8 +119,10 @@ class CompactionPlan:
     """A planned compaction, to be recorded as entry ``at + 1`` of the thread.
 
     ``folded`` is the range to fold (``None``: stubs only), ``refolded`` the seqs of the live
-    summaries it folds again, ``stubbed`` the tool results to stub, ``items`` what the
-    summarizer reads, ``max_summary_tokens`` the most the summary's message may take.
+    summaries it folds again, ``stubbed`` the tool results to stub, ``elided`` the tool
+    results to show head and tail only (``(seq, head_chars, tail_chars)``), ``items`` what
+    the summarizer reads, ``max_summary_tokens`` the most the summary's message may take:
+    with it the context stays strictly smaller than ``tokens_before``.
     """
 
     at: int
@@ -113,6 +135,7 @@ class CompactionPlan:
     policy: Policy
     counter: TokenCounter
     pin_set_sha256: str
+    elided: tuple[Elision, ...] = ()
 
     @property
     def seq(self) -> int:
@@ -129,7 +152,8 @@ def plan_compaction(
     state: ContextState, policy: Policy, counter: TokenCounter
 ) -> CompactionPlan | None:
     """The compaction the policy calls for now, or ``None`` (module docstring). Pure: the
-    state is not changed. O(tail + live summaries)."""
+    state is not changed. O(tail + live summaries), plus O(log(size) x size) per latest
+    output elided."""
     before = context_tokens(state, counter)
     if before <= policy.high_water_tokens:
         return None
@@ -143,14 +167,21 @@ def plan_compaction(
             budget=budget,
         )
     layout = _Layout(state, policy, counter, pins)
-    for target in (policy.low_water_tokens, budget):
-        choice = layout.stubs_only(target, before) or layout.fold(target, refold=False)
-        choice = choice or layout.fold(target, refold=True)
+    targets = (policy.low_water_tokens, budget)
+    for target in targets:
+        choice = layout.tiers(target, before)
         if choice is not None:
             return layout.plan(choice, before)
     if before <= budget:
         return None  # nothing can be folded yet, and the context still fits
-    needed = layout.smallest_possible()
+    for target in targets:  # tier 4: stand-ins inside the recent turns
+        choice = layout.recent_stubs(target, before)
+        if choice is not None:
+            return layout.plan(choice, before)
+    choice = layout.elide(budget, before)
+    if choice is not None:
+        return layout.plan(choice, before)
+    needed = layout.smallest(layout.elided_minimum())
     if needed <= budget:
         share = policy.summary_share_tokens
         short = 2 * MIN_SUMMARY_TOKENS - share
@@ -162,10 +193,11 @@ def plan_compaction(
             budget=share,
         )
     raise RecentTurnsOverBudgetError(
-        f"the pins, the smallest summary ({MIN_SUMMARY_TOKENS} tokens) and the most recent "
-        f"turns that are never folded take at least {needed} tokens, {needed - budget} over the "
-        f"budget of {budget}; lower keep_recent_turns ({policy.keep_recent_turns}) or raise "
-        "the budget",
+        f"the pins ({pins} tokens), the smallest summary ({MIN_SUMMARY_TOKENS} tokens) and "
+        f"the {policy.keep_recent_turns} most recent turns that are never folded, at their "
+        "smallest (tool outputs stubbed, the latest turn's elided to their marker), "
+        f"take at least {needed} tokens, {needed - budget} over the budget of {budget}; "
+        f"lower keep_recent_turns ({policy.keep_recent_turns}) or raise the budget",
         needed=needed,
         budget=budget,
     )
@@ -232,10 +264,14 @@ class _Choice:
     refold: bool
     stubs: tuple[int, ...]  # tail indexes
     allowance: int
+    elided: tuple[Elision, ...] = ()  # (tail index, head chars, tail chars)
 
 
 class _Layout:
-    """Token accounting of the context after a compaction, for every candidate plan."""
+    """Token accounting of the context after a compaction, for every candidate plan.
+
+    ``saved`` below is what stand-ins inside the protected recent turns save (tier 4): they
+    lie after every cut, so they lower every candidate's count alike."""
 
     def __init__(
         self, state: ContextState, policy: Policy, counter: TokenCounter, pins: int
@@ -247,15 +283,32 @@ class _Layout:
         # the tail is shown any more.
         self.tokens = [0 if item.control else item.tokens(counter, -1) for item in tail]
         self.protected = protected_start(tail, policy.keep_recent_turns)
-        self.candidates = [
-            index
-            for index in range(self.protected)
-            if _bulky(tail[index], self.tokens[index], policy.bulky_tool_output_tokens)
-        ]
-        self.stub_tokens = {
-            index: message_tokens(stub_message(tail[index].seq, tail[index].body), counter)
-            for index in self.candidates
+        self.latest = protected_start(tail, 1) if policy.keep_recent_turns else len(tail)
+        threshold = policy.bulky_tool_output_tokens
+        stub_tokens: dict[int, int] = {}
+        elidable: list[int] = []
+        for index, item in enumerate(tail):
+            if item.kind != "tool.result" or item.stub_only:
+                continue
+            if index < self.protected and item.verbatim_tokens(counter) <= threshold:
+                continue  # outside the recent turns, only bulky results are stubbed
+            if index >= self.latest:
+                elidable.append(index)  # the latest turn's outputs are elided, not stubbed
+                continue
+            stub = message_tokens(stub_message(item.seq, item.body), counter)
+            if stub < self.tokens[index]:  # a stub must pay for itself
+                stub_tokens[index] = stub
+        self.candidates = [index for index in stub_tokens if index < self.protected]
+        self.stub_tokens = {index: stub_tokens[index] for index in self.candidates}
+        # tier 4: stubs inside the protected turns, biggest saving first; elisions
+        self.recent = sorted(
+            (index for index in stub_tokens if index >= self.protected),
+            key=lambda index: (stub_tokens[index] - self.tokens[index], index),
+        )
+        self.recent_savings = {
+            index: self.tokens[index] - stub_tokens[index] for index in self.recent
         }
+        self.elidable = sorted(elidable, key=lambda index: (-self.tokens[index], index))
         cuts = safe_cuts(tail)
         self.cuts = [index for index in range(self.protected) if cuts[index]]
         # kept[k]: tokens of tail[k + 1:] with every candidate there stubbed; kept[-1] whole.
@@ -265,24 +318,33 @@ class _Layout:
         self.kept_after = kept  # kept_after[k + 1] = tokens of tail[k + 1:], stubbed
         self.summary_tokens = [summary.tokens(counter) for summary in state.summaries]
 
-    def stubs_only(self, target: int, before: int) -> _Choice | None:
+    def tiers(self, target: int, before: int, saved: int = 0) -> _Choice | None:
+        """The first of tiers 1-3 that reaches ``target`` and reduces the context."""
+        return (
+            self.stubs_only(target, before, saved)
+            or self.fold(target, before, saved, refold=False)
+            or self.fold(target, before, saved, refold=True)
+        )
+
+    def stubs_only(self, target: int, before: int, saved: int = 0) -> _Choice | None:
         """Stub the oldest bulky results until ``target`` is reached -- possibly none, when
         refreshing the header (dropping pins unpinned since) is enough and does lower the
-        count; a compaction that would change nothing is never planned."""
-        total = self.pins + sum(self.summary_tokens) + sum(self.tokens)
+        count; a compaction that would not lower the count is never planned."""
+        total = self.pins + sum(self.summary_tokens) + sum(self.tokens) - saved
         chosen = []
         for index in self.candidates:
             if total <= target:
                 break
             total -= self.tokens[index] - self.stub_tokens[index]
             chosen.append(index)
-        if total > target or (not chosen and total >= before):
+        if total > target or total >= before:
             return None
         return _Choice(-1, False, tuple(chosen), 0)
 
-    def fold(self, target: int, *, refold: bool) -> _Choice | None:
+    def fold(self, target: int, before: int, saved: int = 0, *, refold: bool) -> _Choice | None:
         """The smallest cut that reaches ``target`` leaving the summary its desired
-        allowance, else the smallest that leaves it at least MIN_SUMMARY_TOKENS."""
+        allowance, else the smallest that leaves it at least MIN_SUMMARY_TOKENS. The
+        allowance never lets the summary make the context as big as it was."""
         share = self.policy.summary_share_tokens
         if refold:
             if not self.summary_tokens:
@@ -295,18 +357,87 @@ class _Layout:
             nominal = share - remaining
             cuts = self.cuts
             desired = min(nominal, max(MIN_SUMMARY_TOKENS, share // 4))
+        ceiling = min(target, before - 1) + saved - self.pins - remaining
         for floor in dict.fromkeys((desired, MIN_SUMMARY_TOKENS)):
             for cut in cuts:
-                rest = self.kept_after[cut + 1]
-                allowance = min(nominal, target - self.pins - remaining - rest)
+                allowance = min(nominal, ceiling - self.kept_after[cut + 1])
                 if allowance >= max(floor, MIN_SUMMARY_TOKENS):
                     stubs = tuple(index for index in self.candidates if index > cut)
                     return _Choice(cut, refold, stubs, allowance)
         return None
 
-    def smallest_possible(self) -> int:
+    def smallest(self, saved: int = 0) -> int:
+        """The fewest tokens tiers 1-3 could leave were any summary possible: every bulky
+        result outside the recent turns stubbed, and everything before the last safe cut
+        (live summaries too) folded into a summary of MIN_SUMMARY_TOKENS."""
         last_cut = self.cuts[-1] if self.cuts else -1
-        return self.pins + MIN_SUMMARY_TOKENS + self.kept_after[last_cut + 1]
+        stubbed = self.pins + sum(self.summary_tokens) + self.kept_after[0]
+        folded = self.pins + MIN_SUMMARY_TOKENS + self.kept_after[last_cut + 1]
+        if not self.cuts and not self.summary_tokens:
+            folded = stubbed  # nothing can be folded
+        return min(stubbed, folded) - saved
+
+    def reachable(self, saved: int = 0) -> int:
+        """The fewest tokens tiers 1-3 can actually leave (with the summary share as it
+        is)."""
+        share = self.policy.summary_share_tokens
+        options = [self.pins + sum(self.summary_tokens) + self.kept_after[0]]
+        if self.cuts and share - sum(self.summary_tokens) >= MIN_SUMMARY_TOKENS:
+            options.append(
+                self.pins
+                + sum(self.summary_tokens)
+                + MIN_SUMMARY_TOKENS
+                + self.kept_after[self.cuts[-1] + 1]
+            )
+        if self.summary_tokens and share // 2 >= MIN_SUMMARY_TOKENS:
+            last_cut = self.cuts[-1] if self.cuts else -1
+            options.append(self.pins + MIN_SUMMARY_TOKENS + self.kept_after[last_cut + 1])
+        return min(options) - saved
+
+    def recent_stubs(self, target: int, before: int) -> _Choice | None:
+        """Tier 4a: stub tool results of the protected turns before the latest, biggest
+        saving first, as few as let tiers 1-3 reach ``target``."""
+        saved = 0
+        for count, index in enumerate(self.recent, start=1):
+            saved += self.recent_savings[index]
+            choice = self.tiers(target, before, saved)
+            if choice is not None:
+                return _with_stand_ins(choice, self.recent[:count], ())
+        return None
+
+    def elide(self, budget: int, before: int) -> _Choice | None:
+        """Tier 4b: every recent stub, and the latest turn's tool outputs shown head and
+        tail, biggest first, each as big as the budget lets it be."""
+        saved = sum(self.recent_savings.values())
+        need = self.reachable(saved) - budget
+        elided: list[Elision] = []
+        for index in self.elidable:
+            if need <= 0:
+                break
+            item = self.tail[index]
+            sizes = _elision_sizes(item, self.tokens[index] - need, self.counter) or (0, 0)
+            tokens = message_tokens(elided_message(item.seq, item.body, *sizes), self.counter)
+            if tokens >= self.tokens[index]:
+                continue
+            elided.append((index, *sizes))
+            saved += self.tokens[index] - tokens
+            need -= self.tokens[index] - tokens
+        if not elided:
+            return None
+        choice = self.tiers(budget, before, saved)
+        if choice is None:
+            return None
+        return _with_stand_ins(choice, self.recent, tuple(elided))
+
+    def elided_minimum(self) -> int:
+        """What tier 4 saves at most: every recent stub, every latest output elided to its
+        marker."""
+        saved = sum(self.recent_savings.values())
+        for index in self.elidable:
+            item = self.tail[index]
+            smallest = message_tokens(elided_message(item.seq, item.body, 0, 0), self.counter)
+            saved += max(0, self.tokens[index] - smallest)
+        return saved
 
     def plan(self, choice: _Choice, before: int) -> CompactionPlan:
         state, tail = self.state, self.tail
@@ -344,15 +475,66 @@ class _Layout:
             at=state.at,
             folded=folded,
             refolded=refolded,
-            stubbed=tuple(tail[index].seq for index in choice.stubs),
+            stubbed=tuple(tail[index].seq for index in sorted(choice.stubs)),
             items=tuple(items),
             max_summary_tokens=choice.allowance if folded is not None else 0,
             tokens_before=before,
             policy=self.policy,
             counter=self.counter,
             pin_set_sha256=state.pin_set_sha256(),
+            elided=tuple(
+                (tail[index].seq, head, last) for index, head, last in sorted(choice.elided)
+            ),
         )
 
 
-def _bulky(item: TailItem, tokens: int, threshold: int) -> bool:
-    return item.kind == "tool.result" and not item.stubbed and tokens > threshold
+def _with_stand_ins(choice: _Choice, recent: Sequence[int], elided: tuple[Elision, ...]) -> _Choice:
+    return _Choice(choice.cut, choice.refold, (*choice.stubs, *recent), choice.allowance, elided)
+
+
+def _elision_sizes(
+    item: TailItem, max_tokens: int, counter: TokenCounter
+) -> tuple[int, int] | None:
+    """The head and tail sizes (characters) of the biggest elision of ``item`` whose message
+    takes at most ``max_tokens``: the largest ``k`` whose head and tail of at most ``k``
+    characters each, cut at line (else word) boundaries, fit; ``None`` if not even the
+    marker fits. O(log(size) x size)."""
+    content = item.text
+
+    def tokens(sizes: tuple[int, int]) -> int:
+        return message_tokens(elided_message(item.seq, item.body, *sizes), counter)
+
+    if tokens((0, 0)) > max_tokens:
+        return None
+    low, high = 0, (len(content) - 1) // 2
+    while low < high:
+        middle = (low + high + 1) // 2
+        if tokens(_cut(content, middle)) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    sizes = _cut(content, low)
+    return sizes if tokens(sizes) <= max_tokens else (0, 0)
+
+
+def _cut(content: str, most: int) -> tuple[int, int]:
+    """Head and tail lengths of at most ``most`` characters each: ending before a line break
+    (else before a space) when that keeps at least half of ``most``, else cut hard."""
+    if most <= 0:
+        return (0, 0)
+    length = len(content)
+    head = most
+    if content[most] != "\n":
+        for mark in ("\n", " "):
+            found = content.rfind(mark, 0, most)
+            if found >= most / 2:
+                head = found
+                break
+    start = length - most
+    if content[start - 1] != "\n":
+        for mark in ("\n", " "):
+            found = content.find(mark, start, length)
+            if found >= 0 and length - found - 1 >= most / 2:
+                start = found + 1
+                break
+    return (head, length - start)

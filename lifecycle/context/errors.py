@@ -22,6 +22,8 @@ from __future__ import annotations
 from registre.lifecycle.errors import RefusedError, VerificationError
 
 __all__ = [
+    "CompactionDoesNotReduceError",
+    "CompactionElisionError",
     "CompactionEmptySummaryError",
     "CompactionFoldsRecentTurnsError",
     "CompactionOverShareError",
@@ -72,7 +74,9 @@ class PinsOverBudgetError(ContextBudgetError):
 
 class RecentTurnsOverBudgetError(ContextBudgetError):
     """Pins, the smallest possible summary and the most recent turns (which are never folded)
-    take more than the budget. Lower ``keep_recent_turns`` or raise the budget."""
+    take more than the budget even at their smallest: every tool output among them stubbed,
+    those of the latest turn elided down to their marker. ``needed`` is that
+    smallest context. Lower ``keep_recent_turns`` or raise the budget."""
 
 
 class ProjectionOverBudgetError(ContextBudgetError):
@@ -149,6 +153,11 @@ class CompactionStubError(CompactionVerificationError):
     """A stubbed entry that is not a bulky, unstubbed tool result of the kept tail."""
 
 
+class CompactionElisionError(CompactionVerificationError):
+    """An elided entry (shown head and tail) that is not a bulky tool result of the kept tail
+    shown whole, or an elision that would show all of it."""
+
+
 class CompactionPointerError(CompactionVerificationError):
     """A summary line pointing outside the compaction's folded range (THREATS row 19)."""
 
@@ -173,3 +182,8 @@ class CompactionPinSetError(CompactionVerificationError):
 
 class CompactionTokensError(CompactionVerificationError):
     """Recorded ``tokens_before`` or ``tokens_after`` that the named counter does not give."""
+
+
+class CompactionDoesNotReduceError(CompactionVerificationError):
+    """A compaction that does not pay for itself: ``tokens_after`` is not strictly below
+    ``tokens_before``, so the context did not shrink (a controller never records one)."""

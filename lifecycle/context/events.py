@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 
 from registre.lifecycle.context.compaction import CompactionPlan, check_summary, plan_compaction
 from registre.lifecycle.context.errors import (
+    CompactionDoesNotReduceError,
+    CompactionElisionError,
     CompactionEmptySummaryError,
     CompactionFoldsRecentTurnsError,
     CompactionOverShareError,
@@ -66,6 +68,11 @@ def prepare_compaction(
     own entry texts plus ``entries_text_by_seq`` (needed for a refold, whose lines may quote
     entries folded long ago), then :func:`compaction_body`.
 
+    ``None`` when no compaction is due, or when none would make the context smaller: the plan
+    allows no summary that would (``plan_compaction``), and a body whose ``tokens_after`` is
+    not below ``tokens_before`` is never returned (a verifier refuses it:
+    CompactionDoesNotReduceError).
+
     Raises what those raise (ContextBudgetError, SummaryRefusedError subclasses, whatever the
     summarizer raises); ``state`` is never changed.
     """
@@ -75,14 +82,17 @@ def prepare_compaction(
     summary = summarizer.summarize(plan.items, plan)
     texts = _Overlay(plan.entry_texts(), entries_text_by_seq or {})
     check_summary(plan, summary, texts, policy, counter)
-    return compaction_body(state, plan, summary, summarizer)
+    body = compaction_body(state, plan, summary, summarizer)
+    if not _reduces(body):
+        return None  # cannot happen with a plan's allowance; never record one that does not pay
+    return body
 
 
 def compaction_body(
     state: ContextState, plan: CompactionPlan, summary: Summary, summarizer: Summarizer
 ) -> dict[str, object]:
     """The ``context.compaction`` body recording ``plan`` with ``summary`` (already accepted by
-    :func:`check_summary`): folded range, stubs, lines, summarizer, policy, counter name,
+    :func:`check_summary`): folded range, stubs, elisions, lines, summarizer, policy, counter name,
     ``tokens_before`` (the plan's), ``tokens_after`` (the context once the entry is folded,
     computed on a copy of ``state``) and the live pin-set digest.
 
@@ -96,6 +106,7 @@ def compaction_body(
         seq=plan.seq,
         folded=plan.folded,
         stubbed=plan.stubbed,
+        elided=plan.elided,
         lines=summary.lines if plan.folded is not None else (),
         summarizer_name=summarizer.name,
         summarizer_version=summarizer.version,
@@ -125,12 +136,16 @@ def validate_compaction(
        pointer inside that range (LifecycleFormatError, CompactionEmptySummaryError,
        CompactionPointerError);
     2. its counter is one of ``counters`` (UnknownTokenCounterError);
-    3. the range starts and ends at fold boundaries before the entry, and every stub is an
-       unstubbed tool result of the kept tail (CompactionRangeError, CompactionStubError);
+    3. the range starts and ends at fold boundaries before the entry, every stub is an
+       unstubbed tool result of the kept tail and every elision one shown whole, of which it
+       leaves something out (CompactionRangeError, CompactionStubError,
+       CompactionElisionError);
     4. the fold keeps every tool call with its result (CompactionSplitsToolCallError);
-    5. nothing of the policy's most recent turns is folded or stubbed
+    5. nothing of the policy's most recent turns is folded, and a stub or an elision lies
+       there only if the context before took more than the budget
        (CompactionFoldsRecentTurnsError);
-    6. every stub replaces a result bigger than the policy's threshold (CompactionStubError);
+    6. every other stub and elision replaces a result bigger than the policy's threshold
+       (CompactionStubError, CompactionElisionError);
     7. the summary is non-blank and its message fits the summary share the live summaries it
        does not fold leave (CompactionEmptySummaryError, CompactionOverShareError);
     8. every quoted span is in an entry its line points at (CompactionQuoteError), searching
@@ -138,7 +153,9 @@ def validate_compaction(
     9. the pin-set digest is that of the pins live now: pins carried verbatim
        (CompactionPinSetError);
     10. ``tokens_before`` and ``tokens_after`` are what the counter gives
-        (CompactionTokensError).
+        (CompactionTokensError);
+    11. ``tokens_after`` is strictly below ``tokens_before``: the compaction pays for itself
+        (CompactionDoesNotReduceError).
 
     Raises ValueError if ``state`` is not at ``entry.seq - 1``. O(tail + live summaries +
     quoted spans x pointed entries).
@@ -166,6 +183,16 @@ def validate_compaction(
             raise CompactionTokensError(
                 f"{where} records {name} = {recorded}, but {counter.name} counts {actual}"
             )
+    if record.tokens_after >= record.tokens_before:  # step 11
+        raise CompactionDoesNotReduceError(
+            f"{where} leaves the context at {record.tokens_after} tokens, not below the "
+            f"{record.tokens_before} it took: a compaction must make the context smaller"
+        )
+
+
+def _reduces(body: Mapping[str, object]) -> bool:
+    after, before = body["tokens_after"], body["tokens_before"]
+    return isinstance(after, int) and isinstance(before, int) and after < before
 
 
 def _check_tail_rules(
@@ -186,19 +213,29 @@ def _check_tail_rules(
                 f"{where} folds up to {record.folded[1]}, into the {policy.keep_recent_turns} "
                 f"most recent turns (from {tail[protected].seq}) that are never folded"
             )
-    for seq in record.stubbed:
-        item = tail[seq - state.boundary]
-        if seq - state.boundary >= protected:
-            raise CompactionFoldsRecentTurnsError(
-                f"{where} stubs entry {seq}, inside the {policy.keep_recent_turns} most recent "
-                "turns that are kept verbatim"
-            )
-        tokens = item.verbatim_tokens(counter)
-        if tokens <= policy.bulky_tool_output_tokens:
-            raise CompactionStubError(
-                f"{where} stubs entry {seq}, whose {tokens} tokens are not above the policy's "
-                f"bulky threshold of {policy.bulky_tool_output_tokens}"
-            )
+    threshold = policy.bulky_tool_output_tokens
+    before: int | None = None  # counted only when a stand-in lies in the recent turns
+    for what, seqs, error in (
+        ("stubs", record.stubbed, CompactionStubError),
+        ("elides", tuple(seq for seq, _head, _tail in record.elided), CompactionElisionError),
+    ):
+        for seq in seqs:
+            if seq - state.boundary >= protected:  # step 5: only for a context over budget
+                before = context_tokens(state, counter) if before is None else before
+                if before <= policy.budget_tokens:
+                    raise CompactionFoldsRecentTurnsError(
+                        f"{where} {what} entry {seq}, inside the {policy.keep_recent_turns} "
+                        f"most recent turns, while the context ({before} tokens) fits the "
+                        f"budget of {policy.budget_tokens}: the recent turns are kept whole "
+                        "unless they do not fit"
+                    )
+                continue
+            tokens = tail[seq - state.boundary].verbatim_tokens(counter)
+            if tokens <= threshold:  # step 6
+                raise error(
+                    f"{where} {what} entry {seq}, whose {tokens} tokens are not above the "
+                    f"policy's bulky threshold of {threshold}"
+                )
 
 
 def _check_lines(

@@ -34,10 +34,15 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from registre.lifecycle.codec import parse_body
-from registre.lifecycle.context.errors import CompactionRangeError, CompactionStubError
+from registre.lifecycle.context.errors import (
+    CompactionElisionError,
+    CompactionRangeError,
+    CompactionStubError,
+)
 from registre.lifecycle.context.model import ContextEntry, Message, SummaryLine
 from registre.lifecycle.context.record import CompactionRecord, parse_compaction
 from registre.lifecycle.context.render import (
+    elided_message,
     entry_text,
     message_tokens,
     pin_message,
@@ -73,7 +78,10 @@ class TailItem:
     ``control`` marks a pin or unpin, shown only when it comes after the header snapshot;
     ``partner`` is the seq of the paired tool call or result; ``begins_turn`` marks a
     ``turn`` or ``tool.call`` entry (``specs/context.md`` section 5); ``pin_id`` is the pin
-    an accepted ``context.pin`` made."""
+    an accepted ``context.pin`` made; ``stub`` and ``elision`` are the stand-ins a
+    compaction gave a bulky tool result (an elision is shown in preference to a stub: a
+    restored snapshot lists elided results among its stubs, and a compaction that stubs an
+    elided result drops its elision)."""
 
     seq: int
     kind: str
@@ -87,15 +95,29 @@ class TailItem:
     partner: int | None = None
     stub: Message | None = None
     pin_id: str | None = None
+    elision: Message | None = None
     _tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def stubbed(self) -> bool:
-        """Whether a compaction replaced this tool result by a stub."""
-        return self.stub is not None
+        """Whether a compaction replaced this tool result by a stand-in: its stub, or its
+        head-and-tail elision."""
+        return self.stub is not None or self.elision is not None
+
+    @property
+    def elided(self) -> bool:
+        """Whether this tool result is shown head and tail only."""
+        return self.elision is not None
+
+    @property
+    def stub_only(self) -> bool:
+        """Whether this tool result is shown as its one-line stub (no elision)."""
+        return self.stub is not None and self.elision is None
 
     def shown(self, header_seq: int) -> Message | None:
         """The message this entry contributes to the tail now, if any."""
+        if self.elision is not None:
+            return self.elision
         if self.stub is not None:
             return self.stub
         if self.control and self.seq < header_seq:
@@ -107,11 +129,22 @@ class TailItem:
         shown = self.shown(header_seq)
         if shown is None:
             return 0
-        key = counter.name if shown is self.message else f"stub:{counter.name}"
+        if shown is self.message:
+            key = counter.name
+        elif shown is self.elision:
+            key = f"elided:{counter.name}"
+        else:
+            key = f"stub:{counter.name}"
         cached = self._tokens.get(key)
         if cached is None:
             cached = self._tokens[key] = message_tokens(shown, counter)
         return cached
+
+    def elide(self, elision: Message) -> None:
+        """Show this tool result as ``elision`` from now on (replacing any earlier one)."""
+        self.elision = elision
+        for key in [key for key in self._tokens if key.startswith("elided:")]:
+            del self._tokens[key]
 
     def verbatim_tokens(self, counter: TokenCounter) -> int:
         """Tokens of the unstubbed message (0 if it has none), cached per counter name."""
@@ -137,6 +170,7 @@ class TailItem:
             self.partner,
             self.stub,
             self.pin_id,
+            self.elision,
             dict(self._tokens),
         )
 
@@ -317,6 +351,8 @@ class ContextState:
             item = TailItem(entry.seq, kind, entry.actor, body, entry_text(kind, body), None)
             if decide:
                 self._apply_compaction(record)
+            else:
+                self._restore_elisions(record)
         elif kind in ("context.pin", "context.unpin"):
             item = self._pin_item(entry, decide=decide)
         else:
@@ -384,6 +420,7 @@ class ContextState:
         folds_tail = last_folded >= self._boundary
         kept = self._tail[last_folded + 1 - self._boundary :] if folds_tail else self._tail
         stub_items = self._stub_items(record, kept)
+        elided_items = self._elided_items(record, kept)
         # Every check passed: change the state.
         if record.folded is not None:
             first, last = record.folded
@@ -399,6 +436,9 @@ class ContextState:
                 self._boundary = last + 1
         for item in stub_items:
             item.stub = stub_message(item.seq, item.body)
+            item.elision = None
+        for item, (_seq, head, tail) in zip(elided_items, record.elided, strict=True):
+            item.elide(elided_message(item.seq, item.body, head, tail))
         self._header = _header(self._pins, self._pin_entry)
         self._header_seq = record.seq
 
@@ -433,13 +473,53 @@ class ContextState:
         for seq in record.stubbed:
             index = seq - start
             item = kept[index] if 0 <= index < len(kept) else None
-            if item is None or item.kind != "tool.result" or item.stubbed:
+            if item is None or item.kind != "tool.result" or item.stub_only:
                 raise CompactionStubError(
                     f"compaction at seq {record.seq} stubs entry {seq}, which is not an "
                     "unstubbed tool.result of the tail it keeps"
                 )
             items.append(item)
         return items
+
+    def _elided_items(self, record: CompactionRecord, kept: Sequence[TailItem]) -> list[TailItem]:
+        """The items ``record`` elides: tool results of the kept tail not shown as a stub
+        (an elided one may be elided again, the new elision replacing the old), not stubbed
+        by the same compaction, and more characters than the elision shows
+        (CompactionElisionError otherwise)."""
+        if not record.elided:
+            return []
+        start = kept[0].seq if kept else self._at + 1
+        stubbed = set(record.stubbed)
+        items = []
+        for seq, head, tail in record.elided:
+            index = seq - start
+            item = kept[index] if 0 <= index < len(kept) else None
+            where = f"compaction at seq {record.seq} elides entry {seq}"
+            if item is None or item.kind != "tool.result" or item.stub_only or seq in stubbed:
+                raise CompactionElisionError(
+                    f"{where}, which is not a tool.result of the tail it keeps, unstubbed "
+                    "(nor one it stubs)"
+                )
+            length = len(item.text)
+            if head + tail >= length:
+                raise CompactionElisionError(
+                    f"{where} showing {head} + {tail} of its {length} characters: an elision "
+                    "leaves something out"
+                )
+            items.append(item)
+        return items
+
+    def _restore_elisions(self, record: CompactionRecord) -> None:
+        """For a restored state rebuilding its tail: give the tail items ``record`` elided
+        their elision, and drop it from those it stubbed (the snapshot restores the stubs)."""
+        tail, boundary = self._tail, self._boundary
+        for seq, head, last in record.elided:
+            if boundary <= seq < boundary + len(tail):
+                item = tail[seq - boundary]
+                item.elide(elided_message(item.seq, item.body, head, last))
+        for seq in record.stubbed:
+            if boundary <= seq < boundary + len(tail):
+                tail[seq - boundary].elision = None
 
     def __repr__(self) -> str:
         return (

@@ -42,6 +42,7 @@ _HEX64: Final = re.compile(r"[0-9a-f]{64}\Z")
 COMPACTION_FIELDS: Final = (
     "folded",
     "stubbed",
+    "elided",
     "summary",
     "summarizer",
     "policy",
@@ -50,14 +51,19 @@ COMPACTION_FIELDS: Final = (
     "tokens_after",
     "pin_set_sha256",
 )
-_OPTIONAL: Final = frozenset(("folded", "stubbed"))
+_OPTIONAL: Final = frozenset(("folded", "stubbed", "elided"))
+
+Elision = tuple[int, int, int]
+"""``(seq, head_chars, tail_chars)``: tool result ``seq`` shown as its first ``head_chars``
+and last ``tail_chars`` characters (:func:`~registre.lifecycle.context.render.elided_message`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionRecord:
     """A recorded compaction at ledger entry ``seq``: ``folded`` is the inclusive range folded
     into ``lines`` (``None`` when it only stubs), ``stubbed`` the tool results it replaces by
-    stubs, in increasing order."""
+    stubs, in increasing order; ``elided`` the tool results it shows head and tail only, by
+    increasing seq."""
 
     seq: int
     folded: Span | None
@@ -70,6 +76,7 @@ class CompactionRecord:
     tokens_before: int
     tokens_after: int
     pin_set_sha256: str
+    elided: tuple[Elision, ...] = ()
 
 
 def parse_compaction(seq: int, body: object) -> CompactionRecord:
@@ -77,6 +84,7 @@ def parse_compaction(seq: int, body: object) -> CompactionRecord:
     fields = _fields(body)
     folded = _folded(fields["folded"]) if "folded" in fields else None
     stubbed = _stubbed(fields["stubbed"]) if "stubbed" in fields else ()
+    elided = _elided(fields["elided"]) if "elided" in fields else ()
     lines = read_list(
         fields["summary"], "body.summary", _line, max_items=MAX_ITEMS, what="summary lines"
     )
@@ -98,6 +106,7 @@ def parse_compaction(seq: int, body: object) -> CompactionRecord:
         tokens_before=read_uint(fields["tokens_before"], "body.tokens_before"),
         tokens_after=read_uint(fields["tokens_after"], "body.tokens_after"),
         pin_set_sha256=digest,
+        elided=elided,
     )
     _check_summary_matches_range(record)
     return record
@@ -111,6 +120,8 @@ def record_to_body(record: CompactionRecord) -> dict[str, object]:
         body["folded"] = {"from": record.folded[0], "to": record.folded[1]}
     if record.stubbed:
         body["stubbed"] = list(record.stubbed)
+    if record.elided:
+        body["elided"] = [list(elision) for elision in record.elided]
     body.update(
         {
             "summary": [line.to_json() for line in record.lines],
@@ -163,6 +174,28 @@ def _stubbed(value: object) -> tuple[int, ...]:
                 f"body.stubbed[{index}]", "expected strictly increasing sequence numbers"
             )
     return seqs
+
+
+def _elided(value: object) -> tuple[Elision, ...]:
+    elisions = read_list(
+        value, "body.elided", _elision, max_items=MAX_ITEMS, min_items=1, what="elisions"
+    )
+    for index in range(1, len(elisions)):
+        if elisions[index][0] <= elisions[index - 1][0]:
+            raise LifecycleFormatError(
+                f"body.elided[{index}]", "expected strictly increasing sequence numbers"
+            )
+    return elisions
+
+
+def _elision(value: object, path: str) -> Elision:
+    if not isinstance(value, list) or len(value) != 3:
+        raise LifecycleFormatError(path, "expected [seq, head_chars, tail_chars]")
+    return (
+        read_uint(value[0], f"{path}[0]"),
+        read_uint(value[1], f"{path}[1]"),
+        read_uint(value[2], f"{path}[2]"),
+    )
 
 
 def _line(value: object, path: str) -> SummaryLine:

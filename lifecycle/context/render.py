@@ -28,7 +28,9 @@ from registre.lifecycle.model import PinnedItem
 __all__ = [
     "CONTENT_KINDS",
     "CONTROL_KINDS",
+    "ELISION_MARK",
     "MESSAGE_OVERHEAD_TOKENS",
+    "elided_message",
     "entry_text",
     "message_tokens",
     "pin_message",
@@ -136,6 +138,47 @@ def stub_message(seq: int, body: Mapping[str, object]) -> Message:
         f"[output elided: {size} bytes; ledger entry {seq}]",
         _optional_string(body, "name"),
         _string(body, "call_id"),
+    )
+
+
+ELISION_MARK: Final = "\u2026"
+"""The line that stands for the characters an elided tool result leaves out (``…``)."""
+
+
+def elided_message(
+    seq: int, body: Mapping[str, object], head_chars: int, tail_chars: int
+) -> Message:
+    """The head-and-tail rendering of a bulky tool result: ``tool``, with its name and call
+    id, and the content::
+
+        [output elided: N bytes, showing the first A and last B characters; ledger entry SEQ]
+        HEAD
+        …
+        TAIL
+
+    N is the UTF-8 bytes of the content; HEAD its first A characters (Unicode code points)
+    and TAIL its last B, each line left out when empty; ``[error] `` comes first when
+    ``is_error``. Raises ValueError unless ``0 <= A``, ``0 <= B`` and ``A + B`` is less than
+    the content's length (an elision leaves something out)."""
+    content = _string(body, "content")
+    if head_chars < 0 or tail_chars < 0 or head_chars + tail_chars >= len(content):
+        raise ValueError(
+            f"an elision of entry {seq} shows {head_chars} + {tail_chars} of its "
+            f"{len(content)} characters; it must leave some out"
+        )
+    size = len(content.encode("utf-8", "surrogatepass"))
+    prefix = "[error] " if body.get("is_error") is True else ""
+    parts = [
+        f"{prefix}[output elided: {size} bytes, showing the first {head_chars} and last "
+        f"{tail_chars} characters; ledger entry {seq}]"
+    ]
+    if head_chars:
+        parts.append(content[:head_chars])
+    parts.append(ELISION_MARK)
+    if tail_chars:
+        parts.append(content[len(content) - tail_chars :])
+    return Message(
+        "tool", "\n".join(parts), _optional_string(body, "name"), _string(body, "call_id")
     )
 
 

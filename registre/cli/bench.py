@@ -4,7 +4,7 @@ For each size and budget it records one investigation (``registre.bench.investig
 embedded SQLite ledger in ``--out`` (or on the database ``--db`` names), projecting the
 context at every model call and compacting as the policy says, then exports and verifies a
 signed bundle. It writes ``report.md`` (tables), ``results.json`` (schema
-``registre-bench/1``, ``specs/bench.md``) and PNG plots into ``--out``. Nothing is asserted:
+``registre-bench/2``, ``specs/bench.md``) and PNG plots into ``--out``. Nothing is asserted:
 figures and ratios are reported. The ``bench`` package is imported only when the command
 runs.
 """

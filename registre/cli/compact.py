@@ -2,10 +2,11 @@
 
 Plans with the policy (``--budget`` sets its ``budget_tokens``; the other fields default, or
 come from ``--policy``), summarizes with the default extractive summarizer, and appends ONE
-``context.compaction`` entry with its context snapshot (``Thread.compact``). When the context
-is not above the high-water mark nothing is written and the command says so (exit 0). A
-context that no compaction can bring within the budget is refused (exit 2, nothing written),
-saying by how many tokens.
+``context.compaction`` entry with its context snapshot (``Thread.compact``). When there is
+nothing to fold -- the context is not above the high-water mark, or no compaction the policy
+allows would make it smaller -- nothing is written and the command prints one line starting
+``nothing to fold:`` saying which (exit 0). A context that no compaction can bring within the
+budget is refused (exit 2, nothing written), saying by how many tokens.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def compact_command(
     if entry is None:
         tokens = context_tokens(state, default_counter())
         mark = replace(policy, budget_tokens=budget).high_water_tokens
-        click.echo(
-            f"nothing to compact: the context of {thread_id} takes {tokens} tokens, not above "
-            f"the high-water mark of {mark}"
+        why = (
+            f"not above the high-water mark of {mark}"
+            if tokens <= mark
+            else f"above the high-water mark of {mark}, but no compaction would make it smaller"
         )
+        click.echo(f"nothing to fold: the context of {thread_id} takes {tokens} tokens, {why}")
         return
     body = entry.body
     parts = []

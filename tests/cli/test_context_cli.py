@@ -108,7 +108,7 @@ def head_size(run: Run) -> int:
 
 
 def test_compact_records_one_entry_when_due(initialised: str, db_url: str, run: Run) -> None:
-    assert run("compact", "t1", "--budget", "5000").out.startswith("nothing to compact: ")
+    assert run("compact", "t1", "--budget", "5000").out.startswith("nothing to fold: ")
     size, _root = head(db_url)
     out = compacted(run)
     assert out.startswith(f"seq {size + 24}\tcompaction\tfolded 0-") and "tokens " in out

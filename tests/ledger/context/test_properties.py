@@ -14,6 +14,7 @@ then, after every call and at the end:
 * every recorded ``model.call`` digest reproduces (``replay_context``);
 * compactions never change an earlier entry: the root of every earlier prefix is the root
   recorded when that prefix was the head;
+* every recorded compaction makes the context smaller (``tokens_after < tokens_before``);
 * the projection at any earlier ``at`` is the one computed then, and ``verify --db`` accepts
   the thread.
 
@@ -51,7 +52,7 @@ policies = st.builds(
 )
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
 turn = st.tuples(st.just("turn"), st.sampled_from(("user", "assistant")), words)
-tool = st.tuples(st.just("tool"), st.integers(1, 40), st.booleans())
+tool = st.tuples(st.just("tool"), st.integers(1, 40) | st.integers(60, 200), st.booleans())
 actions = st.one_of(  # content drawn more often than the rest
     turn,
     turn,
@@ -104,8 +105,9 @@ def act(
             projection, entry = thread.model_call(
                 MODEL, policy.budget_tokens, policy, compact=action[1]
             )
-        except ContextBudgetError:
-            event("a model call over budget")
+        except ContextBudgetError as error:
+            compacting = "compacting first" if action[1] else "without compacting"
+            event(f"a model call over budget, {compacting}: {type(error).__name__}")
             assert thread.head().size >= size  # a compaction may have been recorded
             return
         assert projection.tokens <= policy.budget_tokens
@@ -161,6 +163,9 @@ def test_random_threads_keep_the_context_rules(
     for size, root in roots.items():
         assert thread.prove_consistency(size).old_root == root
     verify_database(ledger, thread=thread.id)
+    for entry in thread.entries():  # a compaction must pay for itself
+        if entry.kind == "context.compaction":
+            assert entry.body["tokens_after"] < entry.body["tokens_before"]
     kinds = [entry.kind for entry in thread.entries()]
     event(f"compactions: {min(kinds.count('context.compaction'), 3)}+")
     event(f"model calls: {min(len(calls), 3)}+")
