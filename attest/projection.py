@@ -1,12 +1,17 @@
 """The projection digest and the ``model.call`` check (``specs/context.md`` section 8).
 
 A ``model.call`` entry records ``projection_sha256``: the SHA-256 of the RFC 8785 canonical
-bytes of ``projection.to_json()`` for the projection sent to the model. lifecycle may not
-import attest, so the digest is computed here, where the canonical encoder lives.
+bytes of what was sent, in the *shape* the entry names (:data:`SHAPES`): without a
+``shape`` field, ``projection.to_json()`` (the registre projection); with
+``"shape": "openai.chat"``, ``"openai.responses"`` or ``"anthropic"``, the provider request
+data ``projection.as_openai_chat()``, ``as_openai_responses()`` or ``as_anthropic()``
+(:func:`shape_json`). lifecycle may not import attest, so the digest is computed here, where
+the canonical encoder lives.
 
 :func:`verify_model_call` is what the offline verifier runs for each ``model.call``: rebuild
 the projection from the context state at the recorded ``at_seq`` with the recorded budget,
-policy and counter, and require the digest to reproduce. It raises, never returns a verdict:
+policy and counter, put it in the recorded shape, and require the digest to reproduce. It
+raises, never returns a verdict:
 
 1. :class:`~registre.lifecycle.context.errors.UnknownTokenCounterError` -- the verifier has no
    counter of the recorded name;
@@ -20,25 +25,39 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from typing import Any, Final
 
 from registre.attest.canonical import canonical_bytes
 from registre.attest.errors import VerificationError
 from registre.lifecycle.context import (
+    PROVIDER_SHAPES,
     ContextBudgetError,
     ContextState,
     Projection,
     TokenCounter,
     parse_policy,
     project,
+    provider_request,
     resolve_counter,
 )
 
 __all__ = [
+    "REGISTRE_SHAPE",
+    "SHAPES",
     "ContextDigestMismatchError",
     "ModelCallOverBudgetError",
     "projection_digest",
+    "shape_digest",
+    "shape_json",
     "verify_model_call",
 ]
+
+REGISTRE_SHAPE: Final = "registre"
+"""The shape of a ``model.call`` without a ``shape`` field: ``projection.to_json()``."""
+
+SHAPES: Final = (REGISTRE_SHAPE, *PROVIDER_SHAPES)
+"""Every shape a model call can be digested in; a ``model.call`` body names a provider
+shape in ``shape`` and the registre shape by leaving the field out."""
 
 
 class ContextDigestMismatchError(VerificationError):
@@ -51,8 +70,22 @@ class ModelCallOverBudgetError(VerificationError):
 
 
 def projection_digest(projection: Projection) -> str:
-    """Hex SHA-256 of ``canonical_bytes(projection.to_json())``."""
+    """Hex SHA-256 of ``canonical_bytes(projection.to_json())``: the registre shape's digest."""
     return hashlib.sha256(canonical_bytes(projection.to_json())).hexdigest()
+
+
+def shape_json(projection: Projection, shape: str = REGISTRE_SHAPE) -> dict[str, Any]:
+    """What a model call of ``shape`` sends: ``projection.to_json()`` for ``registre``, the
+    provider request data for a provider shape. ValueError for a name not in :data:`SHAPES`."""
+    if shape == REGISTRE_SHAPE:
+        return projection.to_json()
+    return provider_request(projection.messages, shape)
+
+
+def shape_digest(projection: Projection, shape: str = REGISTRE_SHAPE) -> str:
+    """Hex SHA-256 of ``canonical_bytes(shape_json(projection, shape))``; for ``registre``,
+    :func:`projection_digest`."""
+    return hashlib.sha256(canonical_bytes(shape_json(projection, shape))).hexdigest()
 
 
 def verify_model_call(
@@ -69,6 +102,9 @@ def verify_model_call(
     at_seq = body["at_seq"]
     if state.at != at_seq:
         raise ValueError(f"verify the model call against the state at {at_seq}, not {state.at}")
+    shape = body.get("shape", REGISTRE_SHAPE)
+    if "shape" in body and shape not in PROVIDER_SHAPES:
+        raise ValueError("body.shape: validate the body (attest.bodies) first")
     counter = resolve_counter(str(body["token_counter"]), counter_registry)
     policy = parse_policy(body["policy"], "body.policy")
     budget = body["budget_tokens"]
@@ -81,11 +117,11 @@ def verify_model_call(
             f"model call at prefix {at_seq}: the context the ledger implies does not fit the "
             f"recorded budget of {budget} tokens ({error})"
         ) from None
-    digest = projection_digest(projection)
+    digest = shape_digest(projection, str(shape))
     if digest != body["projection_sha256"]:
         raise ContextDigestMismatchError(
             f"model call at prefix {at_seq} records projection_sha256 "
             f"{body['projection_sha256']}, but the projection the ledger implies (budget "
-            f"{budget}, counter {counter.name}) has digest {digest}: the context sent was not "
-            "the one the ledger implies"
+            f"{budget}, counter {counter.name}, shape {shape}) has digest {digest}: the "
+            "context sent was not the one the ledger implies"
         )

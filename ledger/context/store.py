@@ -34,7 +34,7 @@ from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, RefusedError, VerificationError
 from registre.attest.keys import Signer
-from registre.attest.projection import projection_digest, verify_model_call
+from registre.attest.projection import REGISTRE_SHAPE, shape_digest, verify_model_call
 from registre.ledger.core.append import AppendItem, append_entries, batch_has_kind, read_head
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
@@ -228,9 +228,10 @@ def commit_context_items(
     counters: Mapping[str, TokenCounter],
 ) -> list[Entry]:
     """In the caller's write transaction, ``state`` being the fold at the locked head: check
-    each item in order against the fold (compactions by every rule, model calls by their
-    digest), append them all, and store a snapshot per compaction. ``state`` is advanced past
-    the items. Raises as :func:`append_context_checked`."""
+    each item in order against the fold (compactions by every rule of ``specs/context.md``
+    section 7, down to rule 11: one that does not make the context smaller is refused; model
+    calls by their digest), append them all, and store a snapshot per compaction. ``state``
+    is advanced past the items. Raises as :func:`append_context_checked`."""
     size = state.at + 1
     batch: list[ContextEntry] = []
     rows = []
@@ -309,11 +310,14 @@ def record_compaction(
     summarizer: Summarizer,
     actor: str,
 ) -> Entry | None:
-    """Append the compaction ``policy`` calls for at the head, or return None when none is
-    due (module docstring). Raises, with nothing written: NoSignerError, UnknownThreadError,
-    ContextBudgetError (pins or recent turns cannot fit), whatever the summarizer raises,
-    SummaryRefusedError subclasses, ContextEntryRefusedError, and StalePlanError when the
-    thread kept moving while the summary was written (after three attempts)."""
+    """Append the compaction ``policy`` calls for at the head, or return None, writing
+    nothing, when none is due or none would make the context smaller (a compaction must pay
+    for itself: ``prepare_compaction`` never returns one whose ``tokens_after`` is not below
+    its ``tokens_before``, and :func:`commit_context_items` would refuse it). Raises, with
+    nothing written: NoSignerError, UnknownThreadError, ContextBudgetError (pins or recent
+    turns cannot fit), whatever the summarizer raises, SummaryRefusedError subclasses,
+    ContextEntryRefusedError, and StalePlanError when the thread kept moving while the
+    summary was written (after three attempts)."""
     signer = db.require_signer()
     counters = counter_registry([counter])
     for _attempt in range(_PLAN_ATTEMPTS):
@@ -344,11 +348,14 @@ def record_model_call(
     policy: Policy,
     counter: TokenCounter,
     actor: str = MODEL_CALL_ACTOR,
+    shape: str = REGISTRE_SHAPE,
 ) -> tuple[Projection, Entry]:
     """Under the write lock, project the context at the head and append the ``model.call``
-    recording its digest (``at_seq`` = the call's seq - 1). Raises, with nothing written:
-    NoSignerError, UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first),
-    BodySchemaError (a bad model name)."""
+    recording the digest of the projection in ``shape`` (``registre``: the projection itself,
+    no ``shape`` field; a provider shape: its request data, ``"shape"`` recorded) with
+    ``at_seq`` = the call's seq - 1. Raises, with nothing written: NoSignerError,
+    UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first), BodySchemaError
+    (a bad model name), ValueError (a shape not in ``registre.attest.projection.SHAPES``)."""
     signer = db.require_signer()
     with write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)
@@ -358,12 +365,14 @@ def record_model_call(
         projection = project(state, budget, policy, counter)
         body: dict[str, Any] = {
             "model": model,
-            "projection_sha256": projection_digest(projection),
+            "projection_sha256": shape_digest(projection, shape),
             "at_seq": state.at,
             "budget_tokens": budget,
             "policy": policy.to_json(),
             "token_counter": counter.name,
         }
+        if shape != REGISTRE_SHAPE:
+            body["shape"] = shape
         entry = append_entries(conn, signer, thread, [("model.call", body, actor)])[0]
     return projection, entry
 

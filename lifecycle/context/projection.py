@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from registre.lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
 from registre.lifecycle.context.fold import ContextState
@@ -142,6 +142,27 @@ class Projection:
             "messages": [message.to_json() for message in self.messages],
             "manifest": self.manifest.to_json(),
         }
+
+    def as_openai_chat(self) -> dict[str, Any]:
+        """``{"messages": [...]}`` for OpenAI Chat Completions
+        (:func:`~registre.lifecycle.context.provider.openai_chat`)."""
+        from registre.lifecycle.context.provider import openai_chat
+
+        return openai_chat(self.messages)
+
+    def as_openai_responses(self) -> dict[str, Any]:
+        """``{"input": [...]}`` for OpenAI Responses
+        (:func:`~registre.lifecycle.context.provider.openai_responses`)."""
+        from registre.lifecycle.context.provider import openai_responses
+
+        return openai_responses(self.messages)
+
+    def as_anthropic(self) -> dict[str, Any]:
+        """``{"system": [...], "messages": [...]}`` for Anthropic Messages
+        (:func:`~registre.lifecycle.context.provider.anthropic_messages`)."""
+        from registre.lifecycle.context.provider import anthropic_messages
+
+        return anthropic_messages(self.messages)
 
 
 def project(state: ContextState, budget: int, policy: Policy, counter: TokenCounter) -> Projection:
