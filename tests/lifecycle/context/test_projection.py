@@ -38,9 +38,9 @@ def test_pins_then_summaries_then_the_verbatim_tail() -> None:
 def test_manifest_gives_every_entry_one_status() -> None:
     manifest = project(worked_example().state, 320, POLICY, COUNTER).manifest
     assert [run.to_json() for run in manifest.runs] == [
-        {"from": 0, "to": 0, "status": "summarized", "message": 1, "compaction": 9, "line": 2},
+        {"from": 0, "to": 0, "status": "summarized", "message": 1, "compaction": 9, "line": 1},
         {"from": 1, "to": 1, "status": "pinned", "message": 0, "pin": "pin-1"},
-        {"from": 2, "to": 3, "status": "summarized", "message": 1, "compaction": 9, "line": 1},
+        {"from": 2, "to": 3, "status": "folded"},  # the summary had no room for the listing
         {"from": 4, "to": 4, "status": "summarized", "message": 1, "compaction": 9, "line": 0},
         {"from": 5, "to": 5, "status": "verbatim", "message": 2},
         {"from": 6, "to": 6, "status": "stubbed", "message": 3},
@@ -48,7 +48,7 @@ def test_manifest_gives_every_entry_one_status() -> None:
         {"from": 9, "to": 9, "status": "folded"},
     ]
     assert manifest.status_of(8).status == "verbatim"
-    assert manifest.status_of(3).line == 1
+    assert manifest.status_of(0).line == 1
     with pytest.raises(KeyError):
         manifest.status_of(10)
 

@@ -51,7 +51,7 @@ def test_projection_and_digest() -> None:
     state = worked_example().state
     projection = project(state, 320, POLICY, COUNTER)
     assert projection.to_json() == BLOCKS[1]
-    assert projection.message_tokens == (19, 99, 25, 19, 14, 11)
+    assert projection.message_tokens == (19, 89, 25, 19, 14, 11)
     digest = re.search(r"whose digest is\n`([0-9a-f]{64})`", EXAMPLE).group(1)  # type: ignore[union-attr]
     assert projection_digest(projection) == digest
     assert project(ContextState.replay(worked_example().entries), 320, POLICY, COUNTER) == (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import assume, given
 
@@ -36,13 +38,43 @@ def example_plan() -> CompactionPlan:
 def test_extractive_summary_of_the_example() -> None:
     summary = ExtractiveSummarizer().summarize(example_plan().items, example_plan())
     assert [line.to_json() for line in summary.lines] == [
-        {"section": "findings", "text": "assistant: “modutils.py resolves”…", "pointers": [[4, 4]]},
         {
-            "section": "tool_outputs",
-            "text": 'bash “{"cmd":"ls astroid"}” gave “__init__.py”',
-            "pointers": [[2, 3]],
+            "section": "findings",
+            "text": "assistant: “modutils.py resolves module paths for every import astroid makes, "
+            "including namespace packages”…",
+            "pointers": [[4, 4]],
         },
-        {"section": "open_threads", "text": "user: “Why does astroid 2.9”…", "pointers": [[0, 0]]},
+        {
+            "section": "decisions",
+            "text": "task: “Why does astroid 2.9.1 fail on packages without __init__.py?”",
+            "pointers": [[0, 0]],
+        },
+    ]
+    assert (ExtractiveSummarizer.name, ExtractiveSummarizer.version) == ("registre.extractive", "2")
+
+
+def test_extractive_summary_with_room_for_every_item() -> None:
+    plan = dataclasses.replace(example_plan(), max_summary_tokens=400)
+    summary = ExtractiveSummarizer().summarize(plan.items, plan)
+    check_summary(plan, summary, plan.entry_texts(), POLICY, COUNTER)
+    assert [(line.section, line.text, line.pointers) for line in summary.lines] == [
+        (
+            "findings",
+            "assistant: “modutils.py resolves module paths for every import astroid makes, "
+            "including namespace packages; since 2.9.1 it calls importlib to find specs, so the "
+            "bug is likely there.”",
+            ((4, 4),),
+        ),
+        (
+            "decisions",
+            "task: “Why does astroid 2.9.1 fail on packages without __init__.py?”",
+            ((0, 0),),
+        ),
+        (
+            "tool_outputs",
+            "2 entries: 1 bash call (cmd ls astroid): 1 returned output; e.g. “__init__.py”",
+            ((2, 3),),
+        ),
     ]
 
 
