@@ -8,7 +8,10 @@ generator of :mod:`registre.bench.steps` that reads back the outcome of the step
 * ``_call()`` -- a model call: compact as the policy says, then ``thread.model_call``;
 * ``_say(role, text)`` -- a turn, preceded by a model call when the assistant speaks;
 * ``_tool(name)`` -- a model call, a ``tool.call`` and its ``tool.result`` (log-normal size);
-* ``_pin(kind, text, seq)`` / ``_unpin(pin, reason)``.
+* ``_pin(kind, text, seq)`` / ``_unpin(pin, reason)``;
+* ``_plant(kind, seq, text, keys, subject)`` -- register a fact the entry ``seq`` states
+  (:mod:`registre.bench.facts`); a model call's ``needs`` name the facts the step after it
+  depends on.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from registre.bench.facts import Fact, FactBook, facts_rng
 from registre.bench.steps import (
     Step,
     StepOutcome,
@@ -99,6 +103,8 @@ class InvestigationStats:
     open_questions: int = 0
     pins: int = 0
     unpins: int = 0
+    facts: int = 0
+    fact_needs: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,8 @@ class AgentLoop:
         self._calls = 0
         self._pins: list[LivePin] = []
         self._counters: dict[str, int] = {}
+        self._facts_rng = facts_rng(config.seed)
+        self.facts = FactBook()
 
     def _do(self, step: Step) -> StepGen:
         """Yield ``step``; once it ran, tally its outcome and return it."""
@@ -139,10 +147,12 @@ class AgentLoop:
             self.stats.compactions += 1
         return outcome
 
-    def _call(self) -> StepGen:
+    def _call(self, needs: tuple[Fact, ...] = ()) -> StepGen:
+        """A model call; ``needs``: the facts the step after it depends on."""
         step = model_call_step(
-            self._phase, self.config.model, self.policy, self.counter, self.summarizer
+            self._phase, self.config.model, self.policy, self.counter, self.summarizer, needs
         )
+        self.stats.fact_needs += len(needs)
         outcome = yield from self._do(step)
         if outcome.refused is not None and outcome.projection is None:
             self.stats.refused_calls += 1
@@ -150,20 +160,29 @@ class AgentLoop:
             self.stats.model_calls += 1
         return outcome
 
-    def _say(self, role: str, text: str, actor: str | None = None) -> Generator[Step, None, int]:
-        """A turn (a model call first for the assistant's); returns its seq."""
+    def _say(
+        self, role: str, text: str, actor: str | None = None, needs: tuple[Fact, ...] = ()
+    ) -> Generator[Step, None, int]:
+        """A turn (a model call first for the assistant's, with ``needs``); returns its seq."""
         if role == "assistant":
-            yield from self._call()
+            yield from self._call(needs)
         outcome = yield from self._do(
             append_step("turn", self._phase, {"role": role, "text": text}, actor or role)
         )
         return outcome.seqs[-1]
 
     def _tool(
-        self, tool: str, insert: str | None = None
+        self,
+        tool: str,
+        insert: str | None = None,
+        *,
+        plant: str | None = None,
+        needs: tuple[Fact, ...] = (),
     ) -> Generator[Step, None, tuple[int, str, str]]:
-        """A model call, a tool call and its result; returns ``(result seq, content, path)``.
-        ``insert`` (a read only) is a paragraph placed in the passage read."""
+        """A model call (with ``needs``), a tool call and its result; returns ``(result seq,
+        content, path)``. ``insert`` (a read only) is a paragraph placed in the passage read;
+        ``plant`` a line placed among the output's lines, where the planting's own random
+        stream says (the storyline's stream is not used for it)."""
         self._calls += 1
         call_id = f"call-{self._calls:06d}"
         arguments = self._text.query(tool)
@@ -173,7 +192,11 @@ class AgentLoop:
             paragraphs = content.split("\n\n")
             paragraphs.insert(self._rng.randrange(len(paragraphs) + 1), insert)
             content = "\n\n".join(paragraphs)
-        yield from self._call()
+        if plant is not None:
+            lines = content.split("\n")
+            lines.insert(self._facts_rng.randrange(1, len(lines) + 1), plant)
+            content = "\n".join(lines)
+        yield from self._call(needs)
         yield from self._do(
             append_step(
                 "tool.call",
@@ -203,6 +226,11 @@ class AgentLoop:
         if outcome.refused is None:
             self._pins.remove(pin)
             self.stats.unpins += 1
+
+    def _plant(self, kind: str, seq: int, text: str, keys: tuple[str, ...], subject: str) -> Fact:
+        """Register the fact entry ``seq`` states (:class:`registre.bench.facts.FactBook`)."""
+        self.stats.facts += 1
+        return self.facts.add(kind, seq, text, keys, subject)
 
     def _next(self, prefix: str) -> str:
         number = self._counters.get(prefix, 0) + 1

@@ -20,6 +20,17 @@ storyline, all of it through the real thread API (:mod:`registre.bench.steps`):
   refuses it, on the record), the stale conclusions repaired, open questions closed, the
   ``conclusion.final`` recorded and the answer given.
 
+**Planted facts** (:mod:`registre.bench.facts`), in entries the storyline writes anyway: a
+segment's Stage 2 figure as a line of some ``sql``/``python`` outputs, the segment that does
+not reconcile as the first sentence of some findings, a supervisor's standing instruction
+opening the scheduled instruction check-ins, and every validated definition. Before the calls
+that use them the agent says what it needs: a hypothesis or its revision about a segment,
+that segment's current figure and exception and often a definition; a status for the
+supervisor, the segment's facts and the instructions about it (and the latest one); a
+finding after queries, often a look back at one to three earlier facts, and often the latest
+instruction; an answer to an open question, the latest instruction and one earlier fact; the
+final conclusion, every current fact.
+
 A model call (``thread.compact`` as the policy says, then ``thread.model_call``) precedes
 every action of the agent: each tool call, assistant turn, evidence batch and conclusion.
 Those building blocks (model calls, turns, tool pairs, pins) are
@@ -51,6 +62,15 @@ from registre.bench.agent import (
     InvestigationStats,
     LivePin,
 )
+from registre.bench.facts import (
+    Fact,
+    choose,
+    definition_keys,
+    exception_fact,
+    figure_fact,
+    instruction_fact,
+    unique,
+)
 from registre.bench.steps import (
     Step,
     append_step,
@@ -60,7 +80,7 @@ from registre.bench.steps import (
     read_step,
     upsert_step,
 )
-from registre.bench.textgen import pick
+from registre.bench.textgen import SEGMENTS, pick
 from registre.ledger import BatchResult, StepResult
 from registre.lifecycle import SourceRef
 
@@ -76,6 +96,11 @@ _MAX_LIVE_DECISIONS = 6
 _MAX_LIVE_DEFINITIONS = 8
 _CLOSING = 80  # below this room, only closing checks: no episode may overshoot the size
 _READ_SIZE = 6  # a read: call, tool call, result, source.read, call, evidence.upsert
+_FIGURE_RATE = 0.15  # sql and python outputs of a query burst carrying a segment's figure
+_EXCEPTION_RATE = 0.12  # findings after a query burst that state an exception
+_DEFINITION_NEED_RATE = 0.35  # hypothesis steps that need a validated definition
+_FOLLOW_RATE = 0.5  # findings after a query burst written under the latest instruction
+_LOOK_BACK_RATE = 0.8  # findings after a query burst that need one to three earlier facts
 _FILLERS = (
     ("queries", 0.44),
     ("read", 0.26),
@@ -89,14 +114,16 @@ _FILLERS = (
 
 def storyline_counts(entries: int) -> dict[str, int]:
     """How many scheduled storyline events an investigation of ``entries`` holds: new
-    hypotheses, committee detours, supervisor decisions, validated definitions and open
-    questions. A dozen hypotheses and two detours from 1,000 entries; more as it grows."""
+    hypotheses, committee detours, supervisor decisions, validated definitions, open
+    questions and supervisor check-ins that give a standing instruction. A dozen hypotheses
+    and two detours from 1,000 entries; more as it grows."""
     return {
         "hypothesis": max(2, min(12, entries // 80)) + entries // 4000,
         "committee": max(1 if entries >= 300 else 0, min(2, entries // 500)) + entries // 10000,
         "decision": max(1, min(4, entries // 250)) + entries // 2500,
         "definition": max(1, min(3, entries // 300)) + entries // 5000,
         "question": max(1, min(3, entries // 300)) + entries // 3000,
+        "instruction": max(1, min(4, entries // 250)) + entries // 2500,
     }
 
 
@@ -181,6 +208,8 @@ class Investigation(AgentLoop):
             yield from self._decision("supervisor")
         elif event == "definition":
             yield from self._definition()
+        elif event == "instruction":
+            yield from self._check_in(instruct=True)
         else:
             yield from self._question()
 
@@ -248,7 +277,7 @@ class Investigation(AgentLoop):
         for pin in [p for p in self._pins if p.kind == "open_question"]:
             yield from self._answer(pin)
         fresh = [h.current for h in self._hypotheses if not h.stale]
-        yield from self._call()
+        yield from self._call(tuple(self.facts.current()))
         final = yield from self._do(
             conclude_step(self._phase, "final", self._answer_text(), [*fresh, *self._active[-3:]])
         )
@@ -266,11 +295,31 @@ class Investigation(AgentLoop):
     # --- episodes ------------------------------------------------------------------------
 
     def _queries(self, rounds: int) -> Iterator[Step]:
+        facts = self._facts_rng
         rounds = max(1, min(rounds, self._room() // 3))
         for _ in range(rounds):
             tool = pick(self._rng, (("sql", 0.5), ("python", 0.3), ("search_documents", 0.2)))
-            yield from self._tool(tool)
-        yield from self._say("assistant", f"Finding: {self._text.finding()}")
+            if tool == "search_documents" or facts.random() >= _FIGURE_RATE:
+                yield from self._tool(tool)
+                continue
+            segment = facts.choice(SEGMENTS)
+            line, keys = figure_fact(facts, segment)
+            result_seq, _content, _path = yield from self._tool(tool, plant=line)
+            self._plant("figure", result_seq, line, keys, segment)
+        finding = f"Finding: {self._text.finding()}"
+        needs: list[Fact] = []
+        if facts.random() < _LOOK_BACK_RATE:
+            needs = choose(facts, self.facts.current(), facts.randint(1, 3))
+        if facts.random() < _FOLLOW_RATE:
+            needs += self.facts.instructions[-1:]
+        if facts.random() < _EXCEPTION_RATE:
+            segment = facts.choice(SEGMENTS)
+            text, keys = exception_fact(facts, segment)
+            needs += self.facts.about(segment)
+            seq = yield from self._say("assistant", text, needs=unique(needs))
+            self._plant("exception", seq, text, keys, segment)
+        else:
+            yield from self._say("assistant", finding, needs=unique(needs))
 
     def _read(self) -> Iterator[Step]:
         result_seq, content, path = yield from self._tool("read_document")
@@ -347,12 +396,13 @@ class Investigation(AgentLoop):
         while len(self._active) < least_evidence:
             yield from self._read()
         number = len(self._hypotheses) + 1
+        segment = self._text.segment()
         text = (
-            f"H{number}: the rise in Stage 2 {self._text.segment()} exposures comes mainly from "
+            f"H{number}: the rise in Stage 2 {segment} exposures comes mainly from "
             f"{self._text.cause()}."
         )
         cites = self._cites(2, 4)
-        yield from self._call()
+        yield from self._call(self._segment_needs(segment))
         outcome = yield from self._do(conclude_step(self._phase, "compute", text, cites))
         assert isinstance(outcome.result, StepResult)
         self._hypotheses.append(_Hypothesis(number, outcome.result.id, tuple(cites)))
@@ -378,13 +428,15 @@ class Investigation(AgentLoop):
 
     def _revise(self, hypothesis: _Hypothesis) -> Iterator[Step]:
         hypothesis.revisions += 1
+        share = self._rng.randrange(20, 95)
+        segment = self._text.segment()
         text = (
             f"H{hypothesis.number} (revision {hypothesis.revisions}): "
-            f"{self._rng.randrange(20, 95)}% of the Stage 2 rise in {self._text.segment()} is "
+            f"{share}% of the Stage 2 rise in {segment} is "
             f"explained by {self._text.cause()}."
         )
         cites = self._cites(2, 4)
-        yield from self._call()
+        yield from self._call(self._segment_needs(segment))
         outcome = yield from self._do(
             conclusion_revise_step(self._phase, hypothesis.current, {"text": text, "cites": cites})
         )
@@ -395,13 +447,28 @@ class Investigation(AgentLoop):
             hypothesis.cites = tuple(cites)
             hypothesis.stale = False
 
-    def _check_in(self) -> Iterator[Step]:
-        yield from self._say(
-            "user",
-            f"Where do we stand on {self._text.segment()}? The committee meets soon.",
-            "supervisor",
+    def _check_in(self, instruct: bool = False) -> Iterator[Step]:
+        """The supervisor asks about a segment (``instruct``: opening with a standing
+        instruction, a planted fact); the agent answers under the instructions in force."""
+        facts = self._facts_rng
+        segment = self._text.segment()
+        question = f"Where do we stand on {segment}? The committee meets soon."
+        if instruct:
+            number = len(self.facts.instructions) + 1
+            instruction, keys = instruction_fact(facts, number, segment)
+            seq = yield from self._say("user", f"{instruction} {question}", "supervisor")
+            self._plant("instruction", seq, instruction, keys, segment)
+        else:
+            yield from self._say("user", question, "supervisor")
+        instructions = self.facts.instructions
+        needs = unique(
+            [
+                *(f for f in instructions if f.subject == segment),
+                *instructions[-1:],
+                *self.facts.about(segment),
+            ]
         )
-        yield from self._say("assistant", f"Status: {self._text.sentences(3)}")
+        yield from self._say("assistant", f"Status: {self._text.sentences(3)}", needs=needs)
 
     def _decision(self, actor: str) -> Iterator[Step]:
         number = self._counters.get("D", 0) + 1
@@ -445,6 +512,7 @@ class Investigation(AgentLoop):
             )
         )
         result_seq, _content, _path = yield from self._tool("read_document", insert=definition)
+        self._plant("definition", result_seq, definition, definition_keys(code, definition), code)
         yield from self._say(
             "user", f"{code} is validated; use it exactly as written.", "supervisor"
         )
@@ -467,7 +535,11 @@ class Investigation(AgentLoop):
 
     def _answer(self, pin: LivePin) -> Iterator[Step]:
         label = pin.text.split(":", 1)[0]
-        turn = yield from self._say("assistant", f"Answer to {label}: {self._text.sentences(2)}")
+        facts = self._facts_rng
+        needs = unique([*self.facts.instructions[-1:], *choose(facts, self.facts.current(), 1)])
+        turn = yield from self._say(
+            "assistant", f"Answer to {label}: {self._text.sentences(2)}", needs=needs
+        )
         yield from self._unpin(pin, f"{label} answered in entry {turn}")
 
     def _committee(self) -> Iterator[Step]:
@@ -497,6 +569,15 @@ class Investigation(AgentLoop):
         yield from self._answer(pin)
         yield from self._decision("committee")
         self._phase = previous
+
+    def _segment_needs(self, segment: str) -> tuple[Fact, ...]:
+        """What a step about ``segment`` needs: its current figure and exception, and
+        sometimes one validated definition."""
+        facts = self._facts_rng
+        definitions = choose(facts, self.facts.definitions, 1)
+        if facts.random() >= _DEFINITION_NEED_RATE:
+            definitions = []
+        return unique([*self.facts.about(segment), *definitions])
 
     def _cites(self, low: int, high: int) -> list[str]:
         count = min(len(self._active), self._rng.randint(low, high))

@@ -13,7 +13,15 @@ signatures checked) into the :class:`~registre.bench.baselines.TruncationBaselin
   evidence the context still references (an entry the manifest does not mark ``folded``;
   for truncation, an entry inside the kept window);
 * at **naive points** (a sparser geometric grid): the naive projection's latency, and
-  whether it equals registre's.
+  whether it equals registre's;
+* at **every model call**, the working-context quality (:mod:`registre.bench.quality`) of
+  registre's context and of the three context baselines built from the same entries with
+  the same counter at the same budget (silent truncation, observation masking, a rolling
+  summary; :mod:`registre.bench.baselines`): which of the facts the next step needs each
+  context carries, tokens, stable prefix; at quality points also their summary lines'
+  pointer spans and count-only lines. Registre's live summary lines are tracked from the
+  compaction entries read back (the fold's rule: a fold replaces the live summaries inside
+  its range).
 
 Reading back and the quality checks are harness work, outside every timed figure.
 """
@@ -26,7 +34,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from registre.bench.baselines import TruncationBaseline, naive_projection
+from registre.bench.baselines import (
+    ObservationMaskingBaseline,
+    RollingSummaryBaseline,
+    TruncationBaseline,
+    naive_projection,
+)
+from registre.bench.facts import Fact
+from registre.bench.quality import METHODS, ContextView, Line, MethodTally
 from registre.bench.steps import Step, StepOutcome
 from registre.lifecycle.context import Policy, Projection, TokenCounter
 
@@ -97,9 +112,17 @@ class RunRecorder:
     checkpoint_seconds: list[float] = field(default_factory=list)
     last_projection: Projection | None = None
     harness_seconds: float = 0.0
+    methods: dict[str, MethodTally] = field(default_factory=dict)
+    fact_ages: list[int] = field(default_factory=list)
+    calls_with_needs: int = 0
 
     def __post_init__(self) -> None:
         self.truncation = TruncationBaseline(self.counter)
+        self.masking = ObservationMaskingBaseline(self.truncation)
+        self.rolling = RollingSummaryBaseline(self.truncation, self.policy)
+        self.methods = {name: MethodTally() for name in METHODS}
+        self._live: list[tuple[int, int, tuple[Line, ...]]] = []  # live summaries
+        self._live_lines: tuple[Line, ...] = ()
         self._next_quality = 0
         self._next_naive = 0
         self._next_checkpoint = self.checkpoint_every
@@ -119,6 +142,8 @@ class RunRecorder:
         began = time.perf_counter()
         if outcome.seqs:
             self._read_back(outcome.seqs[-1] + 1, step.phase)
+        if step.kind == "model.call":
+            self._working_context(step.needs, outcome)
         if outcome.projection is not None:
             self.call_latency.append((self.size, outcome.seconds))
             self._after_call(outcome.projection)
@@ -142,6 +167,21 @@ class RunRecorder:
         lines = body["summary"]
         for line in lines:
             self.pointers.extend((first, last) for first, last in line["pointers"])
+        if folded is not None:
+            first, last = folded["from"], folded["to"]
+            live = [s for s in self._live if s[1] < first or s[0] > last]
+            live.append(
+                (
+                    first,
+                    last,
+                    tuple(
+                        (str(line["text"]), tuple((int(a), int(b)) for a, b in line["pointers"]))
+                        for line in lines
+                    ),
+                )
+            )
+            self._live = sorted(live, key=lambda summary: summary[0])
+            self._live_lines = tuple(line for summary in self._live for line in summary[2])
         # A refold folds live summaries again: its range starts before the fold boundary.
         refold = folded is not None and folded["from"] <= self._last_folded_to()
         self.compactions.append(
@@ -155,6 +195,53 @@ class RunRecorder:
                 "refold": refold,
             }
         )
+
+    def _working_context(self, needs: tuple[Fact, ...], outcome: StepOutcome) -> None:
+        """Tally every method's context at this model call (module docstring)."""
+        budget = self.policy.budget_tokens
+        sent = outcome.projection
+        position = self.size - (1 if sent is not None else 0)  # the call's seq
+        if needs:
+            self.calls_with_needs += 1
+            self.fact_ages.extend(position - fact.seq for fact in needs)
+        sample = (
+            sent is not None
+            and self._next_quality < len(self.quality_points)
+            and self.size >= self.quality_points[self._next_quality]
+        )
+        ours = self.methods["registre"]
+        if sent is None:
+            ours.refuse(needs, pins_fit=outcome.refused != "PinsOverBudgetError")
+        else:
+            view = ContextView.of(
+                sent.messages,
+                sent.message_tokens,
+                sent.manifest.stable_prefix_messages,
+                self._live_lines,
+            )
+            ours.observe(view, needs, budget, sample=sample)
+        baselines = (
+            ("truncation", self.truncation.view(budget)),
+            ("observation_masking", self.masking.view(budget)),
+            ("rolling_summary", self.rolling.view(budget)),
+        )
+        for name, baseline in baselines:
+            self.methods[name].observe(baseline, needs, budget, sample=sample)
+
+    def working_context_methods(self) -> dict[str, MethodTally]:
+        """The tallies, with the compactions each method made (registre's from the
+        ``context.compaction`` entries; the rolling summary's its own)."""
+        ours = self.methods["registre"]
+        ours.compactions = len(self.compactions)
+        ours.not_reducing = sum(
+            1 for c in self.compactions if c["tokens_after"] >= c["tokens_before"]
+        )
+        rolling = self.methods["rolling_summary"]
+        rolling.compactions = len(self.rolling.compactions)
+        rolling.not_reducing = sum(
+            1 for before, after in self.rolling.compactions if after >= before
+        )
+        return self.methods
 
     def _last_folded_to(self) -> int:
         for compaction in reversed(self.compactions):

@@ -1,19 +1,23 @@
 """``report.md``: the results of ``registre bench`` as tables people can read.
 
 :func:`render_report` turns a results document (``specs/bench.md``) into Markdown: the cost
-table, projection latency against history length, the context-quality table, the pins the
-truncation baseline loses, the Merkle tree beside pymerkle, the investigation's mix, and how
-each figure was measured. :data:`METRICS` names every metric the report must show (the tests
-check that each appears).
+table, projection latency against history length, the context-quality table, the
+working-context quality of registre beside three baselines (with the goals of issue 12 and
+where registre loses), the pins the truncation baseline loses, the Merkle tree beside
+pymerkle, the investigation's mix, and how each figure was measured. :data:`METRICS` names
+every metric the report must show (the tests check that each appears).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["METRICS", "render_report", "summary_table"]
+from registre.bench.facts import FACT_KINDS
+from registre.bench.quality import METHODS
+
+__all__ = ["METRICS", "render_report", "summary_table", "working_context_table"]
 
 METRICS = (
     "append throughput",
@@ -34,6 +38,12 @@ METRICS = (
     "repaired",
     "truncation baseline",
     "pymerkle",
+    "fact recall",
+    "pointer specificity",
+    "count-only lines",
+    "stable prefix",
+    "observation masking",
+    "rolling summary",
 )
 
 
@@ -215,6 +225,177 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
     return _table(header, rows)
 
 
+_METHOD_NAMES: Final = {
+    "registre": "registre",
+    "truncation": "truncation",
+    "observation_masking": "observation masking",
+    "rolling_summary": "rolling summary",
+}
+
+
+def _recall(figures: Mapping[str, Any]) -> str:
+    recall = figures["fact_recall"]
+    if not recall["needs"]:
+        return "-"
+    return f"{_pct(recall['recalled'], recall['needs'])} ({recall['recalled']}/{recall['needs']})"
+
+
+def _span(pointers: Mapping[str, Any]) -> str:
+    if pointers["span_p50"] is None:
+        return "-"
+    return f"{pointers['span_p50']:,} / {pointers['span_p95']:,}"
+
+
+def working_context_table(results: Mapping[str, Any]) -> list[str]:
+    """One row per (run, method): registre and the three baselines at the same budget."""
+    rows = []
+    for run in results["runs"]:
+        methods = run["working_context"]["methods"]
+        for name in METHODS:
+            figures = methods[name]
+            recall = figures["fact_recall"]
+            count_only = figures["count_only"]
+            prefix = figures["stable_prefix"]
+            compactions = figures["compactions"]
+            summary_lines = figures["pointers"]["span_p50"] is not None
+            rows.append(
+                [
+                    f"{run['entries']:,} @ {_budget(run['budget'])}",
+                    _METHOD_NAMES[name],
+                    _recall(figures),
+                    _pct(recall["summarized"], recall["needs"]) if recall["needs"] else "-",
+                    _span(figures["pointers"]),
+                    _share(count_only["share"]) if summary_lines else "-",
+                    f"{figures['refused']['calls']} of "
+                    f"{figures['calls'] + figures['refused']['calls']}",
+                    f"{compactions['not_reducing']} of {compactions['count']}"
+                    if compactions["count"]
+                    else "-",
+                    f"{_share(prefix['declared_share'])} / {_share(prefix['identical_share'])}",
+                    _share(prefix["reused_share"]),
+                    f"{_share(figures['tokens']['mean_use'])} / "
+                    f"{_share(figures['tokens']['max_use'])}",
+                ]
+            )
+    header = [
+        "run",
+        "method",
+        "fact recall",
+        "of which through a summary line",
+        "pointer specificity: entries per span, median / p95",
+        "count-only lines",
+        "model calls refused",
+        "compactions that did not reduce tokens",
+        "stable prefix: declared share / byte-identical at consecutive calls",
+        "prefix reusable from the previous call",
+        "tokens used against budget (mean / max)",
+    ]
+    return _table(header, rows)
+
+
+def _recall_by_kind(results: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for run in results["runs"]:
+        for name in METHODS:
+            by_kind = run["working_context"]["methods"][name]["fact_recall"]["by_kind"]
+            cells = []
+            for kind in FACT_KINDS:
+                tally = by_kind.get(kind)
+                cells.append(
+                    "-"
+                    if not tally
+                    else f"{_pct(tally['recalled'], tally['needs'])} (n={tally['needs']})"
+                )
+            rows.append([f"{run['entries']:,} @ {_budget(run['budget'])}", _METHOD_NAMES[name]])
+            rows[-1] += cells
+    return _table(["run", "method", *FACT_KINDS], rows)
+
+
+def _recall_goal(budget: int) -> float:
+    return 0.90 if budget <= 8192 else 0.98
+
+
+def _goals(results: Mapping[str, Any]) -> list[str]:
+    """Issue 12's goals against registre's figures: printed, never asserted."""
+    rows = []
+    for run in results["runs"]:
+        methods = run["working_context"]["methods"]
+        ours = methods["registre"]
+        share = ours["fact_recall"]["share"]
+        goal = _recall_goal(run["budget"])
+        best = max(
+            (methods[name]["fact_recall"]["share"] or 0.0 for name in METHODS[1:]), default=0.0
+        )
+        median = ours["pointers"]["span_p50"]
+        refused = ours["refused"]["pins_fit"]
+        growing = ours["compactions"]["not_reducing"]
+
+        def verdict(met: bool, detail: str) -> str:
+            return ("met" if met else "**missed**") + f" ({detail})"
+
+        rows.append(
+            [
+                f"{run['entries']:,} @ {_budget(run['budget'])}",
+                verdict(share is not None and share >= goal, f"{_share(share)}; goal ≥ {goal:.0%}"),
+                verdict(share is not None and share > best, f"best baseline {_share(best)}"),
+                verdict(median is not None and median <= 3, f"median {median}"),
+                verdict(refused == 0, f"{refused} refused"),
+                verdict(growing == 0, f"{growing} of {ours['compactions']['count']}"),
+            ]
+        )
+    header = [
+        "run",
+        "fact recall ≥ 90% at 8k, ≥ 98% at 32k and above",
+        "fact recall above every baseline",
+        "median span ≤ 3 entries",
+        "0 refused calls where pins fit",
+        "0 compactions that grew or kept the size",
+    ]
+    return _table(header, rows)
+
+
+def _better(theirs: float | None, ours: float | None) -> bool:
+    """Whether ``theirs`` beats ``ours`` at the precision the report prints (0.1 %)."""
+    return theirs is not None and ours is not None and round(theirs, 3) > round(ours, 3)
+
+
+def _losses(results: Mapping[str, Any]) -> list[str]:
+    """Where a baseline does better than registre, figure by figure."""
+    lines = []
+    for run in results["runs"]:
+        methods = run["working_context"]["methods"]
+        ours = methods["registre"]
+        where = f"{run['entries']:,} @ {_budget(run['budget'])}"
+        for name in METHODS[1:]:
+            theirs = methods[name]
+            label = _METHOD_NAMES[name]
+            mine = ours["fact_recall"]["share"]
+            other = theirs["fact_recall"]["share"]
+            if _better(other, mine):
+                lines.append(
+                    f"- {where}: {label} recalls more needed facts ({_share(other)} against "
+                    f"{_share(mine)})."
+                )
+            mine = ours["stable_prefix"]["reused_share"]
+            other = theirs["stable_prefix"]["reused_share"]
+            if _better(other, mine):
+                lines.append(
+                    f"- {where}: {label} leaves more of the previous call's prefix reusable "
+                    f"({_share(other)} against {_share(mine)})."
+                )
+        if ours["refused"]["calls"]:
+            lines.append(
+                f"- {where}: registre refused {ours['refused']['calls']} model calls; the "
+                "baselines send something at every call (cut silently)."
+            )
+        if ours["compactions"]["not_reducing"]:
+            lines.append(
+                f"- {where}: {ours['compactions']['not_reducing']} of registre's "
+                f"{ours['compactions']['count']} compactions did not reduce the context's tokens."
+            )
+    return lines or ["- nowhere in these runs."]
+
+
 def _refused(calls: Mapping[str, Any]) -> str:
     return f"{calls['refused']} of {calls['count'] + calls['refused']}"
 
@@ -333,6 +514,28 @@ investigation, and only compactions and model calls differ.
   1-7, the working context replayed).
 - **pymerkle**: the thread's own leaves in both trees, in memory; proofs at the same seeded
   indices; both roots checked against the signed head.
+- **fact recall**: the investigation plants facts (a segment's figure in a tool output, an
+  exception in a finding, a supervisor's instruction, a definition) and, before each model
+  call, names the facts the next step needs. A needed fact is recalled when its words appear
+  in a message of the context, or when a summary line whose pointers cover the fact's entry
+  quotes its keys (the segment and its figure, the definition's code and criterion). A call
+  registre refuses misses every fact it needed.
+- **pointer specificity**: entries per pointer span (`last - first + 1`) over the live
+  summary lines, at the quality samples; **count-only lines**: live summary lines without a
+  quote, a figure or a name (`registre.bench.quality.count_only`).
+- **stable prefix**: the prefix a method declares (registre: the manifest's pins and
+  summaries; the rolling summary: its summary message; truncation and masking declare none),
+  its share of the context's tokens, and the share of consecutive calls whose declared prefix
+  is byte-identical; *reusable* is the share of tokens in the longest run of leading messages
+  identical to the previous call's, what a provider's prompt cache could reuse, measured the
+  same way for every method.
+- **baselines**: *truncation* keeps the last `budget` tokens of the verbatim transcript;
+  *observation masking* replaces every tool output older than the 10 most recent turns by
+  `[output omitted]`, keeps everything else verbatim and then truncates from the start;
+  the *rolling summary*, past the policy's high-water mark, replaces everything older than
+  the policy's recent turns by one line made of the first sentence of each folded assistant
+  turn (oldest dropped first beyond the policy's summary share) and truncates the rest from
+  the start. All three are computed at every model call, incrementally.
 """
 
 
@@ -364,6 +567,26 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "## Context quality",
         "",
         *_quality(results),
+        "",
+        "## Working-context quality",
+        "",
+        "Registre beside three baselines built from the same ledger entries, with the same "
+        "token counter, at the same budget and the same model calls: silent truncation, "
+        "observation masking and a single rolling summary (see the method).",
+        "",
+        *working_context_table(results),
+        "",
+        "Fact recall by kind of fact:",
+        "",
+        *_recall_by_kind(results),
+        "",
+        "Goals (issue 12), printed next to registre's figures and never asserted:",
+        "",
+        *_goals(results),
+        "",
+        "Where registre loses to a baseline:",
+        "",
+        *_losses(results),
         "",
         "## Pins the truncation baseline loses",
         "",

@@ -9,7 +9,7 @@ and its verified inclusion proof), signs a checkpoint, exports the signed bundle
 (:func:`registre.ledger.exchange.export.export_thread`), verifies it offline with only the verifier
 key (:func:`registre.attest.verifier.verify_bundle`), and builds the thread's Merkle tree beside
 pymerkle (:mod:`registre.bench.merkle_side`). The results are plain JSON data (schema
-``registre-bench/1``, ``specs/bench.md``); :func:`write_outputs` writes ``results.json``,
+``registre-bench/2``, ``specs/bench.md``); :func:`write_outputs` writes ``results.json``,
 ``report.md`` and the plots.
 """
 
@@ -39,7 +39,7 @@ from registre.bench.measure import RunRecorder, sample_points
 from registre.bench.merkle_side import compare_trees
 from registre.bench.plots import write_plots
 from registre.bench.report import render_report
-from registre.bench.schema import check_results
+from registre.bench.schema import SCHEMA, check_results
 from registre.bench.summary import summarize_run
 from registre.ledger import Ledger, Thread, export_thread
 from registre.lifecycle.context import ExtractiveSummarizer, Summarizer, default_counter
@@ -57,7 +57,6 @@ __all__ = [
     "write_outputs",
 ]
 
-SCHEMA = "registre-bench/1"
 DEFAULT_SUMMARIZER = "registre.extractive"
 LOG_NAME = "bench.registre.example"
 
@@ -152,7 +151,7 @@ def results_document(
     database: str,
     seconds: float,
 ) -> dict[str, Any]:
-    """The ``registre-bench/1`` document holding ``runs`` (as :func:`run_investigation`
+    """The ``registre-bench/2`` document holding ``runs`` (as :func:`run_investigation`
     returns them), with the configuration and the machine they ran on."""
     return {
         "schema": SCHEMA,
@@ -233,6 +232,7 @@ def run_investigation(
         "storyline": asdict(investigation.stats),
         "pointers": _check_pointers(thread, recorder.pointers, config),
         "stale_at_end": sum(1 for c in thread.conclusions.list(stale=True) if c.status == "active"),
+        "facts": investigation.facts,
     }
     extra["bundle"] = _bundle(ledger, signer, thread, config, bundle)
     extra["merkle"] = compare_trees(thread, _leaf_batches(thread), seed=config.seed)

@@ -1,4 +1,4 @@
-"""The ``results.json`` schema, ``registre-bench/1`` (``specs/bench.md``), and its checker.
+"""The ``results.json`` schema, ``registre-bench/2`` (``specs/bench.md``), and its checker.
 
 :data:`RESULTS` describes the document as nested Python values: a dict lists required keys
 (every key must be present; others are refused, so a renamed field cannot slip through), a
@@ -14,11 +14,14 @@ from typing import Any, Final
 
 from registre.attest.errors import MalformedError
 
-__all__ = ["RESULTS", "MapOf", "ResultsSchemaError", "check_results"]
+__all__ = ["RESULTS", "SCHEMA", "MapOf", "ResultsSchemaError", "check_results"]
+
+SCHEMA: Final = "registre-bench/2"
+"""The schema's name; a change of fields is a new name."""
 
 
 class ResultsSchemaError(MalformedError):
-    """A results document that does not follow ``registre-bench/1``."""
+    """A results document that does not follow ``registre-bench/2``."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,33 @@ _LATENCY: Final = {
     "total_s": Number,
 }
 _PIN: Final = {"id": str, "kind": str, "text": str}
+_METHOD: Final = {
+    "calls": int,
+    "refused": {"calls": int, "pins_fit": int},
+    "fact_recall": {
+        "needs": int,
+        "recalled": int,
+        "verbatim": int,
+        "summarized": int,
+        "share": _NUM_OR_NULL,
+        "by_kind": MapOf({"needs": int, "recalled": int}),
+    },
+    "pointers": {
+        "samples": int,
+        "spans": int,
+        "span_p50": (int, None),
+        "span_p95": (int, None),
+        "span_max": (int, None),
+    },
+    "count_only": {"lines": int, "count_only": int, "share": _NUM_OR_NULL},
+    "compactions": {"count": int, "not_reducing": int},
+    "stable_prefix": {
+        "declared_share": _NUM_OR_NULL,
+        "identical_share": _NUM_OR_NULL,
+        "reused_share": _NUM_OR_NULL,
+    },
+    "tokens": {"mean_use": _NUM_OR_NULL, "max_use": _NUM_OR_NULL},
+}
 _RUN: Final = {
     "size": int,
     "budget": int,
@@ -126,6 +156,22 @@ _RUN: Final = {
         "stale_at_end": int,
     },
     "pointers": {"spans": int, "checked": int, "resolved": int},
+    "working_context": {
+        "facts": {
+            "planted": int,
+            "by_kind": MapOf(int),
+            "needs": int,
+            "calls_with_needs": int,
+            "age_p50": _NUM_OR_NULL,
+            "age_p95": _NUM_OR_NULL,
+        },
+        "methods": {
+            "registre": _METHOD,
+            "truncation": _METHOD,
+            "observation_masking": _METHOD,
+            "rolling_summary": _METHOD,
+        },
+    },
     "bundle": {
         "bytes": int,
         "entries": int,
@@ -173,9 +219,9 @@ is not installed)."""
 
 def check_results(data: Any) -> None:
     """Raise ResultsSchemaError unless ``data`` follows :data:`RESULTS` and names the
-    ``registre-bench/1`` schema."""
-    if not isinstance(data, dict) or data.get("schema") != "registre-bench/1":
-        raise ResultsSchemaError('results: expected an object with "schema": "registre-bench/1"')
+    :data:`SCHEMA` schema."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsSchemaError(f'results: expected an object with "schema": "{SCHEMA}"')
     _check(data, RESULTS, "results")
 
 
@@ -202,7 +248,7 @@ def _check_object(value: Any, spec: dict[str, Any], path: str) -> None:
     known = {key.rstrip("?") for key in spec}
     for key in value:
         if key not in known:
-            raise ResultsSchemaError(f"{path}.{key}: not a field of registre-bench/1")
+            raise ResultsSchemaError(f"{path}.{key}: not a field of {SCHEMA}")
     for key, item_spec in spec.items():
         name = key.rstrip("?")
         if name not in value:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from registre.attest.entry import Entry
+from registre.bench.facts import Fact
 from registre.ledger import BatchResult, LifecycleRefusedError, StepResult
 from registre.lifecycle import SourceRef
 from registre.lifecycle.context import (
@@ -95,13 +96,16 @@ class StepOutcome:
 @dataclass
 class Step:
     """One action: ``kind`` (one of :data:`STEP_KINDS`), the ``phase`` of the investigation
-    it belongs to, and how many entries it ``plans`` to write (compactions excluded)."""
+    it belongs to, and how many entries it ``plans`` to write (compactions excluded). A model
+    call step also says which planted facts (:mod:`registre.bench.facts`) the step after it
+    ``needs``: what the context sent must carry."""
 
     kind: str
     phase: str
     plans: int
     action: Callable[[Thread], StepOutcome] = field(repr=False)
     outcome: StepOutcome | None = None
+    needs: tuple[Fact, ...] = ()
 
     def run(self, thread: Thread) -> StepOutcome:
         """Do the action on ``thread`` once; the outcome is also kept in :attr:`outcome`.
@@ -178,10 +182,12 @@ def model_call_step(
     policy: Policy,
     counter: TokenCounter,
     summarizer: Summarizer,
+    needs: tuple[Fact, ...] = (),
 ) -> Step:
     """Compact as the policy says (``thread.compact``), then ``thread.model_call`` at the
     policy's budget without compacting again. A context that cannot fit, or a refused
-    summary, is an outcome (``refused``); the call is then not recorded."""
+    summary, is an outcome (``refused``); the call is then not recorded. ``needs``: the
+    facts the next step depends on (:attr:`Step.needs`)."""
 
     def action(thread: Thread) -> StepOutcome:
         start = time.perf_counter()
@@ -215,7 +221,7 @@ def model_call_step(
             call,
         )
 
-    return Step("model.call", phase, 1, action)
+    return Step("model.call", phase, 1, action, needs=needs)
 
 
 def _lifecycle(kind: str, phase: str, call: Callable[[Thread], BatchResult | StepResult]) -> Step:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
+from registre.bench.facts import FACT_KINDS, FactBook
 from registre.bench.measure import RunRecorder
 
 __all__ = ["HISTORY_BUCKETS", "MAX_SERIES", "RECENT_CALLS", "percentile", "summarize_run"]
@@ -169,11 +170,32 @@ def _context(recorder: RunRecorder, budget: int) -> dict[str, Any]:
     }
 
 
+def _working_context(recorder: RunRecorder, facts: FactBook) -> dict[str, Any]:
+    planted = Counter(fact.kind for fact in facts.facts)
+    ages = recorder.fact_ages
+    methods = recorder.working_context_methods()
+    return {
+        "facts": {
+            "planted": len(facts.facts),
+            "by_kind": {kind: planted[kind] for kind in FACT_KINDS},
+            "needs": len(ages),
+            "calls_with_needs": recorder.calls_with_needs,
+            "age_p50": percentile(ages, 50),
+            "age_p95": percentile(ages, 95),
+        },
+        "methods": {
+            name: tally.to_json(summary_lines=name in ("registre", "rolling_summary"))
+            for name, tally in methods.items()
+        },
+    }
+
+
 def summarize_run(
     recorder: RunRecorder, *, size: int, budget: int, origin: str, extra: dict[str, Any]
 ) -> dict[str, Any]:
     """The run's entry of ``results.json``: the recorder's measurements, plus ``extra`` (wall
-    time, storyline tallies, pointers, stale conclusions at the end, bundle, merkle)."""
+    time, storyline tallies, pointers, stale conclusions at the end, bundle, merkle, and the
+    investigation's planted ``facts``, a :class:`~registre.bench.facts.FactBook`)."""
     seconds = recorder.step_seconds
     ledger_seconds = sum(sum(values) for values in seconds.values()) + sum(
         recorder.compaction_seconds
@@ -235,6 +257,7 @@ def summarize_run(
             "stale_at_end": extra["stale_at_end"],
         },
         "pointers": extra["pointers"],
+        "working_context": _working_context(recorder, extra["facts"]),
         "bundle": extra["bundle"],
         "merkle": extra["merkle"],
     }

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from registre.attest.keys import Signer
+from registre.bench.facts import FACT_KINDS, Fact
 from registre.bench.generate import (
     InvestigationConfig,
     InvestigationStats,
@@ -22,6 +23,7 @@ from registre.bench.generate import (
 from registre.bench.textgen import MAX_OUTPUT_BYTES
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
+from registre.lifecycle.context import entry_text
 
 SIGNER = Signer.from_seed("bench.test", bytes(range(32)))
 
@@ -161,3 +163,37 @@ def test_read_passages_are_registered_with_their_sha256(
         passages = results[seq].split("\n\n")
         digests = {hashlib.sha256(p.encode()).hexdigest() for p in passages}
         assert reference.sha256 in digests
+
+
+def test_planted_facts_are_in_their_entries_and_needed_later(tmp_path: Path) -> None:
+    ledger = Ledger.open(str(tmp_path / "facts.db"), SIGNER)
+    thread = ledger.create_thread("investigation")
+    investigation, steps = investigation_steps(InvestigationConfig(800, 3, policy_for(8000)))
+    needs: list[tuple[int, Fact]] = []
+    for step in steps:
+        step.run(thread)
+        needs += [(thread.head().size, fact) for fact in step.needs]
+    facts = investigation.facts.facts
+    assert {fact.kind for fact in facts} == set(FACT_KINDS)
+    assert investigation.stats.facts == len(facts)
+    for fact in facts:
+        entry = thread.entry(fact.seq)
+        assert fact.text in entry_text(entry.kind, entry.body)
+        assert all(key in fact.text for key in fact.keys)
+    assert len(needs) == investigation.stats.fact_needs > len(facts)
+    assert all(fact.seq < position for position, fact in needs)  # needed after it was stated
+    assert {fact.kind for _position, fact in needs} == set(FACT_KINDS)
+    ages = sorted(position - fact.seq for position, fact in needs)
+    assert ages[-1] > 200  # some needs reach far back
+
+
+def test_facts_are_planted_alike_at_every_budget(tmp_path: Path) -> None:
+    def planted(budget: int) -> list[tuple[str, str]]:
+        ledger = Ledger.open(str(tmp_path / f"b{budget}.db"), SIGNER)
+        thread = ledger.create_thread("investigation")
+        investigation, steps = investigation_steps(InvestigationConfig(300, 2, policy_for(budget)))
+        for step in steps:
+            step.run(thread)
+        return [(fact.kind, fact.text) for fact in investigation.facts.facts]
+
+    assert planted(8000) == planted(128000)

@@ -1,5 +1,5 @@
 """Smoke of `registre bench` at a tiny size, so the harness never rots: it runs through the
-real ledger, writes a report naming every metric, results.json following registre-bench/1,
+real ledger, writes a report naming every metric, results.json following registre-bench/2,
 and three PNG plots. No timing is asserted."""
 
 from __future__ import annotations
@@ -10,19 +10,22 @@ from typing import Any
 
 import pytest
 
+from registre.bench.quality import METHODS
 from registre.bench.report import METRICS
 from registre.bench.run import parse_quantity, resolve_summarizer
-from registre.bench.schema import check_results
+from registre.bench.schema import SCHEMA, check_results
 from registre.cli import main
 from registre.ledger.ledger import Ledger
+from registre.lifecycle.context import ExtractiveSummarizer
 
 
 def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
     _out, results = smoke
     check_results(results)
-    assert results["schema"] == "registre-bench/1"
+    assert results["schema"] == SCHEMA == "registre-bench/2"
     assert results["config"]["sizes"] == [200] and results["config"]["budgets"] == [8000]
-    assert results["config"]["summarizer"] == {"name": "registre.extractive", "version": "1"}
+    default = ExtractiveSummarizer()
+    assert results["config"]["summarizer"] == {"name": default.name, "version": default.version}
 
 
 def test_report_names_every_metric(smoke: tuple[Path, dict[str, Any]]) -> None:
@@ -52,6 +55,34 @@ def test_the_run_checks_what_it_reports(smoke: tuple[Path, dict[str, Any]]) -> N
     assert pins["truncation_kept"] < pins["checks"]  # the baseline does lose pins at 8k
     assert run["context"]["max_use"] <= 1
     assert run["merkle"]["leaves"] == run["entries"]
+
+
+def test_every_method_is_measured_on_the_same_needs(smoke: tuple[Path, dict[str, Any]]) -> None:
+    (run,) = smoke[1]["runs"]
+    context = run["working_context"]
+    methods = context["methods"]
+    assert list(methods) == list(METHODS)
+    facts = context["facts"]
+    assert facts["planted"] == run["storyline"]["facts"] == sum(facts["by_kind"].values())
+    assert facts["needs"] == run["storyline"]["fact_needs"] > 0
+    calls = run["model_calls"]["count"] + run["model_calls"]["refused"]
+    for name, figures in methods.items():
+        recall = figures["fact_recall"]
+        assert recall["needs"] == facts["needs"], name  # refused calls miss their facts
+        assert recall["recalled"] == recall["verbatim"] + recall["summarized"] <= recall["needs"]
+        assert figures["calls"] + figures["refused"]["calls"] == calls, name
+        assert figures["tokens"]["max_use"] <= 1, name
+    assert methods["registre"]["compactions"]["count"] == run["compaction"]["count"]
+    assert methods["registre"]["refused"]["calls"] == run["model_calls"]["refused"]
+    for name in ("truncation", "observation_masking"):
+        assert methods[name]["count_only"]["share"] is None
+        assert methods[name]["stable_prefix"]["declared_share"] is None
+        assert methods[name]["refused"]["calls"] == methods[name]["compactions"]["count"] == 0
+    assert methods["rolling_summary"]["compactions"]["count"] > 0
+    assert methods["rolling_summary"]["pointers"]["span_p50"] is not None
+    report = (smoke[0] / "report.md").read_text(encoding="utf-8")
+    assert "## Working-context quality" in report
+    assert f"| {run['entries']:,} @ 8k | rolling summary |" in report
 
 
 def test_quantities_accept_suffixes_and_exponents() -> None:

@@ -1,4 +1,4 @@
-"""results.json follows registre-bench/1, and the checker refuses documents that do not."""
+"""results.json follows registre-bench/2, and the checker refuses documents that do not."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from registre.bench.quality import METHODS
 from registre.bench.schema import RESULTS, ResultsSchemaError, check_results
 
 
@@ -30,7 +31,18 @@ def test_a_real_run_follows_the_schema(smoke: tuple[Path, dict[str, Any]]) -> No
 @pytest.mark.parametrize(
     ("change", "path"),
     [
-        (lambda d: d.update(schema="registre-bench/2"), "results"),
+        (lambda d: d.update(schema="registre-bench/1"), "results"),
+        (lambda d: d["runs"][0].pop("working_context"), "working_context: missing"),
+        (
+            lambda d: d["runs"][0]["working_context"]["methods"].pop("rolling_summary"),
+            "methods.rolling_summary: missing",
+        ),
+        (
+            lambda d: d["runs"][0]["working_context"]["methods"]["registre"]["fact_recall"].update(
+                share="90%"
+            ),
+            "registre.fact_recall.share: expected",
+        ),
         (lambda d: d["runs"][0].pop("pins"), "results.runs[0].pins: missing"),
         (lambda d: d["runs"][0]["bundle"].update(verified="yes"), "bundle.verified: expected bool"),
         (lambda d: d["runs"][0]["context"].update(extra=1), "context.extra: not a field"),
@@ -76,5 +88,14 @@ def test_the_worked_example_of_the_spec_follows_the_schema() -> None:
     document = json.loads(example)
     check_results(document)
     (run,) = document["runs"]
-    assert run["pins"]["checks"] == 368 and run["pins"]["truncation_kept"] == 67
+    assert run["pins"]["checks"] == 376 and run["pins"]["truncation_kept"] == 66
     assert run["projection"]["naive_equal"] == run["projection"]["naive"]["count"] == 12
+    context = run["working_context"]
+    assert list(context["methods"]) == list(METHODS)
+    recalled = {name: m["fact_recall"]["recalled"] for name, m in context["methods"].items()}
+    assert context["facts"]["needs"] == 22 and recalled == {
+        "registre": 9,
+        "truncation": 13,
+        "observation_masking": 14,
+        "rolling_summary": 8,
+    }
