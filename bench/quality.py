@@ -8,9 +8,9 @@ none) and the summary lines it shows (text and pointer spans). A :class:`MethodT
 accumulates, call after call:
 
 * **fact recall** -- each fact the step needs (:mod:`registre.bench.facts`) is *recalled*
-  when its words appear in a message of the context (``verbatim``: its entry shown, a pin,
-  a summary quoting it whole), or else when a summary line whose pointers cover the fact's
-  entry quotes every key of the fact (``summarized``);
+  when a summary line whose pointers cover the fact's entry quotes it whole or quotes every
+  key of the fact (``summarized``), or else when its words appear in a message of the
+  context (``verbatim``: its entry shown, a pin);
 * **pointer specificity** -- at sampled calls, the entries each pointer span of a live
   summary line covers (``last - first + 1``);
 * **count-only lines** -- at sampled calls, the live summary lines whose text holds no
@@ -193,13 +193,14 @@ class MethodTally:
         if needs:
             text = "\x00".join(message.content for message in view.messages)
             for fact in needs:
-                if fact.text in text:
-                    self.verbatim += 1
-                    self._count(fact, recalled=True)
-                elif any(
-                    covers(spans, fact.seq) and fact.quoted_by(line) for line, spans in view.lines
+                if any(
+                    covers(spans, fact.seq) and (fact.text in line or fact.quoted_by(line))
+                    for line, spans in view.lines
                 ):
                     self.summarized += 1
+                    self._count(fact, recalled=True)
+                elif fact.text in text:
+                    self.verbatim += 1
                     self._count(fact, recalled=True)
                 else:
                     self._count(fact, recalled=False)
