@@ -16,17 +16,14 @@ checks (``Thread.compact``) like any other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from registre.lifecycle.context import CompactionPlan, FoldItem, Summary
 from registre.summarizers.prompt import (
     ITEM_CHARS,
-    PROMPT_VERSION,
     SYSTEM_PROMPT,
+    ClientSummarizer,
     UnusableReplyError,
-    read_reply,
-    user_prompt,
 )
 
 __all__ = ["MAX_TOKENS", "AnthropicClient", "AnthropicSummarizer"]
@@ -46,7 +43,7 @@ class AnthropicClient(Protocol):
     def messages(self) -> _Messages: ...
 
 
-class AnthropicSummarizer:
+class AnthropicSummarizer(ClientSummarizer):
     """Summaries by an Anthropic model, named ``anthropic:<model>``, version
     :data:`~.prompt.PROMPT_VERSION`.
 
@@ -55,6 +52,8 @@ class AnthropicSummarizer:
     keyword arguments; ``item_chars`` caps each item's text in the prompt; ``name`` replaces
     the recorded name.
     """
+
+    provider = "anthropic"
 
     def __init__(
         self,
@@ -67,46 +66,23 @@ class AnthropicSummarizer:
         item_chars: int = ITEM_CHARS,
         name: str | None = None,
     ) -> None:
-        if not model:
-            raise ValueError("a model name is needed")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        self._client = client
-        self._model = model
-        self._options: dict[str, Any] = dict(extra or {})
-        self._options["max_tokens"] = max_tokens
+        options: dict[str, Any] = dict(extra or {})
+        options["max_tokens"] = max_tokens
         if temperature is not None:
-            self._options["temperature"] = temperature
-        self._item_chars = item_chars
-        self._name = name or f"anthropic:{model}"
+            options["temperature"] = temperature
+        super().__init__(model, options, item_chars=item_chars, name=name)
+        self._client = client
 
-    @property
-    def name(self) -> str:
-        """``anthropic:<model>`` unless another name was given."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """The prompt's version."""
-        return PROMPT_VERSION
-
-    @property
-    def model(self) -> str:
-        """The model asked."""
-        return self._model
-
-    def summarize(self, entries: Sequence[FoldItem], plan: CompactionPlan) -> Summary:
-        """Ask the model for the summary of ``entries``; read its reply."""
-        if plan.folded is None:
-            return Summary(())
-        prompt = user_prompt(entries, plan, item_chars=self._item_chars)
+    def _ask(self, prompt: str) -> str | None:
         response = self._client.messages.create(
             model=self._model,
             system=SYSTEM_PROMPT,
             messages=[{"role": "user", "content": prompt}],
             **self._options,
         )
-        return read_reply(_reply_text(response))
+        return _reply_text(response)
 
 
 def _reply_text(response: Any) -> str | None:

@@ -15,17 +15,14 @@ checks (``Thread.compact``) like any other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from registre.lifecycle.context import CompactionPlan, FoldItem, Summary
 from registre.summarizers.prompt import (
     ITEM_CHARS,
-    PROMPT_VERSION,
     SYSTEM_PROMPT,
+    ClientSummarizer,
     UnusableReplyError,
-    read_reply,
-    user_prompt,
 )
 
 __all__ = ["OpenAIClient", "OpenAISummarizer"]
@@ -47,7 +44,7 @@ class OpenAIClient(Protocol):
     def chat(self) -> _Chat: ...
 
 
-class OpenAISummarizer:
+class OpenAISummarizer(ClientSummarizer):
     """Summaries by an OpenAI chat model, named ``openai:<model>``, version
     :data:`~.prompt.PROMPT_VERSION`.
 
@@ -56,6 +53,8 @@ class OpenAISummarizer:
     (``{"reasoning_effort": "low"}``, ``{"seed": 7}``); ``item_chars`` caps each item's text in
     the prompt; ``name`` replaces the recorded name (say which deployment it is).
     """
+
+    provider = "openai"
 
     def __init__(
         self,
@@ -68,38 +67,15 @@ class OpenAISummarizer:
         item_chars: int = ITEM_CHARS,
         name: str | None = None,
     ) -> None:
-        if not model:
-            raise ValueError("a model name is needed")
-        self._client = client
-        self._model = model
-        self._options: dict[str, Any] = dict(extra or {})
+        options: dict[str, Any] = dict(extra or {})
         if max_completion_tokens is not None:
-            self._options["max_completion_tokens"] = max_completion_tokens
+            options["max_completion_tokens"] = max_completion_tokens
         if temperature is not None:
-            self._options["temperature"] = temperature
-        self._item_chars = item_chars
-        self._name = name or f"openai:{model}"
+            options["temperature"] = temperature
+        super().__init__(model, options, item_chars=item_chars, name=name)
+        self._client = client
 
-    @property
-    def name(self) -> str:
-        """``openai:<model>`` unless another name was given."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """The prompt's version."""
-        return PROMPT_VERSION
-
-    @property
-    def model(self) -> str:
-        """The model asked."""
-        return self._model
-
-    def summarize(self, entries: Sequence[FoldItem], plan: CompactionPlan) -> Summary:
-        """Ask the model for the summary of ``entries``; read its reply."""
-        if plan.folded is None:
-            return Summary(())
-        prompt = user_prompt(entries, plan, item_chars=self._item_chars)
+    def _ask(self, prompt: str) -> str | None:
         response = self._client.chat.completions.create(
             model=self._model,
             messages=[
@@ -108,7 +84,7 @@ class OpenAISummarizer:
             ],
             **self._options,
         )
-        return read_reply(_reply_text(response))
+        return _reply_text(response)
 
 
 def _reply_text(response: Any) -> str | None:

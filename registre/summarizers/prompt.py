@@ -15,7 +15,7 @@ allowance, with nothing written.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from registre.lifecycle.context import (
     SUMMARY_LINE_KIND,
@@ -31,6 +31,7 @@ __all__ = [
     "ITEM_CHARS",
     "PROMPT_VERSION",
     "SYSTEM_PROMPT",
+    "ClientSummarizer",
     "UnusableReplyError",
     "read_reply",
     "render_item",
@@ -141,3 +142,50 @@ def read_reply(reply: str | None) -> Summary:
     if len(lines) >= 2 and lines[0].startswith("```") and lines[-1].strip() == "```":
         lines = lines[1:-1]
     return parse_reply("\n".join(lines))
+
+
+class ClientSummarizer:
+    """What the provider adapters share: a model name, the recorded name and version, the
+    request options, and one round trip per compaction. A subclass says how to ask
+    (:meth:`_ask`: the reply's text, or None when it has none)."""
+
+    provider: str = ""
+
+    def __init__(
+        self,
+        model: str,
+        options: Mapping[str, Any],
+        *,
+        item_chars: int = ITEM_CHARS,
+        name: str | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("a model name is needed")
+        self._model = model
+        self._options: dict[str, Any] = dict(options)
+        self._item_chars = item_chars
+        self._name = name or f"{self.provider}:{model}"
+
+    @property
+    def name(self) -> str:
+        """``<provider>:<model>`` unless another name was given."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """The prompt's version."""
+        return PROMPT_VERSION
+
+    @property
+    def model(self) -> str:
+        """The model asked."""
+        return self._model
+
+    def summarize(self, entries: Sequence[FoldItem], plan: CompactionPlan) -> Summary:
+        """Ask the model for the summary of ``entries``; read its reply."""
+        if plan.folded is None:
+            return Summary(())
+        return read_reply(self._ask(user_prompt(entries, plan, item_chars=self._item_chars)))
+
+    def _ask(self, prompt: str) -> str | None:
+        raise NotImplementedError
