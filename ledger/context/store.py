@@ -382,17 +382,12 @@ def rebuild_context(db: Database, thread: str | None = None) -> list[ContextRebu
     entries, one write transaction per thread under its lock. Raises UnknownThreadError;
     ContextHistoryError for a thread whose entries do not fold (its rows are left as they
     were)."""
-    with read_transaction(db.engine) as conn:
-        if thread is None:
-            ids = [
-                str(i)
-                for i in conn.execute(
-                    select(tables.thread.c.id).order_by(tables.thread.c.id)
-                ).scalars()
-            ]
-        else:
+    if thread is None:
+        ids = db.thread_ids()
+    else:
+        with read_transaction(db.engine) as conn:
             head_size(conn, thread)
-            ids = [thread]
+        ids = [thread]
     reports = []
     for thread_id in ids:
         with write_transaction(db.engine) as conn:

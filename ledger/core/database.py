@@ -79,6 +79,12 @@ class Database:
             rows = conn.execute(select(_public_key.c.vkey).order_by(_public_key.c.added))
             return [Verifier.from_vkey(str(vkey)) for vkey in rows.scalars()]
 
+    def thread_ids(self) -> list[str]:
+        """Every thread id, in order."""
+        with read_transaction(self.engine) as conn:
+            ids = conn.execute(select(tables.thread.c.id).order_by(tables.thread.c.id))
+            return [str(thread_id) for thread_id in ids.scalars()]
+
     def register_key(self, verifier: Verifier) -> None:
         """Record ``verifier`` among the stored keys (once; concurrent openers are fine)."""
         vkey = verifier.vkey()

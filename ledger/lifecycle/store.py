@@ -159,16 +159,7 @@ def rebuild(db: Database, thread: str | None = None) -> list[RebuildReport]:
     Raises UnknownThreadError; LifecycleHistoryError for a thread whose lifecycle history does
     not replay (that thread's tables are left as they were).
     """
-    if thread is None:
-        with read_transaction(db.engine) as conn:
-            ids = [
-                str(i)
-                for i in conn.execute(
-                    select(tables.thread.c.id).order_by(tables.thread.c.id)
-                ).scalars()
-            ]
-    else:
-        ids = [thread]
+    ids = db.thread_ids() if thread is None else [thread]
     reports = []
     for thread_id in ids:
         with write_transaction(db.engine) as conn:
