@@ -39,6 +39,7 @@ from registre.attest.errors import MalformedError
 from registre.attest.strict_json import MAX_SAFE_INTEGER
 from registre.lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
 from registre.lifecycle.codec import parse_body
+from registre.lifecycle.context.lifecycle_block import LIFECYCLE_BLOCK_VERSION
 from registre.lifecycle.context.model import SECTIONS
 from registre.lifecycle.context.policy import parse_policy
 from registre.lifecycle.context.provider import PROVIDER_SHAPES
@@ -234,6 +235,15 @@ def _integer(minimum: int) -> _Check:
 
 
 _SEQ = _integer(0)
+
+
+def _block_version(value: object, path: str) -> None:
+    if type(value) is not int or value != LIFECYCLE_BLOCK_VERSION:
+        raise BodySchemaError(
+            path,
+            f"expected {LIFECYCLE_BLOCK_VERSION} (the lifecycle block's version), got "
+            f"{json.dumps(value)}",
+        )
 
 
 def _boolean(value: object, path: str) -> None:
@@ -517,6 +527,7 @@ _SCHEMAS: dict[str, _Check] = {
         _Field("policy", _policy),
         _Field("token_counter", _name),
         _Field("shape", _one_of(*PROVIDER_SHAPES), required=False),
+        _Field("lifecycle_block", _block_version, required=False),
     ),
 }
 

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from registre.attest.canonical import canonical_bytes
 from registre.attest.errors import VerificationError
+from registre.lifecycle import LifecycleState
 from registre.lifecycle.context import (
     PROVIDER_SHAPES,
     ContextBudgetError,
@@ -46,7 +47,9 @@ __all__ = [
     "SHAPES",
     "ContextDigestMismatchError",
     "ModelCallOverBudgetError",
+    "claims_block",
     "projection_digest",
+    "rebuild_projection",
     "shape_digest",
     "shape_json",
     "verify_model_call",
@@ -88,16 +91,49 @@ def shape_digest(projection: Projection, shape: str = REGISTRE_SHAPE) -> str:
     return hashlib.sha256(canonical_bytes(shape_json(projection, shape))).hexdigest()
 
 
+def claims_block(body: Mapping[str, object]) -> bool:
+    """Whether a schema-valid ``model.call`` body says its projection carries the lifecycle
+    block (``"lifecycle_block": 1``; absent: no block, as in every call recorded before)."""
+    return "lifecycle_block" in body
+
+
+def rebuild_projection(
+    body: Mapping[str, object],
+    state: ContextState,
+    counter_registry: Mapping[str, TokenCounter],
+    lifecycle: LifecycleState | None = None,
+) -> Projection:
+    """The projection a schema-valid ``model.call`` body describes, from ``state`` (the
+    context fold of ``0..at_seq``) and, for a call claiming the lifecycle block, ``lifecycle``
+    (the lifecycle state after the same entries; ValueError when it is missing). Raises
+    UnknownTokenCounterError and ContextBudgetError."""
+    counter = resolve_counter(str(body["token_counter"]), counter_registry)
+    policy = parse_policy(body["policy"], "body.policy")
+    budget = body["budget_tokens"]
+    if type(budget) is not int:
+        raise ValueError("body.budget_tokens: validate the body (attest.bodies) first")
+    if not claims_block(body):
+        return project(state, budget, policy, counter)
+    if lifecycle is None:
+        raise ValueError(
+            "this model call carries the lifecycle block: give the lifecycle state at at_seq"
+        )
+    return project(state, budget, policy, counter, lifecycle)
+
+
 def verify_model_call(
     body: Mapping[str, object],
     state: ContextState,
     counter_registry: Mapping[str, TokenCounter],
+    lifecycle: LifecycleState | None = None,
 ) -> None:
     """Check a schema-valid ``model.call`` body against ``state``, the context fold of the
-    thread's entries ``0..at_seq`` (module docstring for the steps and errors).
+    thread's entries ``0..at_seq`` (module docstring for the steps and errors), and, when the
+    body records ``lifecycle_block``, ``lifecycle``, the lifecycle state after the same
+    entries, from which the block is rebuilt (``specs/context.md`` section 4.1).
 
-    Raises ValueError if ``state`` is not at ``body["at_seq"]`` (the caller's mistake, not the
-    ledger's).
+    Raises ValueError if ``state`` is not at ``body["at_seq"]``, or if the call claims the
+    block and no ``lifecycle`` is given (the caller's mistake, not the ledger's).
     """
     at_seq = body["at_seq"]
     if state.at != at_seq:
@@ -105,13 +141,9 @@ def verify_model_call(
     shape = body.get("shape", REGISTRE_SHAPE)
     if "shape" in body and shape not in PROVIDER_SHAPES:
         raise ValueError("body.shape: validate the body (attest.bodies) first")
-    counter = resolve_counter(str(body["token_counter"]), counter_registry)
-    policy = parse_policy(body["policy"], "body.policy")
     budget = body["budget_tokens"]
-    if type(budget) is not int:
-        raise ValueError("body.budget_tokens: validate the body (attest.bodies) first")
     try:
-        projection = project(state, budget, policy, counter)
+        projection = rebuild_projection(body, state, counter_registry, lifecycle)
     except ContextBudgetError as error:
         raise ModelCallOverBudgetError(
             f"model call at prefix {at_seq}: the context the ledger implies does not fit the "
@@ -122,6 +154,7 @@ def verify_model_call(
         raise ContextDigestMismatchError(
             f"model call at prefix {at_seq} records projection_sha256 "
             f"{body['projection_sha256']}, but the projection the ledger implies (budget "
-            f"{budget}, counter {counter.name}, shape {shape}) has digest {digest}: the "
+            f"{budget}, counter {projection.counter}, shape {shape}"
+            f"{', lifecycle block' if claims_block(body) else ''}) has digest {digest}: the "
             "context sent was not the one the ledger implies"
         )

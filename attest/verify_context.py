@@ -23,8 +23,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from registre.attest.projection import verify_model_call
+from registre.attest.projection import claims_block, verify_model_call
 from registre.attest.verify_semantics import Compaction, ModelCall, SemanticHooks
+from registre.lifecycle import KINDS as LIFECYCLE_KINDS
+from registre.lifecycle import LifecycleState, apply, parse_body
 from registre.lifecycle.context import (
     ContextEntry,
     ContextState,
@@ -60,9 +62,15 @@ class ContextReplay:
         validate_compaction(self._state, entry, self._texts, self._counters)
 
     def check_model_call(self, call: ModelCall) -> None:
-        """Require the model call's projection digest to reproduce from ``0..at_seq``."""
+        """Require the model call's projection digest to reproduce from ``0..at_seq`` (with
+        the lifecycle block, from the lifecycle state there too)."""
         self._fold_to(call.prefix, call.body["at_seq"])
-        verify_model_call(call.body, self._state, self._counters)
+        lifecycle = None
+        if claims_block(call.body):
+            lifecycle = call.lifecycle
+            if lifecycle is None:
+                lifecycle = _replay_lifecycle(call.prefix)
+        verify_model_call(call.body, self._state, self._counters, lifecycle)
 
     def _fold_to(self, leaves: Sequence[bytes], seq: int) -> None:
         """Fold entries up to ``seq`` (inclusive) from ``leaves``, already verified in step 3
@@ -74,6 +82,17 @@ class ContextReplay:
             kind, body = envelope["kind"], envelope["body"]
             self._state.apply(ContextEntry(position, kind, envelope["actor"], body))
             self._texts[position] = entry_text(kind, body)
+
+
+def _replay_lifecycle(leaves: Sequence[bytes]) -> LifecycleState:
+    """The lifecycle state after ``leaves`` (their events replayed in step 6.1 already, so
+    they apply): for a model call whose ``at_seq`` lies before later lifecycle entries."""
+    state = LifecycleState.empty()
+    for leaf in leaves:
+        envelope = json.loads(leaf)["entry"]
+        if envelope["kind"] in LIFECYCLE_KINDS:
+            state = apply(state, parse_body(envelope["kind"], envelope["body"]))
+    return state
 
 
 def context_hooks(counters: Iterable[TokenCounter] = ()) -> SemanticHooks:

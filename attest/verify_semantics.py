@@ -112,12 +112,15 @@ class ClaimCitesInactiveError(VerificationError):
 
 @dataclass(frozen=True)
 class ModelCall:
-    """What the model-call hook gets: the call's seq and body, and the leaves ``0..at_seq``
-    (verified bytes, in seq order)."""
+    """What the model-call hook gets: the call's seq and body, the leaves ``0..at_seq``
+    (verified bytes, in seq order) and the lifecycle state after them when the replay has it
+    (no lifecycle entry lies between ``at_seq`` and the call; else ``None``, and a hook that
+    needs it replays ``prefix``). Read it, do not keep it."""
 
     seq: int
     body: Mapping[str, Any]
     prefix: Sequence[bytes]
+    lifecycle: LifecycleState | None = None
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,7 @@ def check_semantics(
     result = SemanticsChecked()
     state = LifecycleState.empty()
     counts = {"lifecycle": 0, "pins": 0, "compactions": 0, "model calls": 0}
+    last_lifecycle = -1
     for record in records:
         progress.seq = record.seq
         body = record.body
@@ -189,7 +193,9 @@ def check_semantics(
             counts["model calls"] += 1
             _check_model_call(record)  # 6.6
             if full and hooks.model_call is not None:  # 6.7
-                hooks.model_call(ModelCall(record.seq, body, leaves[: body["at_seq"] + 1]))
+                at_seq = body["at_seq"]
+                lifecycle = state if last_lifecycle <= at_seq else None
+                hooks.model_call(ModelCall(record.seq, body, leaves[: at_seq + 1], lifecycle))
         else:
             counts["lifecycle"] += 1
             event = parse_body(record.kind, body)
@@ -198,6 +204,7 @@ def check_semantics(
                 _check_pin_source(record.seq, event.request)  # 6.2
             if full:  # 6.1
                 state = _replay(state, event, record.seq)
+                last_lifecycle = record.seq
             result.events.append((record.seq, event))
     progress.seq = None
     _describe(result, counts, full, hooks)

@@ -50,6 +50,7 @@ from registre.lifecycle import (
 )
 from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
+    LIFECYCLE_BLOCK_VERSION,
     ContextEntry,
     ContextState,
     ExtractiveSummarizer,
@@ -149,12 +150,16 @@ class Thread:
         assert body is not None, "no compaction is due"
         return self.append("context.compaction", body, actor=COMPACTION_ACTOR)
 
-    def model_call(self, context_policy: Policy = STORY_POLICY) -> Entry:
-        """Record a model call with the digest of the projection of everything so far."""
+    def model_call(
+        self, context_policy: Policy = STORY_POLICY, *, lifecycle_block: bool = False
+    ) -> Entry:
+        """Record a model call with the digest of the projection of everything so far (with
+        ``lifecycle_block``, ending with the lifecycle block of the state so far)."""
         assert self.context is not None
         budget = context_policy.budget_tokens
-        projection = project(self.context, budget, context_policy, default_counter())
-        body = {
+        lifecycle = self.state if lifecycle_block else None
+        projection = project(self.context, budget, context_policy, default_counter(), lifecycle)
+        body: dict[str, Any] = {
             "model": "test/model",
             "projection_sha256": projection_digest(projection),
             "at_seq": self.size - 1,
@@ -162,6 +167,8 @@ class Thread:
             "policy": context_policy.to_json(),
             "token_counter": DEFAULT_COUNTER_NAME,
         }
+        if lifecycle_block:
+            body["lifecycle_block"] = LIFECYCLE_BLOCK_VERSION
         return self.append("model.call", body)
 
     def append(self, kind: str, body: Mapping[str, Any], actor: str = "agent") -> Entry:

@@ -33,11 +33,19 @@ from typing import Any
 
 from registre.attest.entry import Entry
 from registre.attest.errors import RefusedError
-from registre.attest.projection import REGISTRE_SHAPE, SHAPES, shape_json, verify_model_call
+from registre.attest.projection import (
+    REGISTRE_SHAPE,
+    SHAPES,
+    claims_block,
+    rebuild_projection,
+    shape_json,
+    verify_model_call,
+)
 from registre.attest.proofs import verify_inclusion
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
     head_size,
+    lifecycle_at,
     record_compaction,
     record_model_call,
 )
@@ -56,9 +64,7 @@ from registre.lifecycle.context import (
     TokenCounter,
     counter_registry,
     default_counter,
-    parse_policy,
     project,
-    resolve_counter,
 )
 from registre.lifecycle.context.events import COMPACTION_ACTOR
 
@@ -118,13 +124,21 @@ class ContextThread(ThreadCore):
         budget: int | None = None,
         policy: Policy | None = None,
         counter: TokenCounter | None = None,
+        *,
+        lifecycle_block: bool = False,
     ) -> Projection:
-        """The projection of entries ``0..at`` (default: the head) for ``budget`` tokens.
-        Deterministic. Raises ContextBudgetError (PinsOverBudgetError,
-        ProjectionOverBudgetError: compact first) when it does not fit; EntryNotFoundError
-        for a bad ``at``."""
+        """The projection of entries ``0..at`` (default: the head) for ``budget`` tokens;
+        with ``lifecycle_block``, ending with the lifecycle block of the lifecycle state
+        after the same entries (replayed: O(lifecycle entries)). Deterministic. Raises
+        ContextBudgetError (PinsOverBudgetError, ProjectionOverBudgetError: compact first)
+        when it does not fit; EntryNotFoundError for a bad ``at``."""
         budget, policy = resolve_policy(budget, policy)
-        return project(self.context_state(at), budget, policy, counter or default_counter())
+        state = self.context_state(at)
+        lifecycle = None
+        if lifecycle_block:
+            with read_transaction(self._db.engine, snapshot=True) as conn:
+                lifecycle = lifecycle_at(conn, self.id, state.at).state
+        return project(state, budget, policy, counter or default_counter(), lifecycle)
 
     def compact(
         self,
@@ -167,6 +181,7 @@ class ContextThread(ThreadCore):
         summarizer: Summarizer | None = None,
         actor: str = MODEL_CALL_ACTOR,
         shape: str = REGISTRE_SHAPE,
+        lifecycle_block: bool = False,
     ) -> tuple[Projection, Entry]:
         """Record that ``model`` is sent the context at the head: compact first if the
         context is past the policy's high-water mark (``compact``), then project for
@@ -180,6 +195,11 @@ class ContextThread(ThreadCore):
         sends as returned by ``projection.as_openai_chat()``, ``as_openai_responses()`` or
         ``as_anthropic()``: ``client.chat.completions.create(model=...,
         **projection.as_openai_chat())``. Only that shape's bytes are covered.
+
+        ``lifecycle_block``: end the projection with the lifecycle block (the active evidence
+        ids with their statements, the stale conclusions, the open questions; at most a tenth
+        of ``budget``, shrinking rather than refusing; ``specs/context.md`` section 4.1) and
+        record ``"lifecycle_block": 1`` in the body, so verifiers rebuild it.
 
         Raises LifecycleFormatError (a MalformedError) for a shape not in
         ``registre.attest.projection.SHAPES``, before anything is written;
@@ -195,7 +215,15 @@ class ContextThread(ThreadCore):
         if compact:
             self.compact(policy=policy, summarizer=summarizer, counter=counter)
         return record_model_call(
-            self._db, self.id, model, budget, policy, counter, actor, shape=shape
+            self._db,
+            self.id,
+            model,
+            budget,
+            policy,
+            counter,
+            actor,
+            shape=shape,
+            lifecycle_block=lifecycle_block,
         )
 
     def replay_context(self, call_seq: int, counters: Iterable[TokenCounter] = ()) -> Projection:
@@ -227,11 +255,14 @@ class ContextThread(ThreadCore):
             )
         body: dict[str, Any] = dict(entry.body)
         registry = counter_registry(counters)
-        state = self.context_state(int(body["at_seq"]))
-        verify_model_call(body, state, registry)
-        counter = resolve_counter(str(body["token_counter"]), registry)
-        policy = parse_policy(body["policy"], "body.policy")
-        projection = project(state, int(body["budget_tokens"]), policy, counter)
+        at_seq = int(body["at_seq"])
+        state = self.context_state(at_seq)
+        lifecycle = None
+        if claims_block(body):
+            with read_transaction(self._db.engine, snapshot=True) as conn:
+                lifecycle = lifecycle_at(conn, self.id, at_seq).state
+        verify_model_call(body, state, registry, lifecycle)
+        projection = rebuild_projection(body, state, registry, lifecycle)
         return projection, str(body.get("shape", REGISTRE_SHAPE))
 
     def expand(self, seq: int, size: int | None = None) -> tuple[Entry, ThreadInclusionProof]:

@@ -34,7 +34,12 @@ from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, RefusedError, VerificationError
 from registre.attest.keys import Signer
-from registre.attest.projection import REGISTRE_SHAPE, shape_digest, verify_model_call
+from registre.attest.projection import (
+    REGISTRE_SHAPE,
+    claims_block,
+    shape_digest,
+    verify_model_call,
+)
 from registre.ledger.core.append import AppendItem, append_entries, batch_has_kind, read_head
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
@@ -48,8 +53,10 @@ from registre.ledger.store.context_snapshots import (
     snapshot_row,
 )
 from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.lifecycle_fold import ThreadFold, catch_up
 from registre.ledger.store.schema import tables
 from registre.lifecycle.context import (
+    LIFECYCLE_BLOCK_VERSION,
     ContextEntry,
     ContextState,
     Policy,
@@ -77,6 +84,7 @@ __all__ = [
     "connection_reader",
     "engine_reader",
     "head_size",
+    "lifecycle_at",
     "rebuild_context",
     "record_compaction",
     "record_model_call",
@@ -246,7 +254,10 @@ def commit_context_items(
                 validate_compaction(state, entry, texts, counters)
             elif kind == "model.call":
                 at = _model_call_state(conn, thread, state, batch, body["at_seq"], entry.seq)
-                verify_model_call(body, at, counters)
+                lifecycle = None
+                if claims_block(body):
+                    lifecycle = lifecycle_at(conn, thread, body["at_seq"]).state
+                verify_model_call(body, at, counters, lifecycle)
             fold_on(state, (entry,), thread)
         except ContextEntryRefusedError:
             raise
@@ -276,6 +287,15 @@ def _refusal(where: str, exc: Exception, seq: int) -> ContextEntryRefusedError:
 
 def _texts(batch: Sequence[ContextEntry]) -> dict[int, str]:
     return {entry.seq: entry_text(entry.kind, entry.body) for entry in batch}
+
+
+def lifecycle_at(conn: Connection, thread: str, at: int) -> ThreadFold:
+    """The lifecycle fold of entries ``0..at``, replayed (O(lifecycle entries)): for a model
+    call carrying the lifecycle block whose state no cached fold holds.
+    LifecycleHistoryError if the stored history does not replay."""
+    fold = ThreadFold(thread)
+    catch_up(conn, fold, at + 1)
+    return fold
 
 
 def _model_call_state(
@@ -349,20 +369,26 @@ def record_model_call(
     counter: TokenCounter,
     actor: str = MODEL_CALL_ACTOR,
     shape: str = REGISTRE_SHAPE,
+    *,
+    lifecycle_block: bool = False,
 ) -> tuple[Projection, Entry]:
     """Under the write lock, project the context at the head and append the ``model.call``
     recording the digest of the projection in ``shape`` (``registre``: the projection itself,
     no ``shape`` field; a provider shape: its request data, ``"shape"`` recorded) with
-    ``at_seq`` = the call's seq - 1. Raises, with nothing written: NoSignerError,
-    UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first), BodySchemaError
-    (a bad model name), ValueError (a shape not in ``registre.attest.projection.SHAPES``)."""
+    ``at_seq`` = the call's seq - 1. With ``lifecycle_block``, the projection ends with the
+    lifecycle block built from the thread's lifecycle state at the head (the writer's cached
+    fold) and the body records ``"lifecycle_block": 1``. Raises, with nothing written:
+    NoSignerError, UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first),
+    BodySchemaError (a bad model name), ValueError (a shape not in
+    ``registre.attest.projection.SHAPES``)."""
     signer = db.require_signer()
-    with write_transaction(db.engine) as conn:
+    with db.lifecycle.using(thread) as slot, write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)
         if frontier.size == 0:
             raise EmptyThreadError(f"thread {thread} has no entries: there is no context to send")
         state = fold_context(conn, thread, frontier.size - 1)
-        projection = project(state, budget, policy, counter)
+        lifecycle = slot.current(conn, frontier.size).state if lifecycle_block else None
+        projection = project(state, budget, policy, counter, lifecycle)
         body: dict[str, Any] = {
             "model": model,
             "projection_sha256": shape_digest(projection, shape),
@@ -373,6 +399,8 @@ def record_model_call(
         }
         if shape != REGISTRE_SHAPE:
             body["shape"] = shape
+        if lifecycle_block:
+            body["lifecycle_block"] = LIFECYCLE_BLOCK_VERSION
         entry = append_entries(conn, signer, thread, [("model.call", body, actor)])[0]
     return projection, entry
 

@@ -9,7 +9,10 @@ checks, in this order, naming the first bad seq:
      the fold can apply it (:class:`CompactionInvalidError`, the rule's error chained);
 10.2 every ``model.call`` names an earlier ``at_seq`` and its ``projection_sha256`` is the
      digest of the projection the entries ``0..at_seq`` give with the recorded budget,
-     policy and counter (:func:`registre.attest.projection.verify_model_call`;
+     policy and counter, and, for a call recording ``lifecycle_block``, the lifecycle state
+     after ``0..at_seq`` (the replay of step 9 when no lifecycle entry lies after
+     ``at_seq``, else replayed again to ``at_seq``)
+     (:func:`registre.attest.projection.verify_model_call`;
      :class:`ModelCallDigestError`, the cause chained) -- a digest signed with the operator
      key but forged is found here;
 10.3 the ``context_snapshot`` row of every compaction is exactly the stored form of the
@@ -34,8 +37,8 @@ from sqlalchemy import Connection
 
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, VerificationError
-from registre.attest.projection import verify_model_call
-from registre.ledger.context.store import LeafTexts, connection_reader
+from registre.attest.projection import claims_block, verify_model_call
+from registre.ledger.context.store import LeafTexts, connection_reader, lifecycle_at
 from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
@@ -46,6 +49,7 @@ from registre.ledger.store.context_snapshots import (
     stored_snapshot,
     stored_snapshots,
 )
+from registre.ledger.store.lifecycle_fold import ThreadFold
 from registre.ledger.verify.errors import (
     CompactionInvalidError,
     ContextSnapshotMismatchError,
@@ -79,8 +83,10 @@ class ContextCheck:
         self._idle = 0
         self._compactions: list[int] = []
 
-    def check(self, entry: Entry) -> None:
-        """Check ``entry`` (the next one of the thread) and fold it if the fold is kept."""
+    def check(self, entry: Entry, lifecycle: ThreadFold | None = None) -> None:
+        """Check ``entry`` (the next one of the thread) and fold it if the fold is kept.
+        ``lifecycle``: the lifecycle replay of the entries before ``entry`` (step 9), for a
+        model call carrying the lifecycle block (replayed here when not given)."""
         kind = entry.kind
         if kind not in ("context.compaction", "model.call"):
             if self._state is not None:
@@ -93,7 +99,7 @@ class ContextCheck:
         if kind == "context.compaction":
             self._check_compaction(state, entry)
         else:
-            self._check_model_call(state, entry)
+            self._check_model_call(state, entry, lifecycle)
         self._apply(state, entry)
         if kind == "context.compaction":
             self._check_snapshot(state, entry.seq)
@@ -120,7 +126,9 @@ class ContextCheck:
         except (VerificationError, MalformedError) as exc:
             raise CompactionInvalidError(self._thread, entry.seq, str(exc)) from exc
 
-    def _check_model_call(self, state: ContextState, entry: Entry) -> None:
+    def _check_model_call(
+        self, state: ContextState, entry: Entry, lifecycle: ThreadFold | None
+    ) -> None:
         at_seq = entry.body["at_seq"]
         if at_seq >= entry.seq:
             raise ModelCallDigestError(
@@ -130,7 +138,12 @@ class ContextCheck:
             )
         at = state if at_seq == state.at else self._fold_to(at_seq)
         try:
-            verify_model_call(entry.body, at, self._counters)
+            block_state = None
+            if claims_block(entry.body):
+                if lifecycle is None or lifecycle.size > at_seq + 1:
+                    lifecycle = lifecycle_at(self._conn, self._thread, at_seq)
+                block_state = lifecycle.state
+            verify_model_call(entry.body, at, self._counters, block_state)
         except (VerificationError, MalformedError) as exc:
             raise ModelCallDigestError(self._thread, entry.seq, str(exc)) from exc
 

@@ -184,7 +184,7 @@ def _verify_thread(
         for row in rows:
             entry = _check_row(row, tree, keys, thread, origin, size, completed)
             _fold_entry(fold, entry)
-            context.check(entry)  # 10. working context
+            context.check(entry, fold)  # 10. working context
         # 6. stored subtrees completed by this batch
         _check_subtrees(conn, thread, first, tree.size, completed)
     # 7. head

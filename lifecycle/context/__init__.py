@@ -54,6 +54,14 @@ from registre.lifecycle.context.events import (
     validate_compaction,
 )
 from registre.lifecycle.context.fold import ContextState
+from registre.lifecycle.context.lifecycle_block import (
+    BLOCK_SHARE_PERMILLE,
+    LIFECYCLE_BLOCK_VERSION,
+    LifecycleBlock,
+    LifecycleView,
+    lifecycle_block,
+    lifecycle_view,
+)
 from registre.lifecycle.context.lineage import quoted_spans
 from registre.lifecycle.context.model import SECTIONS, ContextEntry, Message, Summary, SummaryLine
 from registre.lifecycle.context.policy import Policy, parse_policy
@@ -98,8 +106,10 @@ from registre.lifecycle.context.tokens import (
 )
 
 __all__ = [
+    "BLOCK_SHARE_PERMILLE",
     "BPE_ENCODINGS",
     "DEFAULT_COUNTER_NAME",
+    "LIFECYCLE_BLOCK_VERSION",
     "MIN_SUMMARY_TOKENS",
     "PROVIDER_SHAPES",
     "SECTIONS",
@@ -130,6 +140,8 @@ __all__ = [
     "ExtractiveSummarizer",
     "FoldItem",
     "InventedQuoteError",
+    "LifecycleBlock",
+    "LifecycleView",
     "Manifest",
     "ManifestRun",
     "Message",
@@ -159,6 +171,8 @@ __all__ = [
     "counter_registry",
     "default_counter",
     "entry_text",
+    "lifecycle_block",
+    "lifecycle_view",
     "openai_chat",
     "openai_responses",
     "parse_compaction",

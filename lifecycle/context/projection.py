@@ -5,7 +5,11 @@
 
 1. the header: the pins live at the last compaction, task parameters first;
 2. the live summaries, oldest range first, one message each;
-3. the verbatim tail, one message per shown entry (stubs in place of stubbed results).
+3. the verbatim tail, one message per shown entry (stubs in place of stubbed results);
+4. given the lifecycle state at ``at`` (``lifecycle=``), the lifecycle block: the active
+   evidence ids with their statements, the stale conclusions and the open questions, as one
+   last message, budgeted so it never makes the projection refuse
+   (:mod:`registre.lifecycle.context.lifecycle_block`).
 
 Parts 1 and 2 are the *stable prefix*: they change only when a compaction is applied, so a
 provider's prompt cache stays valid between compactions. The manifest gives every entry
@@ -26,10 +30,17 @@ from typing import Any, Final
 
 from registre.lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
 from registre.lifecycle.context.fold import ContextState
+from registre.lifecycle.context.lifecycle_block import (
+    LifecycleBlock,
+    block_allowance,
+    lifecycle_block,
+    lifecycle_view,
+)
 from registre.lifecycle.context.model import Message
 from registre.lifecycle.context.policy import Policy
 from registre.lifecycle.context.render import message_tokens, pin_message
 from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.state import LifecycleState
 
 __all__ = [
     "PROJECTION_FORMAT",
@@ -110,7 +121,8 @@ class Manifest:
 @dataclass(frozen=True, slots=True)
 class Projection:
     """What ``project`` returns: the messages in order (with their token counts) and the
-    manifest, with the parameters that produced them."""
+    manifest, with the parameters that produced them. ``block`` is the lifecycle block when
+    the projection was asked for one (its form may be ``none``), else ``None``."""
 
     at: int
     budget: int
@@ -119,6 +131,7 @@ class Projection:
     messages: tuple[Message, ...]
     message_tokens: tuple[int, ...]
     manifest: Manifest
+    block: LifecycleBlock | None = None
 
     @property
     def tokens(self) -> int:
@@ -132,8 +145,9 @@ class Projection:
 
     def to_json(self) -> dict[str, object]:
         """Plain JSON data, ready for RFC 8785: the projection digest is SHA-256 over its
-        canonical bytes (``specs/context.md`` section 8)."""
-        return {
+        canonical bytes (``specs/context.md`` section 8). ``"lifecycle_block"`` is there
+        only for a projection with the block."""
+        data: dict[str, object] = {
             "format": PROJECTION_FORMAT,
             "at": self.at,
             "budget_tokens": self.budget,
@@ -142,6 +156,10 @@ class Projection:
             "messages": [message.to_json() for message in self.messages],
             "manifest": self.manifest.to_json(),
         }
+        if self.block is not None:
+            shown = None if self.block.message is None else len(self.messages) - 1
+            data["lifecycle_block"] = self.block.to_json(shown)
+        return data
 
     def as_openai_chat(self) -> dict[str, Any]:
         """``{"messages": [...]}`` for OpenAI Chat Completions
@@ -165,12 +183,23 @@ class Projection:
         return anthropic_messages(self.messages)
 
 
-def project(state: ContextState, budget: int, policy: Policy, counter: TokenCounter) -> Projection:
+def project(
+    state: ContextState,
+    budget: int,
+    policy: Policy,
+    counter: TokenCounter,
+    lifecycle: LifecycleState | None = None,
+) -> Projection:
     """The projection of ``state`` for a model with ``budget`` tokens (module docstring).
+
+    ``lifecycle``, the lifecycle state after the same entries ``0..at``, adds the lifecycle
+    block as the last message, in the largest form that fits
+    min(⌊budget/10⌋, what the other messages leave); it never causes a refusal.
 
     Deterministic: equal states (the fold of equal entries) and equal arguments give equal
     projections. Raises PinsOverBudgetError or ProjectionOverBudgetError (both
-    ContextBudgetError, with ``over_by``) when the context exceeds ``budget``.
+    ContextBudgetError, with ``over_by``) when the context, without the block, exceeds
+    ``budget``.
     """
     if budget < 1:
         raise ValueError(f"budget must be at least 1 token, got {budget}")
@@ -193,9 +222,17 @@ def project(state: ContextState, budget: int, policy: Policy, counter: TokenCoun
     total = sum(tokens)
     if total > budget:
         _refuse(state, budget, total, counter)
+    block = None
+    if lifecycle is not None:
+        allowance = block_allowance(budget, total)
+        block = lifecycle_block(lifecycle_view(lifecycle), state.at, allowance, counter)
+        if block.message is not None:
+            messages.append(block.message)
+            tokens.append(block.tokens)
+            total += block.tokens
     manifest = Manifest(_runs(state), prefix_messages, prefix_tokens, total)
     return Projection(
-        state.at, budget, counter.name, policy, tuple(messages), tuple(tokens), manifest
+        state.at, budget, counter.name, policy, tuple(messages), tuple(tokens), manifest, block
     )
 
 

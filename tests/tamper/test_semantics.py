@@ -12,7 +12,7 @@ import hashlib
 from typing import Any
 
 from registre.attest.bodies import BodySchemaError
-from registre.attest.projection import ContextDigestMismatchError
+from registre.attest.projection import ContextDigestMismatchError, projection_digest
 from registre.attest.verify_semantics import (
     ClaimCitesInactiveError,
     CompactionFoldsFutureError,
@@ -35,8 +35,9 @@ from registre.lifecycle import (
     UpsertRequest,
     event_to_body,
     pin_set_sha256,
+    step,
 )
-from registre.lifecycle.context import CompactionTokensError
+from registre.lifecycle.context import CompactionTokensError, Policy, default_counter, project
 from registre.lifecycle.context.events import COMPACTION_ACTOR
 from tests.bundles import Thread, build_thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
@@ -171,6 +172,53 @@ def test_model_call_digest_not_reproducing_fail() -> None:
     body = genuine_model_call()
     body["projection_sha256"] = hashlib.sha256(b"another context").hexdigest()
     fails(with_model_call(body), ContextDigestMismatchError, step=6, seq=8)
+
+
+WIDE_CALL = Policy(budget_tokens=2000)
+"""A model call budget with room for the story's lifecycle block."""
+
+
+def block_call(*, forge: str | None = None) -> bytes:
+    """The story, its compaction (7) and a model call carrying the lifecycle block (8),
+    genuine or forged (``forge``: ``"plain"``, the block claimed with the digest of the
+    context without it; ``"drop"``, the claim dropped from a call whose digest has the block;
+    ``"other"``, the digest of the block of a lifecycle state the replay does not give)."""
+    thread = story_prefix()
+    thread.compact()
+    assert thread.context is not None
+    budget, counter = WIDE_CALL.budget_tokens, default_counter()
+    lifecycle = thread.state
+    if forge == "other":  # as if ev-2 had been retracted
+        lifecycle = step(thread.state.copy(), EvidenceReviseRequest("ev-2", None))[1]
+    projection = project(
+        thread.context, budget, WIDE_CALL, counter, None if forge == "plain" else lifecycle
+    )
+    assert projection.block is None or projection.block.statements >= 1
+    body: dict[str, Any] = {
+        "model": "test/model",
+        "projection_sha256": projection_digest(projection),
+        "at_seq": thread.size - 1,
+        "budget_tokens": budget,
+        "policy": WIDE_CALL.to_json(),
+        "token_counter": counter.name,
+    }
+    if forge != "drop":
+        body["lifecycle_block"] = 1
+    thread.append("model.call", body)
+    thread.turn("after")
+    return thread.full_bundle()
+
+
+def test_model_call_with_the_lifecycle_block_passes() -> None:
+    passes(block_call())
+
+
+def test_model_call_claiming_the_lifecycle_block_with_a_forged_digest_fail() -> None:
+    """A call that says its context showed the lifecycle block, with the digest of a context
+    without it, or of a block the lifecycle replay does not give; or a call whose context had
+    the block, with the claim dropped."""
+    for forge in ("plain", "drop", "other"):
+        fails(block_call(forge=forge), ContextDigestMismatchError, step=6, seq=8)
 
 
 def test_model_call_from_the_future_fail() -> None:

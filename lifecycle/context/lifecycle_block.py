@@ -1,0 +1,269 @@
+"""The lifecycle block: what the agent must cite, in view (``specs/context.md`` section 4.1).
+
+A projection built with the lifecycle state at ``at`` (a ``model.call`` recording
+``"lifecycle_block": 1``) ends with one ``system`` message listing the live lifecycle state:
+the active evidence ids with their statements, the conclusions left stale by evidence changes
+and the open questions pinned. It is the *last* message, after the verbatim tail, so the stable
+prefix (header and live summaries) never changes when evidence does.
+
+The block is budgeted: it takes at most :data:`BLOCK_SHARE_PERMILLE` per mille of the call's
+budget, and never more than what the rest of the context leaves. When it does not fit it
+shrinks -- fewer statements (most cited, then most recent, first; the others listed by id),
+then the id list alone, then a count line, then nothing -- so it never makes a call refuse.
+
+Pure and deterministic: a function of the lifecycle state, ``at``, the allowance and the
+counter. Cost: O(active evidence) to order, then the lines that fit counted one by one and
+the block counted whole (again only if the line-by-line estimate was over).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from registre.lifecycle.context.model import Message
+from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
+from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.model import ACTIVE
+from registre.lifecycle.state import LifecycleState
+
+__all__ = [
+    "BLOCK_FORMS",
+    "BLOCK_SHARE_PERMILLE",
+    "LIFECYCLE_BLOCK_VERSION",
+    "LISTED_IDS",
+    "STATEMENT_CHARS",
+    "LifecycleBlock",
+    "LifecycleView",
+    "block_allowance",
+    "lifecycle_block",
+    "lifecycle_view",
+]
+
+LIFECYCLE_BLOCK_VERSION: Final = 1
+"""The rendering rules of this module; a ``model.call`` records it as ``lifecycle_block``."""
+
+BLOCK_SHARE_PERMILLE: Final = 100
+"""The block takes at most ⌊budget·100/1000⌋ tokens (a tenth of the call's budget)."""
+
+STATEMENT_CHARS: Final = 200
+"""A statement longer than this (in code points, whitespace collapsed) is cut, ending in ``…``."""
+
+LISTED_IDS: Final = 16
+"""At most this many ids are listed on one line; the rest are counted."""
+
+BLOCK_FORMS: Final = ("statements", "ids", "count", "none")
+"""The forms of the block, largest first: statements (with the other ids listed), the id
+list, a count line, no message."""
+
+_POINTER: Final = "registre evidence list"
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleView:
+    """What the block shows, in its order. ``active``: ``(id, statement, citers)`` of every
+    active evidence entry, most cited (by active conclusions) first, then most recent (highest
+    id) first; ``stale``: ``(id, kind)`` of the active stale conclusions in id order;
+    ``questions``: the ids of the live ``open_question`` pins in pin order."""
+
+    active: tuple[tuple[str, str, int], ...]
+    stale: tuple[tuple[str, str], ...]
+    questions: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to show: no block message."""
+        return not (self.active or self.stale or self.questions)
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleBlock:
+    """The block as laid out: its ``form`` (:data:`BLOCK_FORMS`), the message (``None`` for
+    ``none``), its tokens and the number of statements shown."""
+
+    form: str
+    message: Message | None
+    tokens: int
+    statements: int
+
+    def to_json(self, message_index: int | None) -> dict[str, object]:
+        """``{"version", "form", "statements", "tokens"}`` plus ``"message"`` when shown."""
+        data: dict[str, object] = {
+            "version": LIFECYCLE_BLOCK_VERSION,
+            "form": self.form,
+            "statements": self.statements,
+            "tokens": self.tokens,
+        }
+        if message_index is not None:
+            data["message"] = message_index
+        return data
+
+
+_NONE: Final = LifecycleBlock("none", None, 0, 0)
+
+
+def lifecycle_view(lifecycle: LifecycleState) -> LifecycleView:
+    """The block's content at ``lifecycle``, ordered (see :class:`LifecycleView`)."""
+    tables = lifecycle.tables()
+    citers = tables.citers
+    # The table is in id order (ids grow): newest first, then a stable sort by citers.
+    active = [
+        (entry.id, entry.text, len(citers.get(entry.id, ())))
+        for entry in reversed(tables.evidence.values())
+        if entry.status == ACTIVE
+    ]
+    active.sort(key=lambda item: -item[2])
+    stale = tuple(
+        (item.id, item.kind)
+        for item in tables.conclusions.values()
+        if item.status == ACTIVE and item.stale
+    )
+    questions = tuple(
+        pin_id for pin_id in tables.live_pins if tables.pins[pin_id].kind == "open_question"
+    )
+    return LifecycleView(tuple(active), stale, questions)
+
+
+def block_allowance(budget: int, rest_tokens: int) -> int:
+    """Tokens the block may take: ⌊budget·:data:`BLOCK_SHARE_PERMILLE`/1000⌋, and no more
+    than the budget left by the other messages."""
+    return min(budget * BLOCK_SHARE_PERMILLE // 1000, budget - rest_tokens)
+
+
+def statement_text(text: str) -> str:
+    """A statement as the block shows it: whitespace collapsed to single spaces, then cut to
+    :data:`STATEMENT_CHARS` code points (at the last space when that keeps at least half)
+    with ``…`` appended."""
+    flat = " ".join(text.split())
+    if len(flat) <= STATEMENT_CHARS:
+        return flat
+    cut = flat[:STATEMENT_CHARS]
+    space = cut.rfind(" ")
+    if space >= STATEMENT_CHARS // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def _ids(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:LISTED_IDS])
+    if len(ids) > LISTED_IDS:
+        shown += f", … ({len(ids) - LISTED_IDS} more)"
+    return shown
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _lines(view: LifecycleView, at: int, shown: int) -> tuple[list[str], list[str], list[str]]:
+    """The block's lines with the first ``shown`` statements (``shown`` = 0: the id list), as
+    (the lines before the statements, the statement lines, the lines after them)."""
+    head = [f"[lifecycle at entry {at}] a conclusion may cite only the active evidence below"]
+    statements: list[str] = []
+    after: list[str] = []
+    active = view.active
+    if not active:
+        head.append("active evidence: none")
+    elif shown == 0:
+        ids = [item[0] for item in active]
+        head.append(f"active evidence ({len(active)}): {_ids(ids)} ({_POINTER})")
+    else:
+        head.append(f"active evidence ({len(active)}, most cited and most recent first):")
+        statements = [_statement_line(item) for item in active[:shown]]
+        if shown < len(active):
+            after.append(_rest_line(active, shown))
+    if view.stale:
+        stale = [f"{cc} {kind}" for cc, kind in view.stale]
+        after.append(f"stale conclusions (evidence they rely on changed): {_ids(stale)}")
+    if view.questions:
+        after.append(f"open questions (pinned): {_ids(list(view.questions))}")
+    return head, statements, after
+
+
+def _statement_line(item: tuple[str, str, int]) -> str:
+    evidence_id, text, citers = item
+    cited = f" (cited by {citers})" if citers else ""
+    return f"- {evidence_id}{cited}: {statement_text(text)}"
+
+
+def _rest_line(active: Sequence[tuple[str, str, int]], shown: int) -> str:
+    """``and M more active: IDS (registre evidence list)`` for the entries after ``shown``."""
+    more = len(active) - shown
+    ids = [item[0] for item in active[shown : shown + LISTED_IDS + 1]]
+    listed = ", ".join(ids[:LISTED_IDS])
+    if more > LISTED_IDS:
+        listed += f", … ({more - LISTED_IDS} more)"
+    return f"and {more} more active: {listed} ({_POINTER})"
+
+
+def _render(view: LifecycleView, at: int, shown: int) -> str:
+    """The block text with the first ``shown`` statements (``shown`` = 0: the id list)."""
+    head, statements, after = _lines(view, at, shown)
+    return "\n".join(head + statements + after)
+
+
+def _count_line(view: LifecycleView, at: int) -> str:
+    return (
+        f"[lifecycle at entry {at}] "
+        f"{_plural(len(view.active), 'active evidence entry', 'active evidence entries')}, "
+        f"{_plural(len(view.stale), 'stale conclusion', 'stale conclusions')}, "
+        f"{_plural(len(view.questions), 'open question', 'open questions')} ({_POINTER})"
+    )
+
+
+def lifecycle_block(
+    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+) -> LifecycleBlock:
+    """The largest form of the block that takes at most ``allowance`` tokens (as a message):
+    as many statements as fit (estimated line by line, then counted whole, one fewer while
+    over), else the id list, else the count line, else none. An empty view gives none."""
+    if view.empty or allowance <= 0:
+        return _NONE
+
+    def sized(text: str) -> tuple[Message, int]:
+        message = Message("system", text)
+        return message, message_tokens(message, counter)
+
+    ids_message, ids_tokens = sized(_render(view, at, 0))
+    if ids_tokens > allowance:
+        count_message, count_tokens = sized(_count_line(view, at))
+        if count_tokens > allowance:
+            return _NONE
+        return LifecycleBlock("count", count_message, count_tokens, 0)
+    shown = _statements_estimate(view, at, allowance, counter)
+    while shown > 0:  # exact counts decide; the estimate is rarely over
+        message, tokens = sized(_render(view, at, shown))
+        if tokens <= allowance:
+            return LifecycleBlock("statements", message, tokens, shown)
+        shown -= 1
+    return LifecycleBlock("ids", ids_message, ids_tokens, 0)
+
+
+def _statements_estimate(
+    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+) -> int:
+    """The most statements whose block, counted line by line (each line, plus one token per
+    line break), takes at most ``allowance`` tokens. O(statements that fit)."""
+    active = view.active
+    if not active:
+        return 0
+    head, _statements, after = _lines(view, at, 1)
+    if len(active) > 1:
+        after = after[1:]  # the "and N more" line, counted per candidate below
+    # Every line and the breaks between them. The "and N more" line lists LISTED_IDS ids
+    # while more than that are left: it is counted once for those (the ids it lists have
+    # about the same length), then again for each shorter list.
+    used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in head + after)
+    full = counter.count(_rest_line(active, 1)) + 1 if len(active) > 1 else 0
+    best = 0
+    for shown in range(1, len(active) + 1):
+        used += counter.count(_statement_line(active[shown - 1])) + 1
+        left = len(active) - shown
+        more = full if left > LISTED_IDS else 0
+        if 0 < left <= LISTED_IDS:
+            more = counter.count(_rest_line(active, shown)) + 1
+        if used + more > allowance:
+            break
+        best = shown
+    return best

@@ -1,0 +1,214 @@
+"""The lifecycle block (specs/context.md section 4.1): what the agent must cite, in view, as
+the last message of a projection; its order, its forms, its budget."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from registre.lifecycle import (
+    ComputeRequest,
+    EvidenceReviseRequest,
+    FinalRequest,
+    LifecycleState,
+    PinRequest,
+    ReadRequest,
+    Request,
+    SourceRef,
+    Statement,
+    UpsertRequest,
+    step,
+)
+from registre.lifecycle.context import (
+    ContextEntry,
+    ContextState,
+    Policy,
+    default_counter,
+    lifecycle_block,
+    lifecycle_view,
+    project,
+)
+from registre.lifecycle.context.lifecycle_block import (
+    BLOCK_SHARE_PERMILLE,
+    LISTED_IDS,
+    STATEMENT_CHARS,
+    statement_text,
+)
+
+COUNTER = default_counter()
+
+
+def decide(state: LifecycleState, *requests: Request) -> LifecycleState:
+    for request in requests:
+        _event, state = step(state, request)
+    return state
+
+
+def admitted(count: int, words: int = 6) -> LifecycleState:
+    """``count`` evidence entries ev-1..ev-N, each a statement of ``words`` words."""
+    refs = (SourceRef("r1", "report.pdf", "p. 1", "a" * 64),)
+    statements = tuple(
+        Statement(" ".join([f"fact{n}"] + ["figure"] * (words - 1)), ("r1",))
+        for n in range(1, count + 1)
+    )
+    state = decide(LifecycleState.empty(), ReadRequest(refs))
+    for start in range(0, count, 50):
+        state = decide(state, UpsertRequest(statements[start : start + 50]))
+    return state
+
+
+def story() -> LifecycleState:
+    """ev-1..ev-4; cc-1 relies on ev-2, cc-2 (final) on cc-1 and ev-3; ev-2 then superseded
+    by ev-5 (cc-1 and cc-2 stale); an open question pinned."""
+    state = admitted(4)
+    return decide(
+        state,
+        ComputeRequest("ratio from fact2", ("ev-2",)),
+        FinalRequest("the figures reconcile", ("cc-1", "ev-3")),
+        EvidenceReviseRequest("ev-2", Statement("fact2 corrected", ("r1",))),
+        PinRequest("open_question", "Is Offices in scope?", 0),
+        PinRequest("definition", "Stage 2 means SICR", 0),
+    )
+
+
+def test_the_view_orders_most_cited_then_most_recent() -> None:
+    state = decide(
+        admitted(4),
+        ComputeRequest("uses ev-1", ("ev-1",)),
+        ComputeRequest("uses ev-1 and ev-3", ("ev-1", "ev-3")),
+    )
+    view = lifecycle_view(state)
+    assert [item[0] for item in view.active] == ["ev-1", "ev-3", "ev-4", "ev-2"]
+    assert [item[2] for item in view.active] == [2, 1, 0, 0]
+    assert view.stale == ()
+    assert view.questions == ()
+
+
+def test_the_view_lists_active_evidence_stale_conclusions_and_open_questions() -> None:
+    view = lifecycle_view(story())
+    assert [item[0] for item in view.active] == ["ev-3", "ev-5", "ev-4", "ev-1"]  # ev-2 gone
+    assert view.stale == (("cc-1", "compute"), ("cc-2", "final"))
+    assert view.questions == ("pin-1",)
+
+
+def test_the_full_block_reads_as_specified() -> None:
+    block = lifecycle_block(lifecycle_view(story()), 12, 1000, COUNTER)
+    assert block.form == "statements"
+    assert block.statements == 4
+    assert block.message is not None
+    assert block.message.role == "system"
+    assert block.message.content == (
+        "[lifecycle at entry 12] a conclusion may cite only the active evidence below\n"
+        "active evidence (4, most cited and most recent first):\n"
+        "- ev-3 (cited by 1): fact3 figure figure figure figure figure\n"
+        "- ev-5: fact2 corrected\n"
+        "- ev-4: fact4 figure figure figure figure figure\n"
+        "- ev-1: fact1 figure figure figure figure figure\n"
+        "stale conclusions (evidence they rely on changed): cc-1 compute, cc-2 final\n"
+        "open questions (pinned): pin-1"
+    )
+
+
+def test_what_does_not_fit_shrinks_to_a_pointer_then_ids_then_a_count() -> None:
+    view = lifecycle_view(admitted(60))
+    full = lifecycle_block(view, 99, 10_000, COUNTER)
+    assert (full.form, full.statements) == ("statements", 60)
+    some = lifecycle_block(view, 99, 200, COUNTER)
+    assert some.form == "statements"
+    assert 0 < some.statements < 60
+    assert some.tokens <= 200
+    assert some.message is not None
+    rest = 60 - some.statements
+    last = some.message.content.splitlines()[-1]
+    assert last.startswith(f"and {rest} more active: ev-{60 - some.statements}, ")
+    assert last.endswith(f", … ({rest - LISTED_IDS} more) (registre evidence list)")
+    ids = lifecycle_block(view, 99, 120, COUNTER)
+    assert ids.form == "ids"
+    assert ids.message is not None
+    assert ids.message.content.splitlines()[1].startswith("active evidence (60): ev-60, ev-59, ")
+    count = lifecycle_block(view, 99, 40, COUNTER)
+    assert count.form == "count"
+    assert count.message is not None
+    assert count.message.content == (
+        "[lifecycle at entry 99] 60 active evidence entries, 0 stale conclusions, "
+        "0 open questions (registre evidence list)"
+    )
+    none = lifecycle_block(view, 99, 30, COUNTER)
+    assert (none.form, none.message, none.tokens) == ("none", None, 0)
+
+
+def test_an_empty_lifecycle_shows_no_block() -> None:
+    block = lifecycle_block(lifecycle_view(LifecycleState.empty()), 3, 1000, COUNTER)
+    assert (block.form, block.message) == ("none", None)
+
+
+def test_long_statements_are_cut_at_a_word_and_whitespace_is_collapsed() -> None:
+    assert statement_text("two\n lines\tjoined ") == "two lines joined"
+    long = "word " * 100
+    cut = statement_text(long)
+    assert cut.endswith("word…")
+    assert len(cut) <= STATEMENT_CHARS + 1
+
+
+def fold(texts: list[str]) -> ContextState:
+    entries = [
+        ContextEntry(seq, "turn", "user", {"role": "user", "text": text})
+        for seq, text in enumerate(texts)
+    ]
+    return ContextState.replay(entries)
+
+
+def test_the_block_is_the_last_message_and_the_stable_prefix_is_unchanged() -> None:
+    state = fold(["Reconcile the Q3 figures.", "Start with the impairment."])
+    policy = Policy(budget_tokens=2000)
+    plain = project(state, 2000, policy, COUNTER)
+    with_block = project(state, 2000, policy, COUNTER, story())
+    assert with_block.messages[:-1] == plain.messages
+    assert with_block.messages[-1].content.startswith("[lifecycle at entry 1]")
+    assert with_block.manifest.runs == plain.manifest.runs
+    assert with_block.manifest.stable_prefix_messages == plain.manifest.stable_prefix_messages
+    assert with_block.tokens == plain.tokens + with_block.message_tokens[-1]
+    data = with_block.to_json()
+    assert data["lifecycle_block"] == {
+        "version": 1,
+        "form": "statements",
+        "statements": 4,
+        "tokens": with_block.message_tokens[-1],
+        "message": len(with_block.messages) - 1,
+    }
+    assert "lifecycle_block" not in plain.to_json()
+
+
+def test_the_block_never_makes_a_projection_refuse() -> None:
+    state = fold(["x " * 40])
+    plain = project(state, 10_000, Policy(budget_tokens=10_000), COUNTER)
+    exact = plain.tokens  # a budget the context fills exactly: no room for the block
+    projection = project(state, exact, Policy(budget_tokens=exact), COUNTER, story())
+    assert projection.messages == plain.messages
+    assert projection.block is not None
+    assert projection.block.form == "none"
+    assert projection.to_json()["lifecycle_block"] == {
+        "version": 1,
+        "form": "none",
+        "statements": 0,
+        "tokens": 0,
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    evidence=st.integers(0, 80),
+    words=st.integers(1, 60),
+    budget=st.integers(20, 4000),
+)
+def test_every_block_fits_its_allowance(evidence: int, words: int, budget: int) -> None:
+    state = fold(["Reconcile."])
+    lifecycle = admitted(evidence, words)
+    base = project(state, max(budget, 20), Policy(budget_tokens=max(budget, 20)), COUNTER)
+    projection = project(state, budget, Policy(budget_tokens=budget), COUNTER, lifecycle)
+    assert projection.tokens <= budget
+    assert projection.block is not None
+    assert projection.block.tokens <= budget * BLOCK_SHARE_PERMILLE // 1000
+    assert projection.messages[: len(base.messages)] == base.messages
+    if evidence and projection.block.message is not None:
+        assert projection.block.form in ("statements", "ids", "count")
