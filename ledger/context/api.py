@@ -181,7 +181,7 @@ class ContextThread(ThreadCore):
         summarizer: Summarizer | None = None,
         actor: str = MODEL_CALL_ACTOR,
         shape: str = REGISTRE_SHAPE,
-        lifecycle_block: bool = False,
+        lifecycle_block: bool = True,
     ) -> tuple[Projection, Entry]:
         """Record that ``model`` is sent the context at the head: compact first if the
         context is past the policy's high-water mark (``compact``), then project for
@@ -196,10 +196,12 @@ class ContextThread(ThreadCore):
         ``as_anthropic()``: ``client.chat.completions.create(model=...,
         **projection.as_openai_chat())``. Only that shape's bytes are covered.
 
-        ``lifecycle_block``: end the projection with the lifecycle block (the active evidence
-        ids with their statements, the stale conclusions, the open questions; at most a tenth
-        of ``budget``, shrinking rather than refusing; ``specs/context.md`` section 4.1) and
-        record ``"lifecycle_block": 1`` in the body, so verifiers rebuild it.
+        ``lifecycle_block`` (default on: the agent must see what it may cite): end the
+        projection with the lifecycle block (the active evidence ids with their statements,
+        the stale conclusions, the open questions; at most a tenth of ``budget``, shrinking
+        rather than refusing; ``specs/context.md`` section 4.1) and record
+        ``"lifecycle_block": 1`` in the body, so verifiers rebuild it. With nothing to show
+        there is no block message (the field is recorded all the same).
 
         Raises LifecycleFormatError (a MalformedError) for a shape not in
         ``registre.attest.projection.SHAPES``, before anything is written;

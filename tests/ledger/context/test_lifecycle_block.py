@@ -64,10 +64,18 @@ def test_the_model_sees_what_it_must_cite(ledger: Ledger, thread: Thread) -> Non
 
 def test_a_call_without_the_block_is_unchanged(thread: Thread) -> None:
     investigated(thread)
-    projection, entry = thread.model_call(MODEL, 4000, WIDE)
+    projection, entry = thread.model_call(MODEL, 4000, WIDE, lifecycle_block=False)
     assert "lifecycle_block" not in entry.body
     assert projection.block is None
     assert not projection.messages[-1].content.startswith("[lifecycle")
+
+
+def test_a_model_call_shows_the_block_by_default(thread: Thread) -> None:
+    investigated(thread)
+    projection, entry = thread.model_call(MODEL, 4000, WIDE)
+    assert entry.body["lifecycle_block"] == 1
+    assert projection.messages[-1].content.startswith("[lifecycle at entry")
+    assert thread.replay_context(entry.seq) == projection
 
 
 def block_body(thread: Thread, *, block: bool = True, claim: bool = True) -> dict[str, Any]:
