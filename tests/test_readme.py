@@ -18,7 +18,8 @@ def test_the_python_api_example_runs_as_written(tmp_path: Path) -> None:
     (example,) = python_examples()
     example += (
         "\nassert batch.all_accepted and batch.accepted == ('ev-1',)"
-        "\nassert call.kind == 'model.call' and projection.messages"
+        "\nassert call.kind == 'model.call' and call.body['shape'] == 'openai.chat'"
+        "\nassert request == thread.replay_request(call.seq) and request['messages']"
         "\nassert note.startswith('acme.example/ledger/q3-review\\n4\\n')\n"
     )
     done = subprocess.run(
