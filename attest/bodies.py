@@ -269,14 +269,20 @@ def _free_object(value: object, path: str) -> None:
         )
 
 
-def _seqs(value: object, path: str) -> None:
-    """A non-empty, strictly increasing list of sequence numbers (so each has one spelling)."""
+def _items(value: object, path: str, what: str) -> list[Any]:
+    """``value`` as a list of 1 to :data:`MAX_ITEMS` items (``what``: one item, named)."""
     if not isinstance(value, list):
         raise _wrong(path, "a list", value)
     if not value:
-        raise BodySchemaError(path, "expected at least one sequence number, got an empty list")
+        raise BodySchemaError(path, f"expected at least one {what}, got an empty list")
     if len(value) > MAX_ITEMS:
         raise BodySchemaError(path, f"expected at most {MAX_ITEMS} items, got {len(value)}")
+    return value
+
+
+def _seqs(value: object, path: str) -> None:
+    """A non-empty, strictly increasing list of sequence numbers (so each has one spelling)."""
+    value = _items(value, path, "sequence number")
     previous = -1
     for index, item in enumerate(value):
         _SEQ(item, f"{path}[{index}]")
@@ -291,12 +297,7 @@ def _seqs(value: object, path: str) -> None:
 def _spans(value: object, path: str) -> None:
     """A non-empty list of spans ``[first, last]`` (first <= last), sorted, neither
     overlapping nor touching, so each set of pointers has one spelling."""
-    if not isinstance(value, list):
-        raise _wrong(path, "a list", value)
-    if not value:
-        raise BodySchemaError(path, "expected at least one span [first, last], got an empty list")
-    if len(value) > MAX_ITEMS:
-        raise BodySchemaError(path, f"expected at most {MAX_ITEMS} items, got {len(value)}")
+    value = _items(value, path, "span [first, last]")
     previous = -2
     for index, span in enumerate(value):
         span_path = f"{path}[{index}]"
@@ -319,12 +320,7 @@ def _spans(value: object, path: str) -> None:
 
 def _elisions(value: object, path: str) -> None:
     """A non-empty list of ``[seq, head_chars, tail_chars]`` by strictly increasing seq."""
-    if not isinstance(value, list):
-        raise _wrong(path, "a list", value)
-    if not value:
-        raise BodySchemaError(path, "expected at least one elision, got an empty list")
-    if len(value) > MAX_ITEMS:
-        raise BodySchemaError(path, f"expected at most {MAX_ITEMS} items, got {len(value)}")
+    value = _items(value, path, "elision")
     previous = -1
     for index, elision in enumerate(value):
         item_path = f"{path}[{index}]"
