@@ -239,6 +239,12 @@ def _check_compaction_range(record: EntryRecord) -> None:
                 f"the compaction at seq {record.seq} stubs entry {seq}, which does not come "
                 "before it: a compaction can only stub the past"
             )
+    for seq, _head, _tail in record.body.get("elided", ()):
+        if seq >= record.seq:
+            raise CompactionFoldsFutureError(
+                f"the compaction at seq {record.seq} elides entry {seq}, which does not come "
+                "before it: a compaction can only elide the past"
+            )
 
 
 def _check_pin_digest(record: EntryRecord, expected: str) -> None:

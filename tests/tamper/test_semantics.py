@@ -132,6 +132,14 @@ def test_compaction_stubbing_its_future_fail() -> None:
     fails(with_compaction(body), CompactionFoldsFutureError, step=6, seq=7)
 
 
+def test_compaction_eliding_its_future_fail() -> None:
+    """A compaction eliding an entry that comes after it (caught before any fold, so in a
+    partial bundle too)."""
+    body = genuine_compaction()
+    body["elided"] = [[8, 10, 10]]
+    fails(with_compaction(body), CompactionFoldsFutureError, step=6, seq=7)
+
+
 def test_compaction_pointer_outside_range_fail() -> None:
     """A summary line pointing at an entry outside what was folded (signed anyway)."""
     body = genuine_compaction()
