@@ -49,22 +49,37 @@ def context_group() -> None:
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--at", "at", type=int, default=None, help="Context after this seq (default: head).")
 @click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget.")
+@click.option(
+    "--no-lifecycle-block",
+    "no_block",
+    is_flag=True,
+    help="Leave out the lifecycle block a model call ends with (shown with --budget).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON.")
 @ledger_options
 def show_command(
     thread_id: str,
     at: int | None,
     budget: int | None,
+    no_block: bool,
     as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
-    """Print the context a model is sent from THREAD's entries up to --at."""
+    """Print the context a model is sent from THREAD's entries up to --at. With --budget it
+    ends, as a model call does, with the lifecycle block (active evidence, stale conclusions,
+    open questions); without one the context is sized to itself and has no room for it."""
     counter = default_counter()
     with open_ledger(db, key_file) as ledger:
-        state = ledger.thread(thread_id).context_state(at)
-    size = budget if budget is not None else max(1, context_tokens(state, counter))
-    projection = project(state, size, Policy(budget_tokens=size), counter)
+        thread = ledger.thread(thread_id)
+        if budget is None:
+            state = thread.context_state(at)
+            size = max(1, context_tokens(state, counter))
+            projection = project(state, size, Policy(budget_tokens=size), counter)
+        else:
+            projection = thread.project(
+                at, budget, Policy(budget_tokens=budget), counter, lifecycle_block=not no_block
+            )
     if as_json:
         data = {
             "projection": projection.to_json(),

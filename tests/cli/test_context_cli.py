@@ -201,6 +201,18 @@ def test_transcript_shows_evidence_transitions(initialised: str, run: Run) -> No
     assert "rejected (no_citation: " in page and "#5 ev-1 retracted" in page
 
 
+def test_context_with_a_budget_ends_with_the_lifecycle_block(initialised: str, run: Run) -> None:
+    ref = ("--ref", "r1", "--source", "report.pdf", "--location", "p. 4", "--sha256", "a" * 64)
+    assert run("source", "read", "t1", *ref).code == 0
+    statements = '[{"text": "Revenue was 4.2m.", "cites": ["r1"]}]'
+    assert run("evidence", "upsert", "t1", "--body", statements).code == 0
+    shown = run("context", "t1", "--budget", "4000").out
+    assert "[lifecycle at entry" in shown and "- ev-1: Revenue was 4.2m." in shown
+    plain = run("context", "t1", "--budget", "4000", "--no-lifecycle-block").out
+    assert "[lifecycle at entry" not in plain and "ev-1" in plain  # the upsert, verbatim
+    assert "[lifecycle at entry" not in run("context", "t1").out  # sized to itself: no room
+
+
 def test_rebuild_rebuilds_the_context_snapshots(initialised: str, run: Run) -> None:
     compacted(run)
     assert "rebuilt t1: 1 context snapshot(s)" in run("rebuild").out
