@@ -1,0 +1,124 @@
+"""The audit report: what it shows of a verified bundle, and that it shows nothing of one
+that fails verification."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from registre.cli import cli
+from registre.report import gather, render_report
+from tests.report.conftest import Investigation, build
+
+
+def _html(investigation: Investigation) -> str:
+    return "".join(render_report(gather(investigation.bundle, investigation.policy)))
+
+
+def _island(page: str) -> dict[str, object]:
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    assert match is not None
+    data = json.loads(match.group(1))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_verified_bundle_shows_every_entry_contexts_and_chains(investigation: Investigation) -> None:
+    data = gather(investigation.bundle, investigation.policy)
+    assert data.verified
+    assert [entry.seq for entry in data.entries] == list(range(len(data.entries)))
+    # every model call's context was rebuilt (digest checked by the verifier's hook)
+    calls = [entry for entry in data.entries if entry.kind == "model.call"]
+    assert len(calls) == investigation.model_calls
+    assert set(data.contexts) == {entry.seq for entry in calls}
+    for entry in calls:
+        context = data.contexts[entry.seq]
+        assert context.digest == entry.body["projection_sha256"]
+        assert context.tokens <= context.budget == entry.body["budget_tokens"]
+    # compactions happened, so some call no longer saw some entries verbatim
+    assert any(entry.kind == "context.compaction" for entry in data.entries)
+    assert any(context.not_verbatim for context in data.contexts.values())
+    # the final's chain reaches the read entries; the superseded evidence is not what it cites
+    (chain,) = data.chains
+    assert chain.conclusion["id"] == investigation.final_id
+    assert chain.conclusion["status"] == "active"
+    cited = {link["id"]: link for link in chain.links}
+    assert investigation.superseded_id not in cited
+    evidence = next(link for link in chain.links if link["kind"] == "evidence")
+    assert evidence["refs"][0]["read_seq"] is not None
+    compute = next(link for link in chain.links if link["kind"] == "compute")
+    assert compute["links"][0]["refs"][0]["ref"] == "r2"
+
+
+def test_report_is_self_contained(investigation: Investigation) -> None:
+    page = _html(investigation)
+    # nothing is fetched at view time: no src, no external href, no @import or url()
+    assert " src=" not in page
+    assert re.search(r'href="(?!#)', page) is None
+    assert "@import" not in page and "url(" not in page
+    data = _island(page)
+    assert data["page_size"] == 200
+    assert len(data["entries"]) > 0  # type: ignore[arg-type]
+
+
+def test_every_summary_pointer_and_covered_entry_is_linked(investigation: Investigation) -> None:
+    data = _island(_html(investigation))
+    compactions = data["compactions"]
+    covered = data["covered"]
+    assert isinstance(compactions, dict) and isinstance(covered, dict)
+    pointed = set()
+    for seq, compaction in compactions.items():
+        for number, line in enumerate(compaction["lines"]):
+            for first, last in line["pointers"]:
+                for target in range(first, last + 1):
+                    pointed.add(target)
+                    assert [int(seq), number, line["section"]] in covered[str(target)]
+    assert pointed and pointed == {int(seq) for seq in covered}
+
+
+def test_entry_text_cannot_close_the_data_island(tmp_path: Path) -> None:
+    hostile = build(tmp_path, steps=2, marker="</script><script>alert(1)</script>")
+    page = _html(hostile)
+    assert "<script>alert(1)" not in page
+    assert "alert(1)" in json.dumps(_island(page))  # still shown, as text
+
+
+def test_tampered_bundle_report_shows_nothing_fail(tmp_path: Path) -> None:
+    honest = build(tmp_path, steps=2)
+    forged = tmp_path / "forged.zip"
+    with zipfile.ZipFile(honest.bundle) as source, zipfile.ZipFile(forged, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "entries.jsonl":
+                data = data.replace(b"reconciles within tolerance", b"reconciles beyond question")
+            target.writestr(item, data)
+    result = gather(forged, honest.policy)
+    assert not result.verified
+    assert result.entries == [] and result.chains == [] and result.contexts == {}
+    page = "".join(render_report(result))
+    assert "NOT VERIFIED" in page and "Nothing in this bundle is shown" in page
+    assert "reconciles beyond question" not in page
+    assert 'id="report-data"' not in page
+
+
+def test_cli_report_writes_the_file_and_exits_by_verdict(
+    investigation: Investigation, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    out = tmp_path / "report.html"
+    args = ["report", str(investigation.bundle), "--key", investigation.vkey, "-o", str(out)]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "VERIFIED" in result.output
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    other = build(tmp_path / "other", steps=1) if (tmp_path / "other").mkdir() is None else None
+    assert other is not None
+    wrong_key = runner.invoke(
+        cli, ["report", str(investigation.bundle), "--key", other.vkey, "-o", str(out)]
+    )
+    assert wrong_key.exit_code == 1
+    assert "NOT VERIFIED" in out.read_text(encoding="utf-8")
