@@ -1,4 +1,4 @@
-"""`registre transcript THREAD --format md|html [-o FILE]`: the whole ledger, readable.
+"""`registre transcript THREAD --format md|html|ipynb|slides [-o FILE]`: the ledger, readable.
 
 Every entry in seq order (``registre.ledger.exchange.transcript``): messages, tool calls and
 results, pins and lifecycle transitions highlighted, each compaction as a marker with its range and
@@ -11,6 +11,7 @@ nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -19,12 +20,21 @@ from registre.cli.files import write_atomically
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.transcript import FORMATS, render_transcript
 
+_PROJECTIONS = ("ipynb", "slides")
+
 __all__ = ["transcript_command"]
 
 
 @click.command("transcript")
 @click.argument("thread_id", metavar="THREAD")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="md or html.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice((*FORMATS, *_PROJECTIONS)),
+    required=True,
+    help="md or html (every entry); ipynb (a Jupyter notebook, needs registre[notebook]); "
+    "slides (a self-contained HTML deck: task, chapters, conclusions).",
+)
 @click.option(
     "-o",
     "--output",
@@ -39,7 +49,16 @@ def transcript_command(
     """Print THREAD's whole ledger as a readable transcript."""
     with open_ledger(db, key_file) as ledger:
         thread = ledger.thread(thread_id)
-        chunks = render_transcript(thread, fmt)
+        if fmt == "ipynb":
+            from registre.report.notebook import render_notebook
+
+            chunks: Iterable[str] = [render_notebook(thread)]
+        elif fmt == "slides":
+            from registre.report.slides import render_slides
+
+            chunks = list(render_slides(thread))
+        else:
+            chunks = render_transcript(thread, fmt)
         if output is None:
             for chunk in chunks:
                 click.echo(chunk, nl=False)

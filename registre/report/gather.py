@@ -41,7 +41,7 @@ from registre.lifecycle import LifecycleState, apply, parse_body
 from registre.lifecycle.context import TokenCounter
 from registre.lifecycle.context.projection import Projection
 
-__all__ = ["CallContext", "Chain", "ReportData", "gather"]
+__all__ = ["CallContext", "Chain", "ReportData", "conclusion_chains", "gather"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def gather(
             newest = data.newest_cosignature
             if newest is None or cosignature.timestamp > newest:
                 data.newest_cosignature = cosignature.timestamp
-    data.chains = _chains(data.entries)
+    data.chains = conclusion_chains(data.entries)
     return data
 
 
@@ -187,7 +187,7 @@ def _context_of(call: ModelCall, projection: Projection) -> CallContext:
 # --- conclusions and their chains ------------------------------------------------------------
 
 
-def _chains(entries: Sequence[Entry]) -> list[Chain]:
+def conclusion_chains(entries: Sequence[Entry]) -> list[Chain]:
     """Replay the lifecycle over ``entries`` and follow every final conclusion down to the
     read entries that registered its sources."""
     state = LifecycleState.empty()

@@ -20,6 +20,7 @@ from registre.ledger import Ledger, export_thread, source_ref
 @dataclass(frozen=True)
 class Investigation:
     bundle: Path
+    db: Path
     policy: TrustPolicy
     vkey: str
     final_id: str
@@ -53,8 +54,11 @@ def build(folder: Path, *, steps: int = 24, marker: str = "") -> Investigation:
             call_id = f"call-{step}"
             thread.append(
                 "tool.call",
-                {"name": "sql", "arguments": {"query": f"select * from risk where seg={step}"},
-                 "call_id": call_id},
+                {
+                    "name": "sql",
+                    "arguments": {"query": f"select * from risk where seg={step}"},
+                    "call_id": call_id,
+                },
                 "agent",
             )
             rows = "\n".join(f"row {step}.{i}: exposure {100 + i} ECL {i % 7}" for i in range(40))
@@ -63,7 +67,10 @@ def build(folder: Path, *, steps: int = 24, marker: str = "") -> Investigation:
             )
             thread.append(
                 "turn",
-                {"role": "assistant", "text": f"Segment {step} reconciles within tolerance.{marker}"},
+                {
+                    "role": "assistant",
+                    "text": f"Segment {step} reconciles within tolerance.{marker}",
+                },
                 "agent",
             )
             thread.model_call("scripted-model", budget=2000)
@@ -71,7 +78,9 @@ def build(folder: Path, *, steps: int = 24, marker: str = "") -> Investigation:
         revised = thread.evidence.revise(
             offices, replacement={"text": "Offices ECL is 12.9m", "cites": ["r1"]}
         )
-        compute = thread.conclude("compute", "Offices and Retail sum to 54.1m", [retail.accepted[0]])
+        compute = thread.conclude(
+            "compute", "Offices and Retail sum to 54.1m", [retail.accepted[0]]
+        )
         final = thread.conclude(
             "final", "The Q3 ECL reconciles except Offices", [revised.successor or "", compute.id]
         )
@@ -81,8 +90,9 @@ def build(folder: Path, *, steps: int = 24, marker: str = "") -> Investigation:
         bundle = folder / "bundle.zip"
         export_thread(ledger, "q3-review", bundle)
     vkey = signer.verifier().vkey()
-    return Investigation(bundle, TrustPolicy(log_key=signer.verifier()), vkey, final.id, offices,
-                         calls)
+    return Investigation(
+        bundle, db, TrustPolicy(log_key=signer.verifier()), vkey, final.id, offices, calls
+    )
 
 
 @pytest.fixture(scope="session")

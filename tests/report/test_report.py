@@ -20,14 +20,18 @@ def _html(investigation: Investigation) -> str:
 
 
 def _island(page: str) -> dict[str, object]:
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    match = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S
+    )
     assert match is not None
     data = json.loads(match.group(1))
     assert isinstance(data, dict)
     return data
 
 
-def test_verified_bundle_shows_every_entry_contexts_and_chains(investigation: Investigation) -> None:
+def test_verified_bundle_shows_every_entry_contexts_and_chains(
+    investigation: Investigation,
+) -> None:
     data = gather(investigation.bundle, investigation.policy)
     assert data.verified
     assert [entry.seq for entry in data.entries] == list(range(len(data.entries)))

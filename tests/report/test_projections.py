@@ -1,0 +1,85 @@
+"""The thread as a notebook and as a slide deck."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+from click.testing import CliRunner
+
+from registre.cli import cli
+from registre.ledger import Ledger
+from registre.report.notebook import code_of, render_notebook
+from registre.report.slides import render_slides
+from tests.report.conftest import Investigation
+
+
+def test_notebook_validates_and_accounts_for_every_entry(investigation: Investigation) -> None:
+    with Ledger.open(str(investigation.db), create=False) as ledger:
+        thread = ledger.thread("q3-review")
+        text = render_notebook(thread)
+        entries = {entry.seq: entry for entry in thread.entries()}
+    notebook = nbformat.reads(text, as_version=4)
+    nbformat.validate(notebook)
+    shown = [item for cell in notebook.cells[1:] for item in cell.metadata["registre"]["entries"]]
+    # every entry once, in order, with its leaf hash
+    assert [item["seq"] for item in shown] == sorted(entries)
+    for item in shown:
+        assert item["leaf_hash"] == entries[item["seq"]].leaf_hash.hex()
+    # sql calls became code cells carrying their recorded result as output
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code and code[0].source.startswith("%%sql\nselect * from risk")
+    assert code[0].outputs[0].output_type == "stream"
+    assert "exposure 100" in code[0].outputs[0].text
+    assert len(code[0].metadata["registre"]["entries"]) == 2  # the call and its result
+    # each compaction is a visible marker cell
+    markers = [c for c in notebook.cells if "compaction" in c.source and c.source.startswith("---")]
+    assert len(markers) == sum(1 for e in entries.values() if e.kind == "context.compaction")
+
+
+def test_code_of_recognises_code_running_tools() -> None:
+    assert code_of("python", {"code": "print(1)"}) == "print(1)"
+    assert code_of("bash", {"command": "ls"}) == "%%bash\nls"
+    assert code_of("sql", {"query": "select 1"}) == "%%sql\nselect 1"
+    assert code_of("search", {"query": "ECL"}) is None
+    assert code_of("bash", ["ls"]) is None
+
+
+def test_slides_tell_task_chapters_and_conclusions(investigation: Investigation) -> None:
+    with Ledger.open(str(investigation.db), create=False) as ledger:
+        thread = ledger.thread("q3-review")
+        deck = "".join(render_slides(thread))
+        chapters = sum(
+            1 for e in thread.entries() if e.kind == "context.compaction" and e.body.get("summary")
+        )
+    assert deck.count('<section class="slide"') == 1 + chapters + 1
+    assert "Reconcile the Q3 ECL by segment" in deck  # the task
+    assert "threshold EUR 2m" in deck  # the pin
+    assert f"Conclusion {investigation.final_id}" in deck
+    assert "Offices ECL is 12.9m" in deck  # the evidence the final cites
+    assert " src=" not in deck and "http" not in deck
+
+
+def test_cli_transcript_writes_notebook_and_slides(
+    investigation: Investigation, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    for fmt, name in (("ipynb", "thread.ipynb"), ("slides", "deck.html")):
+        out = tmp_path / name
+        result = runner.invoke(
+            cli,
+            [
+                "transcript",
+                "q3-review",
+                "--format",
+                fmt,
+                "-o",
+                str(out),
+                "--db",
+                str(investigation.db),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert out.stat().st_size > 0
+    assert json.loads((tmp_path / "thread.ipynb").read_text())["nbformat"] == 4
