@@ -11,7 +11,9 @@ and a final answer) the way an agent platform records it, then does what an audi
 4. expand a summary pointer to its entry, with an inclusion proof checked against the
    signed checkpoint using the pinned verifier key only;
 5. export the signed audit bundle and verify it offline (``registre.attest.verifier``);
-6. write the benchmark report of the run (``report.md``, ``results.json``, plots).
+6. write the benchmark report of the run (``report.md``, ``results.json``, plots);
+7. write the audit report of the bundle (``audit.html``), the thread as a notebook
+   (``thread.ipynb``) and as slides (``slides.html``).
 
 Each step prints what it did; a failed check stops the demo with that check's own error and
 a non-zero exit. Running it again starts from a fresh database in the same folder (the key
@@ -30,8 +32,12 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.keys import Signer
 from registre.attest.proofs import verify_inclusion
 from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.cli.files import write_atomically
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
+from registre.report import gather, render_report
+from registre.report.notebook import render_notebook
+from registre.report.slides import render_slides
 
 __all__ = ["demo"]
 
@@ -106,12 +112,27 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
         _recorded(run, db_path, thread)
         _replayed(run, thread)
         _expanded(run, thread, signer)
+        notebook_path, slides_path = workdir / "thread.ipynb", workdir / "slides.html"
+        write_atomically(notebook_path, [render_notebook(thread)])
+        write_atomically(slides_path, render_slides(thread))
     _exported(run, bundle_path, signer)
+    audit_path = workdir / "audit.html"
+    audit = gather(bundle_path, TrustPolicy(log_key=signer.verifier()))
+    write_atomically(audit_path, render_report(audit))
     results = results_document(config, summarizer, [run], "sqlite", time.perf_counter() - started)
     paths = write_outputs(results, workdir)
     _step(7, f"benchmark report of this run: {paths['report']} (+ results.json and 3 plots)")
+    _step(
+        8,
+        f"audit report {audit_path} ({'VERIFIED' if audit.verified else 'NOT VERIFIED'}, "
+        f"{len(audit.contexts)} model-call contexts rebuilt), the thread as a notebook "
+        f"{notebook_path} and as slides {slides_path}",
+    )
     click.echo("done:")
-    click.echo(f"    report:       {paths['report']}")
+    click.echo(f"    audit report: {audit_path} (open it in a browser)")
+    click.echo(f"    notebook:     {notebook_path}")
+    click.echo(f"    slides:       {slides_path}")
+    click.echo(f"    bench report: {paths['report']}")
     click.echo(f"    bundle:       {bundle_path}")
     click.echo(f"    verifier key: {vkey_path}")
     click.echo(f"try: registre verify {bundle_path} --key-file {vkey_path}")

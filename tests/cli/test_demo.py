@@ -34,7 +34,7 @@ def test_demo_records_exports_verifies_and_reports(tmp_path: Path) -> None:
     run = _demo(tmp_path, "--entries", "300")
     assert run.returncode == 0, run.stderr
     steps = [line for line in run.stdout.splitlines() if line.startswith("[")]
-    assert [s.split("]")[0] + "]" for s in steps] == [f"[{n}]" for n in range(1, 8)]
+    assert [s.split("]")[0] + "]" for s in steps] == [f"[{n}]" for n in range(1, 9)]
     assert "compactions" in steps[1] and "digest proved" in steps[3]
     assert "checked against the signed checkpoint" in steps[4]
     assert "verified it offline" in steps[5] and "failed" not in steps[5]
@@ -42,8 +42,13 @@ def test_demo_records_exports_verifies_and_reports(tmp_path: Path) -> None:
     vkey = (tmp_path / "operator.vkey").read_text().strip()
     assert vkey.startswith("demo.registre.example+")
     # What it prints is where the auditor's three files are; the bundle verifies on its own.
-    for name in ("report.md", "bundle.zip", "operator.vkey"):
+    for name in ("report.md", "bundle.zip", "operator.vkey", "audit.html", "thread.ipynb"):
         assert str(tmp_path / name) in run.stdout
+    assert "VERIFIED" in steps[7] and "NOT VERIFIED" not in steps[7]
+    audit = (tmp_path / "audit.html").read_text(encoding="utf-8")
+    assert 'class="verdict ok"' in audit and 'id="report-data"' in audit
+    assert json.loads((tmp_path / "thread.ipynb").read_text())["nbformat"] == 4
+    assert (tmp_path / "slides.html").read_text(encoding="utf-8").count('class="slide"') > 2
     report = verify_bundle(tmp_path / "bundle.zip", TrustPolicy(Verifier.from_vkey(vkey)))
     assert report.verified and report.kinds["context.compaction"] >= 1
     results = json.loads((tmp_path / "results.json").read_text())
