@@ -5,8 +5,11 @@ No network at view time: no external font, stylesheet, script or image. The stat
 here with every text escaped; the timeline and the model-call contexts are rendered in the
 browser by a small inline script from a JSON island (``<script type="application/json">``,
 with ``<``, ``>`` and ``&`` escaped, read with ``JSON.parse`` and written with
-``textContent`` only), a page of entries at a time, so a thread of 1e5 entries opens in
-seconds.
+``textContent`` only). The island is a small index plus compressed chunks (raw deflate,
+base64; one per page of :data:`PAGE_SIZE` entries, one per :data:`CONTEXT_GROUP` model
+calls), decoded by the browser's own ``DecompressionStream`` only when a page or a context
+is opened: the file is about the size of the bundle, and opening it costs one page whatever
+the length of the thread. ``body[data-ready]`` is set once the first page is shown.
 
 Element ids a reader (and the browser tests) can rely on: ``#verdict``; ``#steps``;
 ``#plot``; ``#chains``; ``#timeline``, whose entries are ``#e-SEQ`` (a link to ``#e-SEQ``
@@ -17,7 +20,10 @@ what it no longer saw verbatim in ``#context-missing``.
 
 from __future__ import annotations
 
+import base64
 import html
+import json
+import zlib
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -25,7 +31,7 @@ from registre.attest.entry import Entry
 from registre.ledger.exchange.transcript import describe
 from registre.report.gather import ReportData, format_timestamp, json_script
 
-__all__ = ["PAGE_SIZE", "render_report"]
+__all__ = ["CONTEXT_GROUP", "PAGE_SIZE", "render_report", "timeline_data", "unpack"]
 
 PAGE_SIZE: Final = 200
 """Entries shown per page of the timeline."""
@@ -81,45 +87,52 @@ svg text{font-size:11px;fill:#444}
 _SCRIPT: Final = """
 (function(){
 const D=JSON.parse(document.getElementById('report-data').textContent);
-const S=D.strings, E=D.entries, P=D.page_size;
-const index=new Map(E.map((e,i)=>[e[0],i]));
-let page=0, hit=null;
+const P=D.pages, STATUS=D.statuses, cache=new Map();
+let page=-1, hit=null, pending=null;
 const tl=document.getElementById('timeline-entries');
+async function inflate(b64){const bin=Uint8Array.from(atob(b64),c=>c.charCodeAt(0));
+ const st=new Blob([bin]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
+ return JSON.parse(await new Response(st).text());}
+function chunk(kind,i){const key=kind+i;if(!cache.has(key))cache.set(key,
+ inflate(kind==='p'?D.page_data[i]:D.context_data[i]));return cache.get(key);}
 function el(tag,cls,text){const n=document.createElement(tag);if(cls)n.className=cls;
  if(text!==undefined&&text!==null)n.textContent=text;return n;}
 function link(seq,label){const a=el('a',null,label);a.href='#e-'+seq;return a;}
 function spanLinks(parent,pointers){pointers.forEach((p,i)=>{if(i)parent.append(', ');
  parent.append(link(p[0],p[0]===p[1]?'#'+p[0]:'#'+p[0]+'\\u2013'+p[1]));});}
-function renderEntry(e){
- const [seq,style,title,meta,text,code,items]=e; const box=el('div','entry '+style);
- box.id='e-'+seq; box.append(el('div','title',S[title]),el('div','meta',S[meta]));
+function renderEntry(C,e){
+ const S=C.strings;const [seq,style,title,meta,text,code,items]=e;
+ const box=el('div','entry '+style);box.id='e-'+seq;
+ box.append(el('div','title',S[title]),el('div','meta',S[meta]));
  if(text!==null)box.append(el('div',null,S[text]));
  if(code!==null)box.append(el('pre',null,S[code]));
- const comp=D.compactions[seq];
- if(comp){comp.lines.forEach((line,i)=>{const d=el('div','sline');d.id='l-'+seq+'-'+i;
-   d.append(el('b',null,line.section+': '),line.text+' (see ');spanLinks(d,line.pointers);
+ const comp=C.compactions[seq];
+ if(comp){comp.forEach((line,i)=>{const d=el('div','sline');d.id='l-'+seq+'-'+i;
+   d.append(el('b',null,line[0]+': '),line[1]+' (see ');spanLinks(d,line[2]);
    d.append(')');box.append(d);});}
  else if(items.length){const ul=el('ul');items.forEach(t=>ul.append(el('li',null,S[t])));
    box.append(ul);}
- const cov=D.covered[seq];
+ const cov=C.covered[seq];
  if(cov){const d=el('div','cov','summarized by ');cov.forEach((c,i)=>{if(i)d.append('; then ');
    const a=el('a',null,'#'+c[0]+' line '+(c[1]+1)+' ('+c[2]+')');a.href='#l-'+c[0]+'-'+c[1];
    d.append(a);});box.append(d);}
- const ctx=D.contexts[seq];
- if(ctx){const b=el('button','show-context','what the model saw');
+ if(seq in D.contexts){const b=el('button','show-context','what the model saw');
    b.dataset.seq=seq;b.addEventListener('click',()=>openContext(seq));box.append(b);}
  return box;}
-function render(p){page=Math.max(0,Math.min(p,Math.ceil(E.length/P)-1));tl.textContent='';
- E.slice(page*P,(page+1)*P).forEach(e=>tl.append(renderEntry(e)));
- document.getElementById('page-label').textContent='page '+(page+1)+' of '+
-  Math.max(1,Math.ceil(E.length/P))+' (entries '+(E.length?E[page*P][0]:0)+'\\u2013'+
-  (E.length?E[Math.min(E.length,(page+1)*P)-1][0]:0)+')';}
-function show(target){
- const m=/^(e|l)-(\\d+)(?:-(\\d+))?$/.exec(target);if(!m)return;const seq=+m[2];
- if(!index.has(seq))return;const p=Math.floor(index.get(seq)/P);if(p!==page)render(p);
+async function render(p){p=Math.max(0,Math.min(p,P.length-1));if(p===page)return;
+ const C=await chunk('p',p);page=p;tl.textContent='';
+ C.entries.forEach(e=>tl.append(renderEntry(C,e)));
+ document.getElementById('page-label').textContent='page '+(p+1)+' of '+P.length+
+  ' (entries '+P[p][0]+'\\u2013'+P[p][1]+')';}
+function pageOf(seq){let lo=0,hi=P.length-1;while(lo<hi){const mid=(lo+hi+1)>>1;
+ if(P[mid][0]<=seq)lo=mid;else hi=mid-1;}return (P.length&&P[lo][0]<=seq&&seq<=P[lo][1])?lo:-1;}
+async function show(target){
+ const m=/^(e|l)-(\\d+)(?:-(\\d+))?$/.exec(target);if(!m)return;const p=pageOf(+m[2]);
+ if(p<0)return;await render(p);
  if(hit)hit.classList.remove('hit');hit=document.getElementById(target);
  if(hit){hit.classList.add('hit');hit.scrollIntoView({block:'center'});}}
-function openContext(seq){const c=D.contexts[seq];const box=document.getElementById('context');
+async function openContext(seq){const G=await chunk('c',D.contexts[seq]);const c=G.calls[seq];
+ const S=G.strings;const box=document.getElementById('context');
  document.getElementById('context-title').textContent='Model call #'+seq+': the context of '+
   'entries 0\\u2013'+c.at+', '+c.tokens+' of '+c.budget+' tokens ('+c.counter+'), shape '+
   c.shape+'; digest '+c.digest+' reproduced';
@@ -128,9 +141,9 @@ function openContext(seq){const c=D.contexts[seq];const box=document.getElementB
   el('pre',null,S[m[1]]));ms.append(d);});
  const miss=document.getElementById('context-missing');miss.textContent='';
  if(!c.missing.length)miss.append(el('p',null,'Every entry was shown verbatim.'));
- c.missing.forEach(r=>{const d=el('div');const what=r.status==='summarized'?
-  'summarized by #'+r.compaction+' line '+(r.line+1):r.status;
-  d.append(link(r.from,r.from===r.to?'#'+r.from:'#'+r.from+'\\u2013'+r.to),' '+what);
+ c.missing.forEach(r=>{const d=el('div');const st=STATUS[r[2]];const what=st==='summarized'?
+  'summarized by #'+r[3]+' line '+(r[4]+1):st;
+  d.append(link(r[0],r[0]===r[1]?'#'+r[0]:'#'+r[0]+'\\u2013'+r[1]),' '+what);
   miss.append(d);});
  box.classList.add('open');}
 document.getElementById('context-close').addEventListener('click',()=>
@@ -143,7 +156,8 @@ document.getElementById('goto').addEventListener('change',ev=>{location.hash='e-
 window.addEventListener('hashchange',()=>show(location.hash.slice(1)));
 document.addEventListener('click',ev=>{const a=ev.target.closest&&ev.target.closest('a');
  if(a&&a.hash&&a.hash===location.hash){ev.preventDefault();show(a.hash.slice(1));}});
-render(0);if(location.hash)show(location.hash.slice(1));
+(location.hash?show(location.hash.slice(1)):Promise.resolve()).then(()=>page<0?render(0):null)
+ .then(()=>{document.body.dataset.ready='1';});
 })();
 """
 
@@ -183,7 +197,7 @@ def render_report(data: ReportData) -> Iterator[str]:
     )
     yield (
         '<script type="application/json" id="report-data">'
-        + json_script(_timeline_data(data))
+        + json_script(timeline_data(data))
         + "</script>\n"
     )
     yield f"<script>{_SCRIPT}</script>\n</main></body></html>\n"
@@ -374,7 +388,8 @@ def _seq_link(seq: int) -> str:
 
 
 class _Strings:
-    """Texts stored once: the timeline and many contexts share most of them."""
+    """Texts stored once per chunk: a page's entries, or a group of model calls whose
+    contexts share most of their messages."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
@@ -390,58 +405,112 @@ class _Strings:
         return found
 
 
-def _timeline_data(data: ReportData) -> dict[str, Any]:
-    strings = _Strings()
-    entries: list[list[Any]] = []
-    compactions: dict[int, dict[str, Any]] = {}
+CONTEXT_GROUP: Final = 40
+"""Model calls whose contexts are compressed together (consecutive calls share most text)."""
+
+_STATUS_CODES: Final = {"summarized": 0, "stubbed": 1, "folded": 2}
+
+
+def _pack(value: object) -> str:
+    """``value`` as JSON, raw-deflated and base64-encoded (the browser's
+    ``DecompressionStream('deflate-raw')`` reads it back)."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(packer.compress(raw) + packer.flush()).decode("ascii")
+
+
+def unpack(text: str) -> Any:
+    """The inverse of the packing the report uses for its chunks (for tests and tools)."""
+    return json.loads(zlib.decompress(base64.b64decode(text), -15).decode("utf-8"))
+
+
+def timeline_data(data: ReportData) -> dict[str, Any]:
+    """The JSON island: a small index (page ranges, which chunk holds each call's context)
+    and the compressed chunks, each decoded only when the reader opens it."""
     covered: dict[int, list[list[Any]]] = {}
+    lines: dict[int, list[list[Any]]] = {}
     for entry in data.entries:
-        block = describe(entry)
-        entries.append(
-            [
-                entry.seq,
-                block.style,
-                strings(block.title),
-                strings(block.meta),
-                strings(block.text) if block.text else None,
-                strings(block.code),
-                [strings(item) for item in block.items],
-            ]
-        )
         if entry.kind == "context.compaction":
-            compactions[entry.seq] = _compaction(entry, covered)
-    contexts = {
-        seq: {
-            "at": call.at,
-            "budget": call.budget,
-            "tokens": call.tokens,
-            "counter": call.counter,
-            "shape": call.shape,
-            "digest": call.digest,
-            "messages": [[strings(role), strings(text)] for role, text in call.messages],
-            "missing": list(call.not_verbatim),
-        }
-        for seq, call in data.contexts.items()
-    }
+            lines[entry.seq] = _compaction(entry, covered)
+    pages: list[list[int]] = []
+    page_data: list[str] = []
+    for start in range(0, len(data.entries), PAGE_SIZE):
+        part = data.entries[start : start + PAGE_SIZE]
+        strings = _Strings()
+        rows = []
+        for entry in part:
+            block = describe(entry)
+            rows.append(
+                [
+                    entry.seq,
+                    block.style,
+                    strings(block.title),
+                    strings(block.meta),
+                    strings(block.text) if block.text else None,
+                    strings(block.code),
+                    [strings(item) for item in block.items],
+                ]
+            )
+        seqs = [entry.seq for entry in part]
+        pages.append([seqs[0], seqs[-1], len(seqs)])
+        page_data.append(
+            _pack(
+                {
+                    "strings": strings.items,
+                    "entries": rows,
+                    "compactions": {s: lines[s] for s in seqs if s in lines},
+                    "covered": {s: covered[s] for s in seqs if s in covered},
+                }
+            )
+        )
+    contexts: dict[int, int] = {}
+    context_data: list[str] = []
+    calls = sorted(data.contexts.values(), key=lambda call: call.seq)
+    for start in range(0, len(calls), CONTEXT_GROUP):
+        strings = _Strings()
+        group: dict[int, Any] = {}
+        for call in calls[start : start + CONTEXT_GROUP]:
+            contexts[call.seq] = len(context_data)
+            group[call.seq] = {
+                "at": call.at,
+                "budget": call.budget,
+                "tokens": call.tokens,
+                "counter": call.counter,
+                "shape": call.shape,
+                "digest": call.digest,
+                "messages": [[strings(role), strings(text)] for role, text in call.messages],
+                "missing": [
+                    [
+                        run["from"],
+                        run["to"],
+                        _STATUS_CODES[run["status"]],
+                        run.get("compaction"),
+                        run.get("line"),
+                    ]
+                    for run in call.not_verbatim
+                ],
+            }
+        context_data.append(_pack({"strings": strings.items, "calls": group}))
     return {
         "page_size": PAGE_SIZE,
-        "strings": strings.items,
-        "entries": entries,
-        "compactions": compactions,
-        "covered": covered,
+        "statuses": list(_STATUS_CODES),
+        "pages": pages,
+        "page_data": page_data,
         "contexts": contexts,
+        "context_data": context_data,
     }
 
 
-def _compaction(entry: Entry, covered: dict[int, list[list[Any]]]) -> dict[str, Any]:
+def _compaction(entry: Entry, covered: dict[int, list[list[Any]]]) -> list[list[Any]]:
+    """The compaction's lines as ``[section, text, pointers]``; marks what each line covers."""
     lines = []
     for number, line in enumerate(entry.body.get("summary", [])):
         pointers = [list(span) for span in line["pointers"]]
-        lines.append({"section": line["section"], "text": line["text"], "pointers": pointers})
+        lines.append([line["section"], line["text"], pointers])
         for first, last in pointers:
             for seq in range(first, last + 1):
                 covered.setdefault(seq, []).append([entry.seq, number, line["section"]])
-    return {"lines": lines}
+    return lines
 
 
 def _e(text: str) -> str:

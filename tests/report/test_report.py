@@ -7,11 +7,13 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
 from registre.cli import cli
 from registre.report import gather, render_report
+from registre.report.html import unpack
 from tests.report.conftest import Investigation, build
 
 
@@ -19,14 +21,26 @@ def _html(investigation: Investigation) -> str:
     return "".join(render_report(gather(investigation.bundle, investigation.policy)))
 
 
-def _island(page: str) -> dict[str, object]:
-    match = re.search(
-        r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S
-    )
+def _island(page: str) -> dict[str, Any]:
+    """The report's data, every compressed chunk decoded and merged into one view."""
+    island = r'<script type="application/json" id="report-data">(.*?)</script>'
+    match = re.search(island, page, re.S)
     assert match is not None
-    data = json.loads(match.group(1))
-    assert isinstance(data, dict)
-    return data
+    index = json.loads(match.group(1))
+    merged: dict[str, Any] = {"entries": [], "compactions": {}, "covered": {}, "contexts": {}}
+    for packed in index["page_data"]:
+        chunk = unpack(packed)
+        strings = chunk["strings"]
+        merged["entries"] += [
+            [row[0], row[1], *(None if i is None else strings[i] for i in row[2:6])]
+            for row in chunk["entries"]
+        ]
+        merged["compactions"].update(chunk["compactions"])
+        merged["covered"].update(chunk["covered"])
+    for packed in index["context_data"]:
+        merged["contexts"].update(unpack(packed)["calls"])
+    merged["index"] = index
+    return merged
 
 
 def test_verified_bundle_shows_every_entry_contexts_and_chains(
@@ -65,8 +79,10 @@ def test_report_is_self_contained(investigation: Investigation) -> None:
     assert re.search(r'href="(?!#)', page) is None
     assert "@import" not in page and "url(" not in page
     data = _island(page)
-    assert data["page_size"] == 200
-    assert len(data["entries"]) > 0  # type: ignore[arg-type]
+    assert data["index"]["page_size"] == 200
+    pages = data["index"]["pages"]
+    assert sum(count for _, _, count in pages) == len(data["entries"]) > 0
+    assert set(data["index"]["contexts"]) == set(data["contexts"])
 
 
 def test_every_summary_pointer_and_covered_entry_is_linked(investigation: Investigation) -> None:
@@ -75,12 +91,12 @@ def test_every_summary_pointer_and_covered_entry_is_linked(investigation: Invest
     covered = data["covered"]
     assert isinstance(compactions, dict) and isinstance(covered, dict)
     pointed = set()
-    for seq, compaction in compactions.items():
-        for number, line in enumerate(compaction["lines"]):
-            for first, last in line["pointers"]:
+    for seq, lines in compactions.items():
+        for number, (section, _text, pointers) in enumerate(lines):
+            for first, last in pointers:
                 for target in range(first, last + 1):
                     pointed.add(target)
-                    assert [int(seq), number, line["section"]] in covered[str(target)]
+                    assert [int(seq), number, section] in covered[str(target)]
     assert pointed and pointed == {int(seq) for seq in covered}
 
 

@@ -62,10 +62,17 @@ def report_file(investigation: Investigation, tmp_path_factory: pytest.TempPathF
     return path
 
 
+def _ready(browser: webdriver.Chrome) -> None:
+    WebDriverWait(browser, 20).until(
+        lambda driver: driver.execute_script("return document.body.dataset.ready === '1'")
+    )
+
+
 def test_summary_pointer_opens_its_entry(
     browser: webdriver.Chrome, report_file: Path, artifacts: Path
 ) -> None:
     browser.get(report_file.as_uri())
+    _ready(browser)
     assert "VERIFIED" in browser.find_element(By.ID, "verdict").text
     browser.save_screenshot(str(artifacts / "report-top.png"))
     # a pointer in a compaction's summary line, to an entry on another page or this one
@@ -87,6 +94,7 @@ def test_model_call_context_opens(
     browser: webdriver.Chrome, report_file: Path, artifacts: Path
 ) -> None:
     browser.get(report_file.as_uri() + "#e-0")
+    _ready(browser)
     buttons = browser.find_elements(By.CSS_SELECTOR, "button.show-context")
     assert buttons, "the first page holds model calls"
     button = buttons[-1]
@@ -107,7 +115,7 @@ def test_go_to_entry_paginates(browser: webdriver.Chrome, report_file: Path) -> 
     browser.get(report_file.as_uri())
     last = browser.execute_script(
         "const d=JSON.parse(document.getElementById('report-data').textContent);"
-        "return d.entries[d.entries.length-1][0];"
+        "return d.pages[d.pages.length-1][1];"
     )
     browser.get(report_file.as_uri() + f"#e-{last}")
     entry = WebDriverWait(browser, 10).until(
