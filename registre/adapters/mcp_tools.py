@@ -32,7 +32,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 from jsonschema.validators import extend  # type: ignore[import-untyped]
 
-from registre.attest import canonical_bytes
+from registre.adapters.records import tool_call_body
 from registre.errors import MalformedError, RegistreError
 from registre.ledger import (
     BatchResult,
@@ -56,7 +56,6 @@ __all__ = [
     "call_tool",
     "error_sentence",
     "read_resource",
-    "tool_call_body",
 ]
 
 SHAPES: Final = ("registre", "openai.chat", "openai.responses", "anthropic")
@@ -178,32 +177,6 @@ def _record_turn(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[
     body = {"role": args["role"], "text": args["text"]}
     entry = thread.append("turn", body, args.get("actor", args["role"]))
     return {"seq": entry.seq}
-
-
-def _holds_float(value: object) -> bool:
-    if isinstance(value, float):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_float(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_holds_float(item) for item in value)
-    return False
-
-
-def tool_call_body(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A ``tool.call`` body: ``arguments`` as an object, or as ``arguments_json`` (RFC 8785
-    text) when they hold a non-integer number, which entry bodies cannot (entries spec 4.2)."""
-    body: dict[str, Any] = {"call_id": call_id, "name": name}
-    if _holds_float(arguments):
-        text = canonical_bytes(arguments).decode("utf-8")
-        reparsed = json.loads(text)
-        if _holds_float(reparsed):
-            body["arguments_json"] = text
-        else:  # every number was integral (2.0): write them as the integers they are
-            body["arguments"] = reparsed
-    else:
-        body["arguments"] = arguments
-    return body
 
 
 def _record_tool_call(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
