@@ -67,8 +67,9 @@ def serve(db: str | None, key_file: Path | None, thread_id: str | None, listen: 
     try:
         from registre.adapters import mcp_server
     except ModuleNotFoundError as exc:
+        missing = (exc.name or "mcp").split(".")[0]
         raise MissingExtraError(
-            f"registre mcp serve needs the {(exc.name or 'mcp').split('.')[0]} package, which is not installed"
+            f"registre mcp serve needs the {missing} package, which is not installed"
         ).with_hint("pip install 'registre[mcp]'") from None
     with open_ledger(db, key_file) as ledger:
         if thread_id is not None and thread_id not in {t.id for t in ledger.threads()}:

@@ -163,7 +163,8 @@ def test_the_command_line_works_without_the_mcp_extra(tmp_path: Path) -> None:
 def test_the_core_imports_no_agent_framework() -> None:
     script = (
         "import sys, registre.ledger, registre.attest, registre.cli, registre.lifecycle\n"
-        "loaded = sorted(m for m in ('mcp', 'mcp_types', 'agents', 'claude_agent_sdk', 'registre.adapters') if m in sys.modules)\n"
+        "names = ('mcp', 'mcp_types', 'agents', 'claude_agent_sdk', 'registre.adapters')\n"
+        "loaded = sorted(m for m in names if m in sys.modules)\n"
         "print(loaded)\n"
     )
     done = subprocess.run(
