@@ -22,7 +22,8 @@ SCRIPTED = (
 def adapter_examples() -> dict[str, str]:
     text = README.read_text(encoding="utf-8")
     blocks = re.findall(r"```py\n(.*?)```", text, re.S)
-    return {("mcp" if "mcp import" in block else "agents"): block for block in blocks}
+    names = {"from mcp import": "mcp", "from agents import": "agents", "claude_agent_sdk": "claude"}
+    return {next(n for k, n in names.items() if k in block): block for block in blocks}
 
 
 def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -41,7 +42,7 @@ def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_readme_has_one_example_per_adapter() -> None:
-    assert set(adapter_examples()) == {"mcp", "agents"}
+    assert set(adapter_examples()) == {"mcp", "agents", "claude"}
 
 
 def test_the_mcp_example_runs_as_written(tmp_path: Path) -> None:
@@ -59,3 +60,14 @@ def test_the_agents_example_runs_with_a_scripted_model(tmp_path: Path) -> None:
     done = _run(example.replace(MODEL_LINE, SCRIPTED), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Order 7 ships today. ['turn', 'model.call', 'turn']"
+
+
+def test_the_claude_example_runs_as_written(tmp_path: Path) -> None:
+    example = adapter_examples()["claude"]
+    check = (
+        "\nassert options.session_store is not None and work.id == 'my-task'"
+        "\nprint(type(options.session_store).__name__)\n"
+    )
+    done = _run(example + check, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "RegistreSessionStore"
