@@ -37,6 +37,7 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -96,6 +97,7 @@ class RegistreSessionStore:
     def __init__(self, ledger: Ledger, *, prefix: str = "claude") -> None:
         self._ledger = ledger
         self._prefix = prefix
+        self._known: dict[str, _Known] = {}
 
     # --- thread ids ------------------------------------------------------------------------
 
@@ -128,46 +130,48 @@ class RegistreSessionStore:
 
     # --- the SessionStore protocol ---------------------------------------------------------
 
+    def _tails(self, thread: Thread) -> dict[str | None, _Tail]:
+        """The per-transcript state of ``thread`` (uuids written, lines since the last
+        boundary), brought up to date by reading only the entries added since last time."""
+        known = self._known.setdefault(thread.id, _Known())
+        head = thread.head().size
+        for entry in thread.entries(known.size, head):
+            if entry.kind == "transcript.entry":
+                tail = known.tails.setdefault(entry.body.get("subpath"), _Tail())
+                tail.add(entry.seq, json.loads(entry.body["entry_json"]))
+        known.size = head
+        return known.tails
+
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Record ``entries`` in one transaction (module docstring)."""
         if not entries:
             return
         thread = self._find(key) or self._ledger.create_thread(self.thread_id(key))
         subpath = key.get("subpath")
-        seen: set[str] = set()
-        since_boundary: list[int] = []
-        for seq, line_subpath, line in self._lines(thread):
-            if line_subpath != subpath:
-                continue
-            if isinstance(line.get("uuid"), str):
-                seen.add(line["uuid"])
-            since_boundary = [] if _is_boundary(line) else [*since_boundary, seq]
+        tail = _Tail.copy_of(self._tails(thread).get(subpath))
         seq = thread.head().size
         items: list[Item] = []
         for entry in entries:
             line = dict(entry)
-            uuid = line.get("uuid")
-            if isinstance(uuid, str):
-                if uuid in seen:
-                    continue
-                seen.add(uuid)
+            if isinstance(line.get("uuid"), str) and line["uuid"] in tail.uuids:
+                continue
             body: dict[str, Any] = {"source": SOURCE, "session": key["session_id"]}
             if subpath is not None:
                 body["subpath"] = subpath
             body["entry_json"] = canonical_bytes(line).decode("utf-8")
             items.append(("transcript.entry", body, _ACTOR))
-            line_seq, seq = seq, seq + 1
-            event = self._compaction_event(key["session_id"], line, since_boundary)
+            event = self._compaction_event(key["session_id"], line, tail.span)
+            tail.add(seq, line)
+            seq += 1
             if event is not None:
                 items.append(("compaction.imported", event, _ACTOR))
                 seq += 1
-            since_boundary = [] if _is_boundary(line) else [*since_boundary, line_seq]
         if items:
             thread.append_many(items)
 
     @staticmethod
     def _compaction_event(
-        session: str, line: Mapping[str, Any], folded: list[int]
+        session: str, line: Mapping[str, Any], folded: tuple[int, int] | None
     ) -> dict[str, Any] | None:
         body: dict[str, Any] = {"source": SOURCE, "session": session}
         if _is_boundary(line):
@@ -178,8 +182,8 @@ class RegistreSessionStore:
                 body["trigger"] = metadata["trigger"][:256]
             if type(metadata.get("preTokens")) is int and metadata["preTokens"] >= 0:
                 body["pre_tokens"] = metadata["preTokens"]
-            if folded:
-                body["folded"] = {"from": folded[0], "to": folded[-1]}
+            if folded is not None:
+                body["folded"] = {"from": folded[0], "to": folded[1]}
         elif line.get("isCompactSummary") is True:
             body["event"] = "summary"
             text = _summary_text(line)
@@ -249,6 +253,35 @@ class RegistreSessionStore:
 
 def _is_boundary(line: Mapping[str, Any]) -> bool:
     return line.get("type") == "system" and line.get("subtype") == "compact_boundary"
+
+
+@dataclass
+class _Tail:
+    """One transcript's state: the uuids it holds, and the seqs of its first and last lines
+    since its last ``compact_boundary`` (None: no line since)."""
+
+    uuids: set[str] = field(default_factory=set)
+    span: tuple[int, int] | None = None
+
+    def add(self, seq: int, line: Mapping[str, Any]) -> None:
+        if isinstance(line.get("uuid"), str):
+            self.uuids.add(line["uuid"])
+        if _is_boundary(line):
+            self.span = None
+        else:
+            self.span = (seq, seq) if self.span is None else (self.span[0], seq)
+
+    @classmethod
+    def copy_of(cls, tail: _Tail | None) -> _Tail:
+        return cls() if tail is None else cls(set(tail.uuids), tail.span)
+
+
+@dataclass
+class _Known:
+    """What a store has read of one thread: its first ``size`` entries, as ``tails``."""
+
+    size: int = 0
+    tails: dict[str | None, _Tail] = field(default_factory=dict)
 
 
 HookCallback = Callable[[Any, str | None, Any], Awaitable[dict[str, Any]]]

@@ -24,6 +24,7 @@ database transaction.
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from typing import Any, Final
 
 import mcp_types as types
@@ -126,6 +127,7 @@ def build_server(ledger: Ledger, thread: str | None = None) -> Server[Any]:
 
     return Server(
         SERVER_NAME,
+        version=version("registre"),
         instructions=_INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=on_call_tool,

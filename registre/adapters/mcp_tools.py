@@ -248,14 +248,16 @@ def _expand(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, 
 
 
 def _search(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
+    """Entries ``from_seq..to_seq`` (clipped to the thread) matching every filter given, at
+    most ``limit`` of them, oldest first; ``limit_reached`` says more may match."""
     size = thread.head().size
-    start = args.get("from_seq", 0)
-    stop = min(size, args.get("to_seq", size - 1) + 1)
+    start = min(args.get("from_seq", 0), size)
+    stop = max(start, min(size, args.get("to_seq", size - 1) + 1))
     limit = args.get("limit", 20)
     needle = args.get("text", "").casefold()
     kind = args.get("kind")
     found: list[dict[str, Any]] = []
-    for entry in thread.entries(min(start, stop), stop) if start < stop else iter(()):
+    for entry in thread.entries(start, stop):
         if kind is not None and entry.kind != kind:
             continue
         if needle and needle not in json.dumps(entry.body, ensure_ascii=False).casefold():
@@ -265,7 +267,7 @@ def _search(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, 
         )
         if len(found) == limit:
             break
-    return {"entries": found, "truncated": len(found) == limit}
+    return {"entries": found, "limit_reached": len(found) == limit}
 
 
 def _read_source(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:

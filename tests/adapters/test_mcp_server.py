@@ -282,3 +282,25 @@ def test_every_input_schema_is_strict(ledger: Ledger, thread: Thread) -> None:
             assert objects and all(o["additionalProperties"] is False for o in objects), tool.name
 
     run_client(ledger, session)
+
+
+def test_search_filters_by_text_kind_and_range_within_a_limit(
+    ledger: Ledger, thread: Thread
+) -> None:
+    for text in ("alpha", "beta", "Alphabet", "gamma"):
+        thread.append("turn", {"role": "user", "text": text}, "user")
+    found: dict[str, Any] = {}
+
+    async def session(client: Client) -> None:
+        found["text"] = await ok(client, "search", {"text": "ALPHA"})
+        found["range"] = await ok(client, "search", {"from_seq": 1, "to_seq": 2})
+        found["limit"] = await ok(client, "search", {"kind": "turn", "limit": 1})
+        found["past"] = await ok(client, "search", {"from_seq": 9})
+
+    run_client(ledger, session)
+    assert [e["seq"] for e in found["text"]["entries"]] == [0, 2]
+    assert not found["text"]["limit_reached"]
+    assert [e["seq"] for e in found["range"]["entries"]] == [1, 2]
+    assert [e["seq"] for e in found["limit"]["entries"]] == [0]
+    assert found["limit"]["limit_reached"]
+    assert found["past"]["entries"] == []
