@@ -304,3 +304,30 @@ def test_search_filters_by_text_kind_and_range_within_a_limit(
     assert [e["seq"] for e in found["limit"]["entries"]] == [0]
     assert found["limit"]["limit_reached"]
     assert found["past"]["entries"] == []
+
+
+def test_revising_evidence_leaves_the_conclusion_stale_and_pins_carry_text(
+    ledger: Ledger, thread: Thread
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def session(client: Client) -> None:
+        ref = {"ref": "r1", "source": "book.csv", "location": "row 4", "sha256": "ab" * 32}
+        await ok(client, "read_source", {"refs": [ref]})
+        await ok(
+            client, "evidence_upsert", {"statements": [{"text": "ECL 41.2m", "cites": ["r1"]}]}
+        )
+        await ok(client, "conclude", {"kind": "final", "text": "Reconciled.", "cites": ["ev-1"]})
+        seen["revise"] = await ok(client, "evidence_revise", {"id": "ev-1", "replacement": None})
+        await ok(client, "record_turn", {"role": "user", "text": "Never restate Q2."})
+        seen["pin"] = await ok(
+            client, "pin", {"kind": "decision", "text": "Never restate Q2.", "seq": 4}
+        )
+        seen["context"] = await ok(client, "context", {"budget": 2000})
+
+    run_client(ledger, session)
+    assert seen["revise"] == {"seq": 3, "id": "ev-1", "successor": None, "stale": ["cc-1"]}
+    assert seen["pin"] == {"seq": 5, "id": "pin-1"}
+    assert [c.id for c in thread.conclusions.list(stale=True)] == ["cc-1"]
+    contents = [m["content"] for m in seen["context"]["request"]["messages"]]
+    assert "[pinned decision pin-1] Never restate Q2." in contents
