@@ -9,7 +9,10 @@ with its own optional extra, so the core install never imports a framework:
   :mod:`registre.adapters.mcp_tools`;
 * :mod:`registre.adapters.openai_agents` (``registre[openai-agents]``): an OpenAI Agents SDK
   ``Session`` whose items are ledger entries, and a ``call_model_input_filter`` that records
-  the digest of what each model call is sent.
+  the digest of what each model call is sent;
+* :mod:`registre.adapters.claude` (``registre[claude]``): a Claude Agent SDK ``SessionStore``
+  mirroring transcripts as signed ``transcript.entry`` lines, Claude Code's compactions as
+  ``compaction.imported`` events, and a ``PreCompact`` hook.
 
 Nothing in :mod:`registre.ledger` (or below it) imports this package.
 """
