@@ -378,6 +378,22 @@ def _arguments_json(value: object, path: str) -> None:
         )
 
 
+def _entry_json(value: object, path: str) -> None:
+    """A mirrored transcript line: the RFC 8785 canonical JSON text of an object (any numbers,
+    floats too: the text is signed as a string)."""
+    if not isinstance(value, str):
+        raise _wrong(path, "a string", value)
+    _TEXT(value, path)
+    try:
+        line = parse_canonical(value.encode("utf-8"))
+    except MalformedError as exc:
+        raise BodySchemaError(
+            path, f"expected the RFC 8785 canonical JSON text of an object: {exc}"
+        ) from None
+    if not isinstance(line, dict):
+        raise _wrong(path, "the JSON text of an object", line)
+
+
 def _holds_float(value: object) -> bool:
     if isinstance(value, float):
         return True
@@ -514,6 +530,28 @@ _SCHEMAS: dict[str, _Check] = {
         _Field("tokens_after", _integer(0)),
         _Field("pin_set_sha256", _sha256_hex),
         rules=(_summary_needs_folded, _pointers_inside_folded),
+    ),
+    "transcript.entry": _record(
+        _Field("source", _name),
+        _Field("session", _name),
+        _Field("subpath", _name, required=False),
+        _Field("entry_json", _entry_json),
+    ),
+    "compaction.imported": _record(
+        _Field("source", _name),
+        _Field("session", _name),
+        _Field("event", _one_of("pre_compact", "boundary", "summary")),
+        _Field("trigger", _name, required=False),
+        _Field("uuid", _name, required=False),
+        _Field(
+            "folded",
+            _record(_Field("from", _SEQ), _Field("to", _SEQ), rules=(_range_ordered,)),
+            required=False,
+        ),
+        _Field("pre_tokens", _integer(0), required=False),
+        _Field("summary", _TEXT, required=False),
+        _Field("context_sha256", _sha256_hex, required=False),
+        _Field("pins", _list_of(_name), required=False),
     ),
     "model.call": _record(
         _Field("model", _name),

@@ -91,7 +91,9 @@ planned."""
 SUMMARY_LINE_KIND: Final = "summary.line"
 """The ``kind`` of a :class:`FoldItem` that is a line of a summary being folded again."""
 
-_UNSHOWN_KINDS: Final = frozenset(("context.compaction", "model.call"))
+_UNSHOWN_KINDS: Final = frozenset(
+    ("context.compaction", "model.call", "transcript.entry", "compaction.imported")
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ __all__ = [
     "CONTROL_KINDS",
     "ELISION_MARK",
     "MESSAGE_OVERHEAD_TOKENS",
+    "MIRROR_KINDS",
     "elided_message",
     "entry_text",
     "message_tokens",
@@ -50,8 +51,12 @@ _LIFECYCLE_CONTENT_KINDS: Final = tuple(
 CONTENT_KINDS: Final = frozenset(_OWN_CONTENT_KINDS + _LIFECYCLE_CONTENT_KINDS)
 """Kinds that become a message of their own in the verbatim tail."""
 
-CONTROL_KINDS: Final = frozenset(
-    ("context.pin", "context.unpin", "context.compaction", "model.call")
+MIRROR_KINDS: Final = frozenset(("transcript.entry", "compaction.imported"))
+"""Kinds that mirror another framework's own transcript and compactions: on the record, never
+in registre's context (no text, no message)."""
+
+CONTROL_KINDS: Final = (
+    frozenset(("context.pin", "context.unpin", "context.compaction", "model.call")) | MIRROR_KINDS
 )
 """Kinds that change or record the context rather than feed it."""
 
@@ -79,7 +84,7 @@ def entry_text(kind: str, body: Mapping[str, object]) -> str:
             for index, line in enumerate(lines)
             if isinstance(line, Mapping)
         )
-    if kind == "model.call":
+    if kind == "model.call" or kind in MIRROR_KINDS:
         return ""
     if kind in _LIFECYCLE_CONTENT_KINDS:
         return canonical_text(body, "body")

@@ -1,0 +1,22 @@
+"""registre.adapters: registre inside the agent frameworks people already run.
+
+Each adapter is a thin layer over the public :mod:`registre.ledger` API, in its own module,
+with its own optional extra, so the core install never imports a framework:
+
+* :mod:`registre.adapters.mcp_server` (``registre[mcp]``): an MCP server exposing a thread's
+  record, working context, lifecycle and proofs as tools and resources
+  (``registre mcp serve``); its tools are defined, framework-free, in
+  :mod:`registre.adapters.mcp_tools`;
+* :mod:`registre.adapters.openai_agents` (``registre[openai-agents]``): an OpenAI Agents SDK
+  ``Session`` whose items are ledger entries, and a ``call_model_input_filter`` that records
+  the digest of what each model call is sent;
+* :mod:`registre.adapters.claude` (``registre[claude]``): a Claude Agent SDK ``SessionStore``
+  mirroring transcripts as signed ``transcript.entry`` lines, Claude Code's compactions as
+  ``compaction.imported`` events, and a ``PreCompact`` hook.
+
+Nothing in :mod:`registre.ledger` (or below it) imports this package.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
