@@ -23,7 +23,8 @@ SHARED = ("registre.cli.options", "registre.cli.files")
 TOP_LEVEL = [
     *("append", "bench", "checkpoint", "compact", "conclude", "conclusions", "context", "demo"),
     *("evidence", "expand", "export", "import", "init", "key", "log", "mcp", "pin", "prove"),
-    *("rebuild", "source", "thread", "trace", "transcript", "unpin", "verify", "witness"),
+    *("rebuild", "report", "source", "thread", "trace", "transcript", "unpin", "verify"),
+    "witness",
 ]
 
 
