@@ -19,6 +19,11 @@ Tables (``witness.db`` in the state directory; WAL, ``synchronous=FULL``, writes
 root, running the caller's checks, and storing the new checkpoint happen in one write
 transaction, and the update is a compare-and-swap on the size read, so two requests can
 never both advance an origin from the same size (C2SP tlog-witness, "performed atomically").
+
+:meth:`WitnessState.latest_by_origin_hash` finds an origin by the SHA-256 of its name (the
+monitoring path of C2SP tlog-witness) through an in-memory map, refreshed from ``latest`` at
+most once every :data:`ORIGIN_RESCAN_SECONDS` on a miss, so unknown hashes cannot make every
+request scan the table.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +44,7 @@ from registre.ledger.witness.errors import WitnessStateError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "ORIGIN_RESCAN_SECONDS",
     "STATE_VERSION",
     "CosignedRecord",
     "EvidenceRecord",
@@ -48,6 +55,10 @@ __all__ = [
 
 STATE_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
+ORIGIN_RESCAN_SECONDS = 1.0
+"""How often, at most, an unknown origin hash makes the state re-read the origins it holds
+(origins cosigned by this object are known at once; C2SP lets a witness delay the monitoring
+view by up to an hour)."""
 
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -140,6 +151,9 @@ class WitnessState:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._writer = threading.Lock()
+        self._hash_lock = threading.Lock()
+        self._origin_hashes: dict[bytes, str] = {}
+        self._origins_scanned = -ORIGIN_RESCAN_SECONDS  # monotonic time of the last scan
 
     @classmethod
     def create(cls, path: Path) -> WitnessState:
@@ -243,6 +257,22 @@ class WitnessState:
         """The last checkpoint cosigned for ``origin`` (size 0, empty root if none)."""
         return _read_latest(self._conn(), origin)
 
+    def latest_by_origin_hash(self, origin_hash: bytes) -> LatestCheckpoint | None:
+        """The last checkpoint cosigned for the origin whose UTF-8 name hashes (SHA-256) to
+        ``origin_hash``, or None if this witness never cosigned one for it."""
+        with self._hash_lock:
+            origin = self._origin_hashes.get(origin_hash)
+            now = time.monotonic()
+            if origin is None and now - self._origins_scanned >= ORIGIN_RESCAN_SECONDS:
+                self._origins_scanned = now
+                rows = self._conn().execute("SELECT origin FROM latest")
+                self._origin_hashes.update((_origin_hash(str(o)), str(o)) for (o,) in rows)
+                origin = self._origin_hashes.get(origin_hash)
+        if origin is None:
+            return None
+        held = self.latest(origin)
+        return held if held.note is not None else None
+
     def origins(self) -> list[LatestCheckpoint]:
         """The last cosigned checkpoint of every origin the witness has seen, by origin."""
         rows = self._conn().execute(
@@ -326,7 +356,9 @@ class WitnessState:
                 "timestamp, received) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (checkpoint.origin, checkpoint.size, checkpoint.root, note, line, timestamp, now),
             )
-            return line
+        with self._hash_lock:
+            self._origin_hashes[_origin_hash(checkpoint.origin)] = checkpoint.origin
+        return line
 
     def record_evidence(self, checkpoint: Checkpoint, note: str, kind: str, reason: str) -> None:
         """Keep a log-signed checkpoint that was refused as inconsistent (once per note)."""
@@ -355,6 +387,10 @@ def _read_latest(conn: sqlite3.Connection, origin: str) -> LatestCheckpoint:
     if row is None:
         return LatestCheckpoint(origin, 0, empty_root(), None, None)
     return LatestCheckpoint(origin, int(row[0]), bytes(row[1]), str(row[2]), str(row[3]))
+
+
+def _origin_hash(origin: str) -> bytes:
+    return hashlib.sha256(origin.encode("utf-8")).digest()
 
 
 def _now() -> str:

@@ -4,17 +4,24 @@
 followed) and starts ``registre witness serve --listen 127.0.0.1:0`` as a child process,
 reading the port it bound from its first line of output. Every process started is stopped at
 teardown (SIGTERM, then SIGKILL if it has not exited within 10 s). Waits are bounded.
+
+``serving_witness(witness)`` runs the same server in-process (an event loop in a background
+thread) on a free loopback port, for tests that need to set its timeouts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,7 +34,9 @@ from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.witness.client import WitnessEndpoint
 from registre.ledger.witness.protocol import AddCheckpointRequest
+from registre.ledger.witness.server import WitnessServer
 from registre.ledger.witness.state import WitnessState
+from registre.ledger.witness.witness import Witness
 from tests.ledger.helpers import turn
 
 START_TIMEOUT = 30.0
@@ -103,6 +112,27 @@ def http_request(
         return Answer(response.status, response.getheader("Content-Type", ""), response.read())
     finally:
         conn.close()
+
+
+@contextmanager
+def serving_witness(witness: Witness, **options: float) -> Iterator[str]:
+    """Serve ``witness`` (a :class:`WitnessServer` with ``options``) on a free loopback port
+    from an event loop in a background thread; yield its URL. Stopped (bounded waits) on
+    exit; the witness's state is left open."""
+    loop = asyncio.new_event_loop()
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = WitnessServer(witness, **options)  # type: ignore[arg-type]
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        asyncio.run_coroutine_threadsafe(server.start(sock), loop).result(timeout=10)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(timeout=10)
+        loop.close()
+        sock.close()
 
 
 def make_witness_state(state_dir: Path, name: str, follows: list[tuple[str, str]]) -> None:
