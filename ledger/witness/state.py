@@ -145,8 +145,9 @@ class WitnessState:
     Use :meth:`create` once, then :meth:`open`; close with :meth:`close`.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -171,17 +172,27 @@ class WitnessState:
         return state
 
     @classmethod
-    def open(cls, path: Path) -> WitnessState:
-        """Open an existing state file; WitnessStateError if it is missing or unknown."""
+    def open(cls, path: Path, *, read_only: bool = False) -> WitnessState:
+        """Open an existing state file; WitnessStateError if it is missing, unknown, or --
+        unless ``read_only`` -- cannot be written (a read-only file, folder or medium).
+
+        ``read_only`` opens it for reading only (SQLite ``mode=ro``), which works on
+        read-only media; every write then raises WitnessStateError.
+        """
         if not path.exists():
             raise WitnessStateError(f"no witness state at {path}").with_hint(
                 "run `registre witness init` (or pass --state-dir)"
             )
-        state = cls(path)
+        state = cls(path, read_only=read_only)
         try:
             row = state._conn().execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
         except sqlite3.DatabaseError as exc:
             state.close()
+            if _cannot_write(exc) or _cannot_open(exc):
+                raise WitnessStateError(f"cannot open witness state {path}: {exc}").with_hint(
+                    "check that this user may read the file and write its folder; "
+                    "`registre witness show` reads a read-only state"
+                ) from None
             raise WitnessStateError(f"{path} is not a witness state file ({exc})") from None
         if row is None or row[0] != str(STATE_VERSION):
             state.close()
@@ -189,7 +200,29 @@ class WitnessState:
                 f"{path} has witness state version {row and row[0]}; "
                 f"this registre knows {STATE_VERSION}"
             )
+        if not read_only:
+            state._check_writable()
         return state
+
+    def _check_writable(self) -> None:
+        """Write nothing, but as far as a write goes: WitnessStateError (and the state
+        closed) if this file cannot be written."""
+        conn = self._conn()
+        try:
+            with self._writer:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("UPDATE meta SET value = value WHERE key = 'version'")
+                finally:
+                    conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            if not (_cannot_write(exc) or _cannot_open(exc)):
+                raise
+            self.close()
+            raise WitnessStateError(f"witness state {self.path} is read-only ({exc})").with_hint(
+                "make the file and its folder writable by this user; "
+                "`registre witness show` only reads"
+            ) from None
 
     def close(self) -> None:
         """Close every connection this object opened (call once no thread uses it)."""
@@ -204,14 +237,23 @@ class WitnessState:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            if self.read_only:
+                conn = sqlite3.connect(
+                    self.path.resolve().as_uri() + "?mode=ro",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._local.conn = conn
             with self._lock:
@@ -223,6 +265,8 @@ class WitnessState:
         # Threads of this process take turns on a mutex before BEGIN IMMEDIATE: correctness
         # comes from the database lock (which also holds against other processes), the mutex
         # only spares waiting threads SQLite's sleep-and-retry busy handler.
+        if self.read_only:
+            raise WitnessStateError(f"witness state {self.path} was opened read-only")
         conn = self._conn()
         with self._writer:
             conn.execute("BEGIN IMMEDIATE")
@@ -387,6 +431,14 @@ def _read_latest(conn: sqlite3.Connection, origin: str) -> LatestCheckpoint:
     if row is None:
         return LatestCheckpoint(origin, 0, empty_root(), None, None)
     return LatestCheckpoint(origin, int(row[0]), bytes(row[1]), str(row[2]), str(row[3]))
+
+
+def _cannot_write(exc: sqlite3.Error) -> bool:
+    return str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_READONLY")
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    return str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CANTOPEN")
 
 
 def _origin_hash(origin: str) -> bytes:

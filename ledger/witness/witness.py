@@ -168,8 +168,8 @@ class Witness:
 
     def handle(self, body: bytes) -> WitnessResponse:
         """Answer one ``add-checkpoint`` body: 200 with the cosignature line, or the status of
-        the refusal (409 with the held size as ``text/x.tlog.size``). A busy database (lock
-        wait over) is 503; any other failure propagates (a bug: the server answers 500)."""
+        the refusal (409 with the held size as ``text/x.tlog.size``). A database that cannot
+        be written (lock wait over, read-only) is 503; any other failure propagates (a bug: the server answers 500)."""
         origin: str | None = None
         try:
             request = AddCheckpointRequest.parse(body)
@@ -184,7 +184,9 @@ class Witness:
                 raise
             return WitnessResponse(exc.http_status, f"{exc}\n".encode(), _TEXT, origin)
         except sqlite3.OperationalError as exc:
-            return WitnessResponse(503, f"witness busy: {exc}\n".encode(), _TEXT, origin)
+            # a lock wait over, or a state that became read-only: nothing was stored
+            text = f"witness state unavailable: {exc}\n"
+            return WitnessResponse(503, text.encode(), _TEXT, origin)
         return WitnessResponse(200, line.encode("utf-8"), COSIGNATURE_CONTENT_TYPE, origin)
 
     def monitor(self, origin_hash: bytes) -> WitnessResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -133,6 +134,29 @@ def serving_witness(witness: Witness, **options: float) -> Iterator[str]:
         runner.join(timeout=10)
         loop.close()
         sock.close()
+
+
+@contextmanager
+def read_only_file(path: Path) -> Iterator[None]:
+    """``path`` cannot be written by this process while the block runs: mode 0444, or, for
+    root (whom modes do not stop), the immutable attribute (``chattr +i``; the test is
+    skipped where that is not allowed)."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    chattr = shutil.which("chattr")
+    made = chattr and subprocess.run([chattr, "+i", str(path)], capture_output=True, timeout=10)
+    if not made or made.returncode != 0:
+        pytest.skip("running as root and cannot make a file immutable (chattr +i) here")
+    try:
+        yield
+    finally:
+        subprocess.run([str(chattr), "-i", str(path)], check=True, timeout=10)
 
 
 def make_witness_state(state_dir: Path, name: str, follows: list[tuple[str, str]]) -> None:
