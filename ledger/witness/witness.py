@@ -169,7 +169,8 @@ class Witness:
     def handle(self, body: bytes) -> WitnessResponse:
         """Answer one ``add-checkpoint`` body: 200 with the cosignature line, or the status of
         the refusal (409 with the held size as ``text/x.tlog.size``). A database that cannot
-        be written (lock wait over, read-only) is 503; any other failure propagates (a bug: the server answers 500)."""
+        be written (lock wait over, read-only) is 503; any other failure propagates (a bug:
+        the server answers 500)."""
         origin: str | None = None
         try:
             request = AddCheckpointRequest.parse(body)
