@@ -92,11 +92,15 @@ _ORIGIN: Any = web.RequestKey("origin", str) if hasattr(web, "RequestKey") else 
 _REASON: Any = web.RequestKey("reason", str) if hasattr(web, "RequestKey") else "registre_reason"
 
 
-def _field(text: str) -> str:
-    """``text`` safe for one field of a log line: printable, no spaces, at most 200 chars."""
-    escaped = "".join(
-        c if c.isprintable() and not c.isspace() else f"\\x{ord(c):02x}" for c in text
-    )
+def _field(text: str, *, spaces: bool = False) -> str:
+    """``text`` safe in a log line: printable (others as ``\\xNN``), no spaces unless
+    ``spaces``, at most 200 characters."""
+
+    def shown(c: str) -> str:
+        kept = c.isprintable() and (not c.isspace() or (spaces and c == " "))
+        return c if kept else f"\\x{ord(c):02x}"
+
+    escaped = "".join(shown(c) for c in text)
     if len(escaped) > _LOG_FIELD_CHARS:
         return escaped[:_LOG_FIELD_CHARS] + "..."
     return escaped
@@ -110,7 +114,7 @@ def _log_line(
     line += f" ms={ms:.1f}"
     if reason:
         # the reason is always last: it may hold spaces
-        line += " reason=" + reason.replace("\n", " ")[:_LOG_FIELD_CHARS]
+        line += " reason=" + _field(reason, spaces=True)
     ACCESS_LOGGER.info("%s", line)
 
 
