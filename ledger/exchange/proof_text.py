@@ -3,6 +3,7 @@
 * Inclusion: the C2SP ``tlog-proof`` format ::
 
       c2sp.org/tlog-proof@v1
+      extra BASE64 -- optional, read but never written: opaque, unauthenticated data
       index N
       BASE64(hash) -- one line per proof hash, leaf level first (none for a 1-leaf tree)
       <empty line>
@@ -55,11 +56,17 @@ class ProofTextError(MalformedError):
 
 @dataclass(frozen=True)
 class TextProof:
-    """A parsed proof: ``number`` is the index (inclusion) or the old size (consistency)."""
+    """A parsed proof: ``number`` is the index (inclusion) or the old size (consistency).
+
+    ``extra`` is the decoded ``extra`` line of a C2SP tlog-proof, None if it has none. It is
+    not authenticated (neither the checkpoint nor the proof covers it): nothing registre
+    checks depends on it.
+    """
 
     number: int
     hashes: list[bytes]
     checkpoint: str
+    extra: bytes | None = None
 
 
 def format_inclusion_proof(index: int, hashes: Sequence[bytes], signed_checkpoint: str) -> str:
@@ -73,8 +80,9 @@ def format_consistency_proof(old_size: int, hashes: Sequence[bytes], signed_chec
 
 
 def parse_inclusion_proof(text: str) -> TextProof:
-    """Read :func:`format_inclusion_proof` text; ProofTextError names the bad line."""
-    return _parse(text, INCLUSION_HEADER, "index")
+    """Read a C2SP tlog-proof (what :func:`format_inclusion_proof` writes, or the same with
+    the optional ``extra`` line after the header); ProofTextError names the bad line."""
+    return _parse(text, INCLUSION_HEADER, "index", extra_allowed=True)
 
 
 def parse_consistency_proof(text: str) -> TextProof:
@@ -87,22 +95,38 @@ def _format(header: str, number_line: str, hashes: Sequence[bytes], checkpoint: 
     return "\n".join(lines) + "\n\n" + checkpoint
 
 
-def _parse(text: str, header: str, label: str) -> TextProof:
+def _parse(text: str, header: str, label: str, *, extra_allowed: bool = False) -> TextProof:
     head, separator, checkpoint = text.partition("\n\n")
     if not separator or not checkpoint:
         raise ProofTextError("proof text needs an empty line followed by a signed checkpoint")
     lines = head.split("\n")
     if lines[0] != header:
         raise ProofTextError(f"line 1 must be {header!r}, got {lines[0][:60]!r}")
-    if len(lines) < 2 or not lines[1].startswith(f"{label} "):
-        raise ProofTextError(f"line 2 must be '{label} N'")
-    number = lines[1][len(label) + 1 :]
+    extra = None
+    at = 1  # index of the number line
+    if extra_allowed and len(lines) > 1 and lines[1].startswith("extra "):
+        extra = _extra(lines[1][len("extra ") :])
+        at = 2
+    if len(lines) <= at or not lines[at].startswith(f"{label} "):
+        after = " (after the optional 'extra' line)" if extra_allowed else ""
+        raise ProofTextError(f"line {at + 1} must be '{label} N'{after}")
+    number = lines[at][len(label) + 1 :]
     if not _DECIMAL.fullmatch(number):
-        raise ProofTextError(f"line 2: {number[:30]!r} is not a decimal number")
-    if len(lines) - 2 > MAX_PROOF_HASHES:
+        raise ProofTextError(f"line {at + 1}: {number[:30]!r} is not a decimal number")
+    if len(lines) - at - 1 > MAX_PROOF_HASHES:
         raise ProofTextError(f"more than {MAX_PROOF_HASHES} proof hashes")
-    hashes = [_hash(line, number) for number, line in enumerate(lines[2:], start=3)]
-    return TextProof(int(number), hashes, checkpoint)
+    hashes = [_hash(line, n) for n, line in enumerate(lines[at + 1 :], start=at + 2)]
+    return TextProof(int(number), hashes, checkpoint, extra)
+
+
+def _extra(value: str) -> bytes:
+    try:
+        raw = base64.b64decode(value.encode("ascii"), validate=True)
+    except (UnicodeEncodeError, binascii.Error):
+        raise ProofTextError("line 2: the 'extra' data is not base64") from None
+    if not raw or base64.b64encode(raw).decode("ascii") != value:
+        raise ProofTextError("line 2: the 'extra' data must be non-empty canonical base64")
+    return raw
 
 
 def _hash(line: str, number: int) -> bytes:

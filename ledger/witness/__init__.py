@@ -4,12 +4,14 @@ The witness side remembers, per log origin, the last checkpoint it cosigned, and
 one only after checking the log's signature and a consistency proof from it, so a log that
 forks or rolls back its history is refused and caught (THREATS rows 4, 6, 7):
 
-* :mod:`registre.ledger.witness.protocol` -- the ``add-checkpoint`` request and response formats;
+* :mod:`registre.ledger.witness.protocol` -- the ``add-checkpoint`` request and response formats,
+  and the monitoring path ``/<hex sha256(origin)>/checkpoint``;
 * :mod:`registre.ledger.witness.state` -- the witness's SQLite state (followed logs, latest
   checkpoint per origin, every cosigned checkpoint, evidence of inconsistent ones);
-* :mod:`registre.ledger.witness.witness` -- the checks, in the order of the specification, and the
-  atomic check-and-store step;
-* :mod:`registre.ledger.witness.server` -- the HTTP server (aiohttp).
+* :mod:`registre.ledger.witness.witness` -- the checks, in the order of the specification, the
+  atomic check-and-store step, and the monitoring view;
+* :mod:`registre.ledger.witness.server` -- the HTTP server (aiohttp), with read deadlines and one
+  log line per request.
 
 The log side sends a thread's checkpoint to witnesses and stores the cosignatures they return:
 

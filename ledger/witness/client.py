@@ -10,11 +10,13 @@ prefix (``POST URL/add-checkpoint``).
    size the log last knew this witness to hold (0 if it knows none);
 2. on 409 the body says the size the witness holds: if it differs from K, and is not beyond
    the checkpoint's size, build the proof from there and send once more; a witness that
-   holds the same size (a root conflict), more than the checkpoint, or answers 409 twice is
-   reported;
+   holds more than the checkpoint, or answers 409 twice, is reported;
 3. on 200 the answer's lines are read as note signature lines; the one from the pinned key
    must verify over the checkpoint's text (other lines are ignored);
 4. anything else -- a refusal, a timeout, a closed port -- is reported by name with the reason.
+   A witness that holds another root at the checkpoint's size answers 422 (C2SP tlog-witness
+   since July 2026); witnesses built on the earlier text answer 409, with an empty body
+   (transparency-dev/witness) or with the size sent: both are reported as that conflict.
 
 The outcome of every witness is kept; fewer cosignatures than the quorum raises
 WitnessQuorumError carrying that outcome, so the caller can store what it got.
@@ -241,17 +243,18 @@ async def _ask(
                 return WitnessOutcome(witness.name, witness.url, line, timestamp, None, sent)
             # 2. conflict: retry once from the size the witness holds
             if status == 409:
+                if not data.strip():  # the earlier text's answer to another root
+                    raise _other_root(old_size, checkpoint, 409)
                 held = parse_size_body(data)
                 if held == old_size:
-                    raise _Problem(
-                        f"it holds another checkpoint of size {held} for {checkpoint.origin} "
-                        "(409): this log showed it a different history"
-                    )
+                    raise _other_root(held, checkpoint, 409)
                 if attempt == 2:
                     raise _Problem(f"409 twice; it now holds size {held}")
                 old_size = held
                 continue
             # 4. any other refusal
+            if status == 422 and old_size == checkpoint.size:
+                raise _other_root(old_size, checkpoint, 422)
             first = data[:200].decode("utf-8", "replace").strip().splitlines()
             raise _Problem(f"refused with HTTP {status}: {first[0] if first else '(no body)'}")
         raise AssertionError("unreachable")  # pragma: no cover
@@ -262,6 +265,13 @@ async def _ask(
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         reason = str(exc) or type(exc).__name__
         return WitnessOutcome(witness.name, witness.url, None, None, f"unreachable: {reason}", sent)
+
+
+def _other_root(size: int, checkpoint: Checkpoint, status: int) -> _Problem:
+    return _Problem(
+        f"it holds another checkpoint of size {size} for {checkpoint.origin} ({status}): "
+        "this log showed it a different history"
+    )
 
 
 async def _post(session: aiohttp.ClientSession, url: str, body: bytes) -> tuple[int, bytes]:

@@ -3,7 +3,8 @@ it, and the errors of the log-side client.
 
 Every refusal of an ``add-checkpoint`` request is a :class:`WitnessRefusal` with an
 ``http_status``; the server answers with that status and the one-line message (for 409, the
-stored tree size as the protocol requires). Nothing is cosigned or stored when one is raised.
+stored tree size as the protocol requires; 409 only ever means "the old size is not the one
+held"). Nothing is cosigned or stored when one is raised.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from registre.attest.errors import (
 )
 
 __all__ = [
+    "EmptyTreeRootError",
     "InconsistentCheckpointError",
     "LogSignatureError",
     "OldSizeConflictError",
@@ -90,13 +92,22 @@ class OldSizeConflictError(WitnessRefusal, RefusedError):
 
 
 class SplitViewError(WitnessRefusal, VerificationError):
-    """A checkpoint of the size the witness holds but with another root: a fork (409)."""
+    """A checkpoint of the size the witness holds but with another root: a fork (422).
 
-    http_status = 409
+    C2SP tlog-witness answered 409 here until July 2026; its current text says 422.
+    """
 
-    def __init__(self, message: str, stored_size: int) -> None:
-        super().__init__(message)
-        self.stored_size = stored_size
+    http_status = 422
+
+
+class EmptyTreeRootError(WitnessRefusal, VerificationError):
+    """A checkpoint of size 0 whose root is not the empty tree's, SHA-256 of nothing (422).
+
+    Only one root exists for the empty tree, so a log that signed another one signed a
+    history that cannot be true.
+    """
+
+    http_status = 422
 
 
 class InconsistentCheckpointError(WitnessRefusal, VerificationError):

@@ -11,6 +11,10 @@ Answers: 200 with one or more cosignature lines (``— NAME BASE64(key id ‖ ti
 409 with the stored tree size in decimal and a newline, ``Content-Type: text/x.tlog.size``;
 other refusals with their status (see :mod:`registre.ledger.witness.errors`).
 
+Monitoring: ``GET <prefix>/<origin hash>/checkpoint``, the origin hash being the SHA-256 of
+the origin in lowercase hex (:func:`monitor_path`, :func:`parse_monitor_path`); the answer is
+the latest cosigned checkpoint, or 404.
+
 Parsing checks form only; nothing here verifies a signature or a proof.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,14 +43,18 @@ __all__ = [
     "COSIGNATURE_CONTENT_TYPE",
     "MAX_REQUEST_BYTES",
     "MAX_RESPONSE_BYTES",
+    "MONITOR_SUFFIX",
     "SIZE_CONTENT_TYPE",
     "AddCheckpointRequest",
     "encode_size_body",
+    "monitor_path",
     "parse_cosignature_lines",
+    "parse_monitor_path",
     "parse_size_body",
 ]
 
 ADD_CHECKPOINT_PATH = "/add-checkpoint"
+MONITOR_SUFFIX = "/checkpoint"
 MAX_REQUEST_BYTES = 64 * 1024
 """Largest request body a witness reads: a 63-hash proof and a note with 100 signatures fit
 with room to spare (about 3 KiB and 10 KiB)."""
@@ -55,6 +64,7 @@ COSIGNATURE_CONTENT_TYPE = "text/plain; charset=utf-8"
 
 _OLD_LINE = re.compile(r"old (0|[1-9][0-9]{0,19})")
 _SIZE_BODY = re.compile(rb"(0|[1-9][0-9]{0,19})\n")
+_MONITOR_PATH = re.compile(r"/([0-9a-f]{64})/checkpoint")
 
 
 def _check_tree_size(size: int, what: str) -> None:
@@ -168,6 +178,18 @@ class AddCheckpointRequest:
 def _encode(old_size: int, proof: Sequence[bytes], note: str) -> bytes:
     lines = [f"old {old_size}", *(base64.b64encode(h).decode("ascii") for h in proof), ""]
     return ("\n".join(lines) + "\n" + note).encode("utf-8")
+
+
+def monitor_path(origin: str) -> str:
+    """``/<hex SHA-256 of the UTF-8 origin>/checkpoint``, relative to the monitoring prefix."""
+    return "/" + hashlib.sha256(origin.encode("utf-8")).hexdigest() + MONITOR_SUFFIX
+
+
+def parse_monitor_path(path: str) -> bytes | None:
+    """The origin hash named by a monitoring path, or None if ``path`` is not one (the hash
+    must be 64 lowercase hex digits)."""
+    match = _MONITOR_PATH.fullmatch(path)
+    return bytes.fromhex(match.group(1)) if match is not None else None
 
 
 def encode_size_body(size: int) -> bytes:

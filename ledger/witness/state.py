@@ -19,6 +19,11 @@ Tables (``witness.db`` in the state directory; WAL, ``synchronous=FULL``, writes
 root, running the caller's checks, and storing the new checkpoint happen in one write
 transaction, and the update is a compare-and-swap on the size read, so two requests can
 never both advance an origin from the same size (C2SP tlog-witness, "performed atomically").
+
+:meth:`WitnessState.latest_by_origin_hash` finds an origin by the SHA-256 of its name (the
+monitoring path of C2SP tlog-witness) through an in-memory map, refreshed from ``latest`` at
+most once every :data:`ORIGIN_RESCAN_SECONDS` on a miss, so unknown hashes cannot make every
+request scan the table.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +44,7 @@ from registre.ledger.witness.errors import WitnessStateError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "ORIGIN_RESCAN_SECONDS",
     "STATE_VERSION",
     "CosignedRecord",
     "EvidenceRecord",
@@ -48,6 +55,10 @@ __all__ = [
 
 STATE_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
+ORIGIN_RESCAN_SECONDS = 1.0
+"""How often, at most, an unknown origin hash makes the state re-read the origins it holds
+(origins cosigned by this object are known at once; C2SP lets a witness delay the monitoring
+view by up to an hour)."""
 
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -134,12 +145,16 @@ class WitnessState:
     Use :meth:`create` once, then :meth:`open`; close with :meth:`close`.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._writer = threading.Lock()
+        self._hash_lock = threading.Lock()
+        self._origin_hashes: dict[bytes, str] = {}
+        self._origins_scanned = -ORIGIN_RESCAN_SECONDS  # monotonic time of the last scan
 
     @classmethod
     def create(cls, path: Path) -> WitnessState:
@@ -157,17 +172,27 @@ class WitnessState:
         return state
 
     @classmethod
-    def open(cls, path: Path) -> WitnessState:
-        """Open an existing state file; WitnessStateError if it is missing or unknown."""
+    def open(cls, path: Path, *, read_only: bool = False) -> WitnessState:
+        """Open an existing state file; WitnessStateError if it is missing, unknown, or --
+        unless ``read_only`` -- cannot be written (a read-only file, folder or medium).
+
+        ``read_only`` opens it for reading only (SQLite ``mode=ro``), which works on
+        read-only media; every write then raises WitnessStateError.
+        """
         if not path.exists():
             raise WitnessStateError(f"no witness state at {path}").with_hint(
                 "run `registre witness init` (or pass --state-dir)"
             )
-        state = cls(path)
+        state = cls(path, read_only=read_only)
         try:
             row = state._conn().execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
         except sqlite3.DatabaseError as exc:
             state.close()
+            if _cannot_write(exc) or _cannot_open(exc):
+                raise WitnessStateError(f"cannot open witness state {path}: {exc}").with_hint(
+                    "check that this user may read the file and write its folder; "
+                    "`registre witness show` reads a read-only state"
+                ) from None
             raise WitnessStateError(f"{path} is not a witness state file ({exc})") from None
         if row is None or row[0] != str(STATE_VERSION):
             state.close()
@@ -175,7 +200,29 @@ class WitnessState:
                 f"{path} has witness state version {row and row[0]}; "
                 f"this registre knows {STATE_VERSION}"
             )
+        if not read_only:
+            state._check_writable()
         return state
+
+    def _check_writable(self) -> None:
+        """Write nothing, but as far as a write goes: WitnessStateError (and the state
+        closed) if this file cannot be written."""
+        conn = self._conn()
+        try:
+            with self._writer:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("UPDATE meta SET value = value WHERE key = 'version'")
+                finally:
+                    conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            if not (_cannot_write(exc) or _cannot_open(exc)):
+                raise
+            self.close()
+            raise WitnessStateError(f"witness state {self.path} is read-only ({exc})").with_hint(
+                "make the file and its folder writable by this user; "
+                "`registre witness show` only reads"
+            ) from None
 
     def close(self) -> None:
         """Close every connection this object opened (call once no thread uses it)."""
@@ -190,14 +237,23 @@ class WitnessState:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            if self.read_only:
+                conn = sqlite3.connect(
+                    self.path.resolve().as_uri() + "?mode=ro",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._local.conn = conn
             with self._lock:
@@ -209,6 +265,8 @@ class WitnessState:
         # Threads of this process take turns on a mutex before BEGIN IMMEDIATE: correctness
         # comes from the database lock (which also holds against other processes), the mutex
         # only spares waiting threads SQLite's sleep-and-retry busy handler.
+        if self.read_only:
+            raise WitnessStateError(f"witness state {self.path} was opened read-only")
         conn = self._conn()
         with self._writer:
             conn.execute("BEGIN IMMEDIATE")
@@ -242,6 +300,22 @@ class WitnessState:
     def latest(self, origin: str) -> LatestCheckpoint:
         """The last checkpoint cosigned for ``origin`` (size 0, empty root if none)."""
         return _read_latest(self._conn(), origin)
+
+    def latest_by_origin_hash(self, origin_hash: bytes) -> LatestCheckpoint | None:
+        """The last checkpoint cosigned for the origin whose UTF-8 name hashes (SHA-256) to
+        ``origin_hash``, or None if this witness never cosigned one for it."""
+        with self._hash_lock:
+            origin = self._origin_hashes.get(origin_hash)
+            now = time.monotonic()
+            if origin is None and now - self._origins_scanned >= ORIGIN_RESCAN_SECONDS:
+                self._origins_scanned = now
+                rows = self._conn().execute("SELECT origin FROM latest")
+                self._origin_hashes.update((_origin_hash(str(o)), str(o)) for (o,) in rows)
+                origin = self._origin_hashes.get(origin_hash)
+        if origin is None:
+            return None
+        held = self.latest(origin)
+        return held if held.note is not None else None
 
     def origins(self) -> list[LatestCheckpoint]:
         """The last cosigned checkpoint of every origin the witness has seen, by origin."""
@@ -326,7 +400,9 @@ class WitnessState:
                 "timestamp, received) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (checkpoint.origin, checkpoint.size, checkpoint.root, note, line, timestamp, now),
             )
-            return line
+        with self._hash_lock:
+            self._origin_hashes[_origin_hash(checkpoint.origin)] = checkpoint.origin
+        return line
 
     def record_evidence(self, checkpoint: Checkpoint, note: str, kind: str, reason: str) -> None:
         """Keep a log-signed checkpoint that was refused as inconsistent (once per note)."""
@@ -355,6 +431,18 @@ def _read_latest(conn: sqlite3.Connection, origin: str) -> LatestCheckpoint:
     if row is None:
         return LatestCheckpoint(origin, 0, empty_root(), None, None)
     return LatestCheckpoint(origin, int(row[0]), bytes(row[1]), str(row[2]), str(row[3]))
+
+
+def _cannot_write(exc: sqlite3.Error) -> bool:
+    return str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_READONLY")
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    return str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CANTOPEN")
+
+
+def _origin_hash(origin: str) -> bytes:
+    return hashlib.sha256(origin.encode("utf-8")).digest()
 
 
 def _now() -> str:

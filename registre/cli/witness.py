@@ -49,14 +49,16 @@ def _passphrase() -> bytes | None:
     return value.encode("utf-8") if value else None
 
 
-def _open(state_dir: Path) -> tuple[CosignatureSigner, WitnessState]:
+def _open(state_dir: Path, *, read_only: bool = False) -> tuple[CosignatureSigner, WitnessState]:
+    """The witness key and state; the state opened read-only for commands that only read
+    (they work on read-only media), else checked writable first (WitnessStateError, exit 2)."""
     key_path = state_dir / KEY_FILE
     if not key_path.exists():
         raise WitnessStateError(f"no witness key at {key_path}").with_hint(
             "run `registre witness init` (or pass --state-dir)"
         )
     signer = CosignatureSigner.load(key_path, _passphrase())
-    return signer, WitnessState.open(state_dir / STATE_FILE)
+    return signer, WitnessState.open(state_dir / STATE_FILE, read_only=read_only)
 
 
 @click.group("witness")
@@ -123,7 +125,7 @@ def follow_command(state_dir: Path, vkey: str, origin_prefix: str | None) -> Non
 )
 def show_command(state_dir: Path, origin: str | None) -> None:
     """Print the cosigner key, the logs followed and the latest checkpoint of each origin."""
-    signer, state = _open(state_dir)
+    signer, state = _open(state_dir, read_only=True)
     try:
         if origin is not None:
             for record in state.history(origin):

@@ -13,6 +13,7 @@ from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
 from registre.attest.keys import Signer
 from registre.ledger.witness.state import WitnessState
 from tests.cli.conftest import Run, error_and_hint, one_line_error
+from tests.ledger.witness.conftest import read_only_file
 
 LOG = Signer.from_seed("example.org/log", bytes(range(32)))
 
@@ -74,6 +75,21 @@ def test_follow_refuses_witness_key_and_bad_prefix(workdir: Path, run: Run) -> N
     assert "cosignature/v1" in one_line_error(run("witness", "follow", witness_key))
     one_line_error(run("witness", "follow", LOG.vkey(), "--origin-prefix", "has space/"))
     one_line_error(run("witness", "follow", "not-a-key"))
+
+
+def test_follow_on_read_only_state_refused_fail(workdir: Path, run: Run) -> None:
+    run("witness", "init", "--state-dir", "w")
+    state = workdir / "w" / "witness.db"
+    before = state.read_bytes()
+    with read_only_file(state):
+        message, hint = error_and_hint(run("witness", "follow", "--state-dir", "w", LOG.vkey()))
+        assert message.startswith(f"registre: error: witness state {Path('w') / 'witness.db'}")
+        assert "is read-only (attempt to write a readonly database)" in message
+        assert hint is not None and "`registre witness show` only reads" in hint
+        # reading still works, on read-only state
+        shown = run("witness", "show", "--state-dir", "w")
+        assert shown.code == 0 and "follows: nothing yet" in shown.out, shown.err
+    assert state.read_bytes() == before
 
 
 def test_state_dir_from_environment(

@@ -31,6 +31,40 @@ def test_public_tlog_proof_example_round_trips() -> None:
     assert format_inclusion_proof(5, proof.hashes, proof.checkpoint) == example["tlog_proof"]
 
 
+C2SP_EXTRA = "YWdlLXYxLjIuMS1kYXJ3aW4tYXJtNjQudGFyLmd6kYXJ3aW4tYXJ"  # the C2SP page's example
+
+
+def with_extra(text: str, value: str = C2SP_EXTRA) -> str:
+    header, rest = text.split("\n", 1)
+    return f"{header}\nextra {value}\n{rest}"
+
+
+def test_tlog_proof_with_extra_line_read() -> None:
+    example = vector()
+    proof = parse_inclusion_proof(with_extra(example["tlog_proof"]))
+    assert (proof.number, proof.checkpoint) == (5, example["signed_checkpoint"])
+    assert proof.hashes == parse_inclusion_proof(example["tlog_proof"]).hashes
+    assert proof.extra is not None and proof.extra.startswith(b"age-v1.2.1-darwin-arm64.tar.gz")
+    assert parse_inclusion_proof(example["tlog_proof"]).extra is None
+
+
+@pytest.mark.parametrize("value", ["", "not base64!", "YWJj=", "YWJjZA", "YWJjZB=="])
+def test_malformed_extra_line_fail(value: str) -> None:
+    with pytest.raises(ProofTextError, match="line 2: the 'extra' data"):
+        parse_inclusion_proof(with_extra(vector()["tlog_proof"], value))
+
+
+def test_extra_line_out_of_place_fail() -> None:
+    lines = vector()["tlog_proof"].split("\n")
+    lines.insert(2, f"extra {C2SP_EXTRA}")  # after the index line
+    with pytest.raises(ProofTextError, match="line 3"):
+        parse_inclusion_proof("\n".join(lines))
+    # the consistency text has no extra line
+    text = format_consistency_proof(3, [], vector()["signed_checkpoint"])
+    with pytest.raises(ProofTextError, match="line 2 must be 'old N'"):
+        parse_consistency_proof(with_extra(text))
+
+
 def test_consistency_text_round_trips() -> None:
     checkpoint = vector()["signed_checkpoint"]
     text = format_consistency_proof(3, [b"\x01" * 32, b"\x02" * 32], checkpoint)

@@ -4,17 +4,25 @@
 followed) and starts ``registre witness serve --listen 127.0.0.1:0`` as a child process,
 reading the port it bound from its first line of output. Every process started is stopped at
 teardown (SIGTERM, then SIGKILL if it has not exited within 10 s). Waits are bounded.
+
+``serving_witness(witness)`` runs the same server in-process (an event loop in a background
+thread) on a free loopback port, for tests that need to set its timeouts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,7 +35,9 @@ from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.witness.client import WitnessEndpoint
 from registre.ledger.witness.protocol import AddCheckpointRequest
+from registre.ledger.witness.server import WitnessServer
 from registre.ledger.witness.state import WitnessState
+from registre.ledger.witness.witness import Witness
 from tests.ledger.helpers import turn
 
 START_TIMEOUT = 30.0
@@ -103,6 +113,50 @@ def http_request(
         return Answer(response.status, response.getheader("Content-Type", ""), response.read())
     finally:
         conn.close()
+
+
+@contextmanager
+def serving_witness(witness: Witness, **options: float) -> Iterator[str]:
+    """Serve ``witness`` (a :class:`WitnessServer` with ``options``) on a free loopback port
+    from an event loop in a background thread; yield its URL. Stopped (bounded waits) on
+    exit; the witness's state is left open."""
+    loop = asyncio.new_event_loop()
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = WitnessServer(witness, **options)  # type: ignore[arg-type]
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        asyncio.run_coroutine_threadsafe(server.start(sock), loop).result(timeout=10)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(timeout=10)
+        loop.close()
+        sock.close()
+
+
+@contextmanager
+def read_only_file(path: Path) -> Iterator[None]:
+    """``path`` cannot be written by this process while the block runs: mode 0444, or, for
+    root (whom modes do not stop), the immutable attribute (``chattr +i``; the test is
+    skipped where that is not allowed)."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    chattr = shutil.which("chattr")
+    made = chattr and subprocess.run([chattr, "+i", str(path)], capture_output=True, timeout=10)
+    if not made or made.returncode != 0:
+        pytest.skip("running as root and cannot make a file immutable (chattr +i) here")
+    try:
+        yield
+    finally:
+        subprocess.run([str(chattr), "-i", str(path)], check=True, timeout=10)
 
 
 def make_witness_state(state_dir: Path, name: str, follows: list[tuple[str, str]]) -> None:

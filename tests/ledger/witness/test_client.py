@@ -19,10 +19,9 @@ from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.witness.client import WitnessEndpoint, WitnessOutcome, collect_cosignatures
 from registre.ledger.witness.errors import WitnessQuorumError, WitnessSpecError
-from registre.ledger.witness.server import create_app
 from registre.ledger.witness.state import WitnessState
 from registre.ledger.witness.witness import Witness
-from tests.ledger.witness.conftest import grow
+from tests.ledger.witness.conftest import grow, serving_witness
 
 KEY = CosignatureSigner.from_seed("witness.test/fake", bytes([11]) * 32)
 OTHER = CosignatureSigner.from_seed("witness.test/other", bytes([12]) * 32)
@@ -150,6 +149,34 @@ def test_witness_holding_other_root_at_same_size_reported(thread: Thread) -> Non
     assert "different history" in one_problem(thread, handler)
 
 
+def test_witness_holding_other_root_answering_422_reported(thread: Thread) -> None:
+    # the current C2SP text: same size, another root is 422
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=422, text="this witness holds another root")
+
+    stored = thread.checkpoint()
+    with serving(fake(handler)) as url:
+        (outcome,) = collect_cosignatures(
+            stored.note,
+            lambda old: thread.prove_consistency(old, stored.size).hashes,
+            [WitnessEndpoint(KEY.verifier(), url)],
+            0,
+            known_sizes={KEY.verifier().vkey(): stored.size},
+        ).outcomes
+    assert outcome.problem == (
+        f"it holds another checkpoint of size 6 for {thread.origin} (422): this log showed it "
+        "a different history"
+    )
+
+
+def test_witness_holding_other_root_answering_empty_409_reported(thread: Thread) -> None:
+    # transparency-dev/witness (built on the text before July 2026): 409, no size body
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=409)
+
+    assert "(409): this log showed it a different history" in one_problem(thread, handler)
+
+
 def test_slow_witness_times_out(thread: Thread) -> None:
     async def handler(request: web.Request) -> web.Response:
         await asyncio.sleep(1.0)
@@ -177,7 +204,7 @@ def test_quorum_counts_only_verified_cosignatures(
     async def refuse(request: web.Request) -> web.Response:
         return web.Response(status=403, text="not for you")
 
-    with serving(create_app(Witness(KEY, state))) as good, serving(fake(refuse)) as bad:
+    with serving_witness(Witness(KEY, state)) as good, serving(fake(refuse)) as bad:
         witnesses = [WitnessEndpoint(KEY.verifier(), good), WitnessEndpoint(OTHER.verifier(), bad)]
         with pytest.raises(WitnessQuorumError, match="1 of 2 witness") as info:
             ask(thread, witnesses, quorum=2)

@@ -132,7 +132,7 @@ def test_fork_with_same_key_and_origin_fail(
             witness_checkpoint(forked, [w1.endpoint], 1)
         assert open_checkpoint(forked.checkpoint().note, signer.verifier()).cosignatures == []
     (problem,) = [o.problem for o in same_size.value.result.outcomes]  # type: ignore[attr-defined]
-    assert "another checkpoint of size 4" in str(problem)
+    assert "another checkpoint of size 4 for registre.test/log/t1 (422)" in str(problem)
     (problem,) = [o.problem for o in longer.value.result.outcomes]  # type: ignore[attr-defined]
     assert "HTTP 422" in str(problem)
     # the witness still holds the honest history, and kept the fork as evidence

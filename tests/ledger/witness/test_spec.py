@@ -13,7 +13,12 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.keys import Signer
 from registre.attest.merkle import MemoryHashSource, root_at
 from registre.attest.proofs import consistency_proof
-from registre.ledger.witness.protocol import SIZE_CONTENT_TYPE, AddCheckpointRequest
+from registre.ledger.witness.protocol import (
+    SIZE_CONTENT_TYPE,
+    AddCheckpointRequest,
+    monitor_path,
+    parse_monitor_path,
+)
 from registre.ledger.witness.state import WitnessState
 from registre.ledger.witness.witness import Witness
 
@@ -59,6 +64,12 @@ def test_worked_example_request_and_answers_on_the_page(
     assert answer.status == 200
     assert block(answer.body.decode()) in PAGE
     assert answer.body.decode() in (SPECS / "checkpoint.md").read_text(encoding="utf-8")
+    path = monitor_path(ORIGIN)
+    assert f"`GET {path}`" in PAGE
+    origin_hash = parse_monitor_path(path)
+    assert origin_hash is not None
+    view = witness.monitor(origin_hash)
+    assert view.status == 200 and block(view.body.decode()) in PAGE
     again = witness.handle(body)
     assert (again.status, again.content_type) == (409, SIZE_CONTENT_TYPE)
     assert block(again.body.decode()) in PAGE

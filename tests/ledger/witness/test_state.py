@@ -12,6 +12,7 @@ from registre.attest.checkpoint import Checkpoint
 from registre.attest.merkle import empty_root
 from registre.ledger.witness.errors import WitnessStateError
 from registre.ledger.witness.state import FollowedLog, LatestCheckpoint, WitnessState
+from tests.ledger.witness.conftest import read_only_file
 
 ORIGIN = "example.com/log/t1"
 
@@ -144,3 +145,21 @@ def test_compare_and_swap_miss_stores_nothing(state: WitnessState) -> None:
     with pytest.raises(WitnessStateError, match="changed during the update"):
         state.advance(checkpoint(8), "n\n", moved_meanwhile, lambda: ("l\n", 2))
     assert state.latest(ORIGIN).size == 5 and len(state.history(ORIGIN)) == 1
+
+
+def test_read_only_state_refused_for_writing_fail(tmp_path: Path) -> None:
+    path = tmp_path / "witness.db"
+    created = WitnessState.create(path)
+    created.follow("example.org/log+00000000+AAAA", "example.org/log/")
+    created.close()
+    with read_only_file(path):
+        with pytest.raises(WitnessStateError, match="is read-only") as info:
+            WitnessState.open(path)  # what `witness follow` and `witness serve` open
+        assert "registre witness show" in str(info.value.hint)
+        reader = WitnessState.open(path, read_only=True)
+        try:
+            assert [f.origin_prefix for f in reader.followed()] == ["example.org/log/"]
+            with pytest.raises(WitnessStateError, match="opened read-only"):
+                reader.follow("example.org/other+00000000+AAAA", "example.org/other/")
+        finally:
+            reader.close()

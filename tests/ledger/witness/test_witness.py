@@ -17,12 +17,13 @@ from hypothesis import strategies as st
 from registre.attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
 from registre.attest.cosignature import CosignatureSigner
 from registre.attest.keys import Signer
-from registre.attest.merkle import MemoryHashSource, leaf_hash
+from registre.attest.merkle import MemoryHashSource, empty_root, leaf_hash
 from registre.attest.note import sign_note
 from registre.attest.proofs import consistency_proof
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.witness.errors import (
+    EmptyTreeRootError,
     InconsistentCheckpointError,
     LogSignatureError,
     OldSizeConflictError,
@@ -173,11 +174,29 @@ def test_split_view_same_size_other_root_fail(
         body = request_body(fork, 5)
     with pytest.raises(SplitViewError) as info:
         add(witness, body)
-    assert (info.value.http_status, info.value.stored_size) == (409, 5)
-    assert witness.handle(body).body == b"5\n"
+    assert info.value.http_status == 422  # C2SP tlog-witness: 422, no longer 409
+    answer = witness.handle(body)
+    assert (answer.status, answer.content_type) == (422, "text/plain; charset=utf-8")
+    assert b"another root" in answer.body
     (evidence,) = witness.state.evidence(thread.origin)  # kept once, though sent twice
     assert evidence.kind == "split-view" and evidence.root != thread.head().root
     assert witness.state.latest(thread.origin).root == thread.head().root
+
+
+def test_empty_tree_with_other_root_fail(witness: Witness, signer: Signer) -> None:
+    origin = f"{signer.name}/t0"
+    forged = sign_checkpoint(Checkpoint(origin, 0, bytes([1]) * 32), signer)
+    body = AddCheckpointRequest.build(0, [], forged).encode()
+    with pytest.raises(EmptyTreeRootError, match="empty tree's root"):
+        add(witness, body)
+    answer = witness.handle(body)  # C2SP tlog-witness: 422 (it was a 409 split view)
+    assert (answer.status, answer.content_type) == (422, "text/plain; charset=utf-8")
+    (evidence,) = witness.state.evidence(origin)
+    assert evidence.kind == "split-view"
+    assert witness.state.latest(origin).note is None  # nothing cosigned or stored
+    # the true empty tree is cosigned
+    honest = sign_checkpoint(Checkpoint(origin, 0, empty_root()), signer)
+    assert witness.handle(AddCheckpointRequest.build(0, [], honest).encode()).status == 200
 
 
 def test_fork_extending_other_history_fail(
