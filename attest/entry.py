@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from registre.attest.bodies import validate_body
+from registre.attest.bodies import MAX_BODY_BYTES, validate_body
 from registre.attest.canonical import canonical_bytes, parse_canonical
 from registre.attest.errors import MalformedError, OriginMismatchError, VerificationError
 from registre.attest.keys import SignatureInvalidError, Signer, Verifier
@@ -45,6 +45,7 @@ __all__ = [
     "ENTRY_SIGNATURE_PREFIX",
     "ENTRY_VERSION",
     "MAX_ACTOR_LENGTH",
+    "MAX_LEAF_BYTES",
     "MAX_THREAD_ID_LENGTH",
     "Entry",
     "EntryFormatError",
@@ -65,6 +66,12 @@ ENTRY_SIGNATURE_PREFIX = b"registre/entry/v1\n"
 MAX_THREAD_ID_LENGTH = 128
 MAX_ACTOR_LENGTH = 256
 SIGNATURE_SIZE = 64
+MAX_LEAF_BYTES = MAX_BODY_BYTES + (128 << 10)
+"""Largest leaf of a valid entry: a body of at most :data:`MAX_BODY_BYTES` (canonical JSON is
+no longer than the compact JSON it is measured as) and an envelope whose other fields are
+bounded (thread id 128, actor 256 characters, a key name from a key file of at most 64 KiB,
+fixed-size time, root, key id and signature). Readers refuse a longer leaf before parsing it;
+:func:`sign_entry` never makes one."""
 
 _ENVELOPE_FIELDS = frozenset(
     {"v", "log", "thread", "seq", "time", "kind", "actor", "body", "prev", "key"}
@@ -221,6 +228,10 @@ def sign_entry(
     key = signer.key_id.hex()
     envelope = _envelope(log, thread, seq, time, kind, actor, body, seq, prev_root, key)
     signed = _canonical_envelope(envelope)
+    if len(signed) > MAX_LEAF_BYTES - 200:  # the signature wrapper adds ~110 bytes
+        raise EntryFormatError(
+            f"the entry would be {len(signed)} bytes; a leaf is at most {MAX_LEAF_BYTES}"
+        )
     signature = signer.sign(ENTRY_SIGNATURE_PREFIX + signed)
     leaf = _leaf_bytes(signed, signature)
     return Entry(
@@ -243,8 +254,9 @@ def sign_entry(
 def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -> Entry:
     """Verify the leaf bytes of one entry and return it. Steps, each its own error:
 
-    1. Parse the bytes as received (:func:`registre.attest.canonical.parse_canonical`): strict JSON
-       in RFC 8785 canonical form, or that module's MalformedError.
+    1. Parse the bytes as received (:func:`registre.attest.canonical.parse_canonical`): at most
+       :data:`MAX_LEAF_BYTES` (else ``InputTooLargeError`` before parsing), strict JSON in
+       RFC 8785 canonical form, or that module's MalformedError.
     2. Structure and types: ``{"entry", "sig"}`` exactly; the ten envelope fields exactly,
        each of its type; ``v == 1``; ``prev.size == seq``; base64 root of 32 bytes and
        signature of 64 bytes in canonical base64; key id 8 lowercase hex; RFC 3339 UTC time;
@@ -259,8 +271,8 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
     ``keys`` are the pinned verifier keys (or a mapping whose values are). The caller checks
     that ``thread`` and ``seq`` are the ones it expected at this position.
     """
-    # 1. canonical bytes as received
-    value = parse_canonical(leaf)
+    # 1. canonical bytes as received, no longer than a valid entry can be
+    value = parse_canonical(leaf, max_bytes=MAX_LEAF_BYTES)
     # 2. structure and types
     envelope, signature = _split_leaf(value)
     entry = _read_envelope(envelope, signature, bytes(leaf))
