@@ -59,6 +59,8 @@ __all__ = [
     "FORMAT",
     "MANIFEST_MEMBER",
     "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_STRING",
+    "MAX_MANIFEST_VALUES",
     "MAX_NOTE_BYTES",
     "PROOFS_MEMBER",
     "Bundle",
@@ -87,6 +89,9 @@ ENTRIES_MEMBER = "entries.jsonl"
 CHECKPOINT_DIR = "checkpoints/"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_NOTE_BYTES = 1 << 20
+MAX_MANIFEST_VALUES = 1 << 17
+"""Values in a manifest (about 3 per member of the 10,000 a zip may hold, and some room)."""
+MAX_MANIFEST_STRING = 1 << 16
 
 _CHECKPOINT_NAME = re.compile(r"checkpoints/([0-9]{20})\.note")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -117,6 +122,8 @@ class EntriesFormatError(MalformedError):
 
 class LeafTooLargeError(EntriesFormatError):
     """A line of ``entries.jsonl`` longer than any valid entry, refused before parsing."""
+
+    hint = "no entry registre signs is this large: the bundle was not written by registre"
 
 
 class UnexpectedMemberError(MalformedError):
@@ -501,7 +508,13 @@ def _check_line(line: bytes, index: int) -> None:
 
 
 def _parse_manifest(data: bytes) -> Manifest:
-    value = parse_strict(data, max_depth=8, max_bytes=MAX_MANIFEST_BYTES)
+    value = parse_strict(
+        data,
+        max_depth=8,
+        max_bytes=MAX_MANIFEST_BYTES,
+        max_elements=MAX_MANIFEST_VALUES,
+        max_string_length=MAX_MANIFEST_STRING,
+    )
     if not isinstance(value, dict):
         raise ManifestFormatError("the manifest must be a JSON object")
     missing = [name for name in _MANIFEST_FIELDS if name not in value]

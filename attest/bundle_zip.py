@@ -150,6 +150,11 @@ class BundleTooLargeError(ContainerError):
 class CompressionRatioError(ContainerError):
     """Members declaring far more bytes than a file of this size can genuinely hold."""
 
+    hint = (
+        "a zip bomb, or entries far more repetitive than usual: if you trust the sender, "
+        "verify from Python with verify_bundle(..., limits=ZipLimits(max_ratio=N))"
+    )
+
 
 class MemberSizeMismatchError(ContainerError):
     """A member whose data decompresses to more (or fewer) bytes than it declares."""

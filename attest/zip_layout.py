@@ -71,9 +71,16 @@ class ZipFormatError(ContainerError):
 class ZipOffsetError(ZipFormatError):
     """A zip64 locator or a directory record pointing outside the file (2**63, 2**64 - 1...)."""
 
+    hint = "the file is damaged or forged: ask the sender for a fresh `registre export`"
+
 
 class Zip64MismatchError(ZipFormatError):
     """A zip64 end record whose counts, directory size or offset contradict the classic one."""
+
+    hint = (
+        "the file is damaged or forged (registre writes zip64 records that agree): ask the "
+        "sender for a fresh `registre export`"
+    )
 
 
 class TooManyMembersError(ContainerError):
@@ -84,10 +91,17 @@ class UnaccountedBytesError(ContainerError):
     """Bytes of the file that no directory record accounts for: a hidden local entry, a
     prefix, a suffix, a comment or a gap between the parts of the zip."""
 
+    hint = (
+        "another unzip tool may extract what the directory hides: do not unpack this file; "
+        "ask the sender for a fresh `registre export`, which leaves no byte unaccounted for"
+    )
+
 
 class OverlappingEntriesError(ContainerError):
     """Two parts of the zip claiming the same bytes (entries sharing data, a member running
     into the directory)."""
+
+    hint = "the file is damaged or forged: ask the sender for a fresh `registre export`"
 
 
 @dataclass(frozen=True)
@@ -147,8 +161,7 @@ def read_layout(
     if end.directory_offset + end.directory_size < end.start:
         gap = end.start - end.directory_offset - end.directory_size
         raise UnaccountedBytesError(
-            f"{gap} bytes between the central directory and the end records belong to no "
-            "member"
+            f"{gap} bytes between the central directory and the end records belong to no member"
         )
     handle.seek(end.directory_offset)
     directory = handle.read(end.directory_size)

@@ -53,14 +53,18 @@ def hidden_entry() -> bytes:
 
 def zip64_locator_far(offset: int = 1 << 63) -> bytes:
     """Item 7: a zip64 locator pointing at ``offset``, the classic count saying "see zip64"."""
-    return craft_zip(raw_members(genuine()), EndRecord(count=0xFFFF, zip64=True, zip64_offset=offset))
+    return craft_zip(
+        raw_members(genuine()), EndRecord(count=0xFFFF, zip64=True, zip64_offset=offset)
+    )
 
 
 def zip64_record_offset_max() -> bytes:
     """Item 7: a directory record whose zip64 extra field gives the offset 2**64 - 1."""
     parts = raw_members(genuine())
     extra = struct.pack("<2HQ", 1, 8, (1 << 64) - 1)
-    parts[-1] = RawMember(parts[-1].name, parts[-1].data, central_offset=0xFFFFFFFF, central_extra=extra)
+    parts[-1] = RawMember(
+        parts[-1].name, parts[-1].data, central_offset=0xFFFFFFFF, central_extra=extra
+    )
     return craft_zip(parts)
 
 

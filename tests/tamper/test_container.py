@@ -119,9 +119,7 @@ def test_member_smaller_than_declared_fail() -> None:
     manifest["members"][ENTRIES_MEMBER]["bytes"] += 5
     contents[MANIFEST_MEMBER] = canonical_bytes(manifest)
     parts = [
-        RawMember(
-            name, data, declared_size=len(data) + 5 if name == ENTRIES_MEMBER else None
-        )
+        RawMember(name, data, declared_size=len(data) + 5 if name == ENTRIES_MEMBER else None)
         for name, data in contents.items()
     ]
     fails(craft_zip(parts), MemberSizeMismatchError)
