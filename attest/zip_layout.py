@@ -405,7 +405,7 @@ def _check_local_header(handle: BinaryIO, record: _Partial, label: str) -> int:
             f"contradict the central directory's ({record.crc:#010x}, "
             f"{record.compressed_size}, {record.size})"
         )
-    return record.offset + _LOCAL.size + name_length + extra_length
+    return record.offset + _LOCAL.size + int(name_length) + int(extra_length)
 
 
 def _check_descriptor(

@@ -19,7 +19,6 @@ from registre.attest.bundle import (
     UnexpectedMemberError,
     checkpoint_member,
 )
-from registre.attest.canonical import canonical_bytes
 from registre.attest.bundle_zip import (
     BundleTooLargeError,
     CompressionMethodError,
@@ -35,6 +34,7 @@ from registre.attest.bundle_zip import (
     ZipLimits,
     deterministic_zip,
 )
+from registre.attest.canonical import canonical_bytes
 from tests.bundles import build_thread, members, rezip
 from tests.tamper.helpers import fails, passes
 from tests.tamper.zipcraft import RawMember, craft_zip, symlink_mode
