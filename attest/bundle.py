@@ -68,6 +68,7 @@ __all__ = [
     "BundleWriteError",
     "EntriesFormatError",
     "InclusionProof",
+    "LeafCountError",
     "LeafTooLargeError",
     "Manifest",
     "ManifestFormatError",
@@ -89,10 +90,11 @@ ENTRIES_MEMBER = "entries.jsonl"
 CHECKPOINT_DIR = "checkpoints/"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_NOTE_BYTES = 1 << 20
-MAX_MANIFEST_VALUES = 1 << 17
+MAX_MANIFEST_VALUES = 1 << 16
 """Values in a manifest (about 3 per member of the 10,000 a zip may hold, and some room)."""
 MAX_MANIFEST_STRING = 1 << 16
 
+_LINE_OVERHEAD = 64  # a bytes object and its list slot, rounded up
 _CHECKPOINT_NAME = re.compile(r"checkpoints/([0-9]{20})\.note")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _MANIFEST_FIELDS = (
@@ -124,6 +126,12 @@ class LeafTooLargeError(EntriesFormatError):
     """A line of ``entries.jsonl`` longer than any valid entry, refused before parsing."""
 
     hint = "no entry registre signs is this large: the bundle was not written by registre"
+
+
+class LeafCountError(EntriesFormatError):
+    """More (short) lines in ``entries.jsonl`` than a zip of its size may cost to hold."""
+
+    hint = "genuine entries are hundreds of bytes each: the bundle was not written by registre"
 
 
 class UnexpectedMemberError(MalformedError):
@@ -456,7 +464,8 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
             )
         hasher = hashlib.sha256()
         if name == ENTRIES_MEMBER:
-            leaves = _split_entries(archive.chunks(name, expected_size=size), hasher)
+            chunks = archive.chunks(name, expected_size=size)
+            leaves = _split_entries(chunks, hasher, archive.budget)
         else:
             if name.startswith(CHECKPOINT_DIR) and size > MAX_NOTE_BYTES:
                 raise ManifestMismatchError(
@@ -473,13 +482,17 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
     return manifest, members, leaves
 
 
-def _split_entries(chunks: Iterable[bytes], hasher: Any) -> list[bytes]:
+def _split_entries(chunks: Iterable[bytes], hasher: Any, budget: int) -> list[bytes]:
     """The lines of ``entries.jsonl`` as it streams in, hashed on the way; a line longer
     than any valid entry (:data:`~registre.attest.entry.MAX_LEAF_BYTES`) is refused as soon
-    as it is seen, before anything parses it (:class:`LeafTooLargeError`)."""
+    as it is seen, before anything parses it (:class:`LeafTooLargeError`). The lines held,
+    each counted with :data:`_LINE_OVERHEAD` bytes of bookkeeping, stay within the zip's
+    ``budget`` (:class:`LeafCountError`), so a million one-byte lines cost no more memory
+    than the file may hold."""
     leaves: list[bytes] = []
     pending = b""
     size = 0
+    held = 0
     for chunk in chunks:
         hasher.update(chunk)
         size += len(chunk)
@@ -487,6 +500,12 @@ def _split_entries(chunks: Iterable[bytes], hasher: Any) -> list[bytes]:
         pending = lines.pop()
         for line in lines:
             _check_line(line, len(leaves))
+            held += len(line) + _LINE_OVERHEAD
+            if held > budget:
+                raise LeafCountError(
+                    f"{ENTRIES_MEMBER} holds more than {len(leaves)} lines, which with their "
+                    f"bookkeeping exceed the {budget} bytes a zip of this size may cost to read"
+                )
             leaves.append(line)
         if len(pending) > MAX_LEAF_BYTES:
             _check_line(pending, len(leaves))

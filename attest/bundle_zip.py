@@ -101,15 +101,16 @@ class ZipLimits:
     """Bounds applied to a zip before and while it is read (bytes are uncompressed sizes).
 
     ``max_ratio``: the members together may declare at most this many bytes per byte of the
-    zip file, plus ``ratio_allowance`` (genuine bundles compress 3 to 10 times; deflate can
-    reach 1,032, which is what a bomb uses)."""
+    zip file, plus ``ratio_allowance`` (:attr:`ZipArchive.budget`). Genuine bundles compress
+    2 to 5 times (signatures and hashes do not compress); deflate reaches 1,032, which is
+    what a bomb uses. The bound makes what a file costs to read proportional to its size."""
 
     max_members: int = 10_000
     max_member_bytes: int = 2 << 30
     max_total_bytes: int = 4 << 30
     max_directory_bytes: int = 16 << 20
-    max_ratio: int = 50
-    ratio_allowance: int = 1 << 20
+    max_ratio: int = 12
+    ratio_allowance: int = 32 << 10
 
 
 DEFAULT_LIMITS = ZipLimits()
@@ -193,10 +194,19 @@ class ZipArchive:
     Use as a context manager (it closes the file it opened). ``names`` are sorted.
     """
 
-    def __init__(self, handle: BinaryIO, records: Mapping[str, Record], owned: bool) -> None:
+    def __init__(
+        self, handle: BinaryIO, records: Mapping[str, Record], owned: bool, budget: int
+    ) -> None:
         self._handle = handle
         self._records = dict(sorted(records.items()))
         self._owned = owned
+        self._budget = budget
+
+    @property
+    def budget(self) -> int:
+        """The most bytes a reader of this zip should hold: ``max_ratio`` times the file's
+        size plus ``ratio_allowance``; the members' declared sizes are within it."""
+        return self._budget
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -316,7 +326,7 @@ def _open(handle: BinaryIO, limits: ZipLimits, *, owned: bool) -> ZipArchive:
             f"{limits.max_ratio} bytes per byte of the file (plus {limits.ratio_allowance}) "
             "are read: a zip bomb, or a bundle compressing far better than entries do"
         )
-    return ZipArchive(handle, by_name, owned)
+    return ZipArchive(handle, by_name, owned, allowed)
 
 
 def _check_name(name: str) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "MAX_ACTOR_LENGTH",
     "MAX_LEAF_BYTES",
     "MAX_THREAD_ID_LENGTH",
+    "SIGNATURE_FIRST_BYTES",
     "Entry",
     "EntryFormatError",
     "EntryOriginError",
@@ -66,6 +67,9 @@ ENTRY_SIGNATURE_PREFIX = b"registre/entry/v1\n"
 MAX_THREAD_ID_LENGTH = 128
 MAX_ACTOR_LENGTH = 256
 SIGNATURE_SIZE = 64
+_SIGNATURE_B64_LENGTH = 88  # 64 bytes in standard base64
+SIGNATURE_FIRST_BYTES = 64 << 10
+"""Leaves longer than this are parsed only after a pinned key's signature over them verifies."""
 MAX_LEAF_BYTES = MAX_BODY_BYTES + (128 << 10)
 """Largest leaf of a valid entry: a body of at most :data:`MAX_BODY_BYTES` (canonical JSON is
 no longer than the compact JSON it is measured as) and an envelope whose other fields are
@@ -268,16 +272,26 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
     5. Body schema for the kind (:func:`registre.attest.bodies.validate_body`) -> its
     MalformedError.
 
+    A leaf over :data:`SIGNATURE_FIRST_BYTES` has its signature checked first, on the bytes
+    where a canonical leaf holds its envelope, under every pinned key: if none verifies it
+    (``EntrySignatureError``), or it does not have the shape ``{"entry":…,"sig":"…"}``
+    (``EntryFormatError``), it is refused before it is parsed, so an unsigned leaf costs a
+    hash of its bytes, not a parse.
+
     ``keys`` are the pinned verifier keys (or a mapping whose values are). The caller checks
     that ``thread`` and ``seq`` are the ones it expected at this position.
     """
+    # 0. a large leaf is parsed only once a pinned key has signed it
+    trusted = list(keys.values() if isinstance(keys, Mapping) else keys)
+    if len(leaf) > SIGNATURE_FIRST_BYTES:
+        _check_signature_first(bytes(leaf), trusted)
     # 1. canonical bytes as received, no longer than a valid entry can be
     value = parse_canonical(leaf, max_bytes=MAX_LEAF_BYTES)
     # 2. structure and types
     envelope, signature = _split_leaf(value)
     entry = _read_envelope(envelope, signature, bytes(leaf))
     # 3. a trusted key with this id, and the origin it implies
-    verifier = _find_key(entry, keys.values() if isinstance(keys, Mapping) else keys)
+    verifier = _find_key(entry, trusted)
     # 4. the signature, with the entry domain prefix
     message = ENTRY_SIGNATURE_PREFIX + canonical_bytes(envelope)
     try:
@@ -425,6 +439,32 @@ def _check_time(time: object) -> None:
         datetime.fromisoformat(match.group(1))
     except ValueError:
         raise EntryFormatError(f"entry time {time!r} is not a real date and time") from None
+
+
+def _check_signature_first(leaf: bytes, keys: list[Verifier]) -> None:
+    """Refuse a leaf that no pinned key signed, reading the envelope at its canonical place."""
+    head, tail = b'{"entry":', b',"sig":"'
+    end = len(leaf) - 2 - _SIGNATURE_B64_LENGTH
+    if not (leaf.startswith(head) and leaf[end - len(tail) : end] == tail and leaf[-2:] == b'"}'):
+        raise EntryFormatError(
+            f'a leaf of {len(leaf)} bytes that is not shaped {{"entry":…,"sig":"…"}}; '
+            "refused before parsing"
+        )
+    try:
+        signature = base64.b64decode(leaf[end:-2], validate=True)
+    except binascii.Error:
+        signature = b""
+    message = ENTRY_SIGNATURE_PREFIX + leaf[len(head) : end - len(tail)]
+    for key in keys:
+        try:
+            key.verify(message, signature)
+        except SignatureInvalidError:
+            continue
+        return
+    raise EntrySignatureError(
+        f"a leaf of {len(leaf)} bytes whose signature verifies under no pinned key; refused "
+        "before parsing"
+    )
 
 
 def _find_key(entry: Entry, keys: Iterable[Verifier]) -> Verifier:

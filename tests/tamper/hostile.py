@@ -109,8 +109,10 @@ def inflating_members(size: int = (2 << 30) - (1 << 20)) -> bytes:
 
 
 def huge_leaf(elements: int = 5_000_000) -> bytes:
-    """Item 10: one unsigned leaf holding a list of ``elements`` zeros, manifest recomputed."""
-    leaf = b'{"entry":{"x":[' + b"0," * (elements - 1) + b'0]},"sig":""}'
+    """Item 10: one leaf holding a list of ``elements`` zeros and a signature of zeros,
+    the manifest recomputed."""
+    signature = b"A" * 86 + b"=="  # 64 zero bytes: the shape of a signature, not one
+    leaf = b'{"entry":{"x":[' + b"0," * (elements - 1) + b'0]},"sig":"' + signature + b'"}'
     return rezip(genuine(), {ENTRIES_MEMBER: leaf + b"\n"})
 
 

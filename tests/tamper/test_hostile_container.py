@@ -18,6 +18,7 @@ from registre.attest.bundle import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
     MAX_MANIFEST_VALUES,
+    LeafCountError,
     LeafTooLargeError,
 )
 from registre.attest.bundle_zip import (
@@ -32,9 +33,14 @@ from registre.attest.bundle_zip import (
     read_zip,
 )
 from registre.attest.canonical import canonical_bytes
-from registre.attest.entry import MAX_LEAF_BYTES
+from registre.attest.entry import (
+    MAX_LEAF_BYTES,
+    SIGNATURE_FIRST_BYTES,
+    EntryFormatError,
+    EntrySignatureError,
+)
 from registre.attest.strict_json import TooManyElementsError
-from tests.bundles import LOG, members, rezip
+from tests.bundles import LOG, build_thread, members, rezip
 from tests.tamper.helpers import fails, passes
 from tests.tamper.hostile import (
     deflated_zeros,
@@ -199,3 +205,36 @@ def test_manifest_with_a_million_values_fail() -> None:
 def test_rezip_helper_keeps_the_genuine_bundle_valid() -> None:
     """The builders' starting point: a re-zip without changes still verifies."""
     passes(rezip(genuine(), {}))
+
+
+def test_large_unsigned_leaf_fail() -> None:
+    """A leaf of 1 MB (under the leaf bound) holding 500,000 values and no signature: its
+    signature is checked before it is parsed, so refusing it costs a hash, not a parse."""
+    error = fails(huge_leaf(500_000), EntrySignatureError, step=3, seq=0, limits=NO_RATIO)
+    assert "before parsing" in str(error)
+
+
+def test_large_leaf_shaped_otherwise_fail() -> None:
+    """A large leaf that is not ``{"entry":…,"sig":"…"}`` is refused by its shape unparsed."""
+    leaf = b'{"x":[' + b"0," * 100_000 + b"0]}"
+    tampered = rezip(genuine(), {ENTRIES_MEMBER: leaf + b"\n"})
+    error = fails(tampered, EntryFormatError, step=3, seq=0, limits=NO_RATIO)
+    assert "before parsing" in str(error)
+
+
+def test_large_genuine_leaf_passes() -> None:
+    """A signed entry above the signature-first threshold verifies as any other."""
+    thread = build_thread(10)
+    thread.turn(" ".join(f"word{index}" for index in range(SIGNATURE_FIRST_BYTES // 5)))
+    bundle = thread.full_bundle()
+    assert max(len(line) for line in members(bundle)[ENTRIES_MEMBER].split(b"\n")) > (
+        SIGNATURE_FIRST_BYTES
+    )
+    passes(bundle)
+
+
+def test_many_tiny_lines_fail() -> None:
+    """A million one-byte lines (2 MB inflating from 2 kB): refused once the lines held
+    exceed what a zip of that size may cost, whatever entry_count the manifest claims."""
+    tampered = rezip(genuine(), {ENTRIES_MEMBER: b"0\n" * 1_000_000})
+    fails(tampered, LeafCountError, step=1, limits=ZipLimits(max_ratio=2000))
