@@ -91,7 +91,10 @@ CHECKPOINT_DIR = "checkpoints/"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_NOTE_BYTES = 1 << 20
 MAX_MANIFEST_VALUES = 1 << 16
-"""Values in a manifest (about 3 per member of the 10,000 a zip may hold, and some room)."""
+"""Values in a manifest at most: 64, and 4 per member of the zip (a member's record is 3, a
+checkpoint's size 1), never more than this; so ``informational`` stays small."""
+_MANIFEST_BASE_VALUES = 64
+_MANIFEST_VALUES_PER_MEMBER = 4
 MAX_MANIFEST_STRING = 1 << 16
 
 _LINE_OVERHEAD = 64  # a bytes object and its list slot, rounded up
@@ -437,7 +440,10 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
     # 1.5 the manifest
     if MANIFEST_MEMBER not in archive.names:
         raise MissingMemberError(f"the bundle has no {MANIFEST_MEMBER}")
-    manifest = _parse_manifest(archive.read(MANIFEST_MEMBER, max_bytes=MAX_MANIFEST_BYTES))
+    manifest = _parse_manifest(
+        archive.read(MANIFEST_MEMBER, max_bytes=MAX_MANIFEST_BYTES),
+        max_values=_MANIFEST_BASE_VALUES + _MANIFEST_VALUES_PER_MEMBER * len(archive.names),
+    )
     # 1.6 exactly the members the manifest lists
     listed = set(manifest.members)
     present = set(archive.names) - {MANIFEST_MEMBER}
@@ -526,12 +532,12 @@ def _check_line(line: bytes, index: int) -> None:
         )
 
 
-def _parse_manifest(data: bytes) -> Manifest:
+def _parse_manifest(data: bytes, max_values: int = MAX_MANIFEST_VALUES) -> Manifest:
     value = parse_strict(
         data,
         max_depth=8,
         max_bytes=MAX_MANIFEST_BYTES,
-        max_elements=MAX_MANIFEST_VALUES,
+        max_elements=min(max_values, MAX_MANIFEST_VALUES),
         max_string_length=MAX_MANIFEST_STRING,
     )
     if not isinstance(value, dict):

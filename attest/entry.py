@@ -68,7 +68,7 @@ MAX_THREAD_ID_LENGTH = 128
 MAX_ACTOR_LENGTH = 256
 SIGNATURE_SIZE = 64
 _SIGNATURE_B64_LENGTH = 88  # 64 bytes in standard base64
-SIGNATURE_FIRST_BYTES = 64 << 10
+SIGNATURE_FIRST_BYTES = 4 << 10
 """Leaves longer than this are parsed only after a pinned key's signature over them verifies."""
 MAX_LEAF_BYTES = MAX_BODY_BYTES + (128 << 10)
 """Largest leaf of a valid entry: a body of at most :data:`MAX_BODY_BYTES` (canonical JSON is
