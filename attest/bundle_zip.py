@@ -153,7 +153,7 @@ class CompressionRatioError(ContainerError):
 
     hint = (
         "a zip bomb, or entries far more repetitive than usual: if you trust the sender, "
-        "verify from Python with verify_bundle(..., limits=ZipLimits(max_ratio=N))"
+        "verify with a higher --max-ratio (Python: limits=ZipLimits(max_ratio=N))"
     )
 
 

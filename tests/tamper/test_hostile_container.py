@@ -250,3 +250,21 @@ def test_manifest_informational_padding_fail() -> None:
     bundle = deterministic_zip(contents)
     assert len(bundle) < 4000
     fails(bundle, TooManyElementsError, step=1)
+
+
+def test_max_ratio_option_lets_a_trusted_repetitive_bundle_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A genuine bundle of very repetitive turns (ratio ~40) is refused by default, with the
+    hint naming --max-ratio, and verifies with --max-ratio 100."""
+    thread = build_thread(10)
+    thread.turn("same line again. " * 20_000)
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(thread.full_bundle())
+    with pytest.raises(SystemExit) as exit_:
+        main(["verify", str(path), "--key", LOG.vkey()])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "CompressionRatioError" in err and "--max-ratio" in err
+    main(["verify", str(path), "--key", LOG.vkey(), "--max-ratio", "100"])  # no SystemExit
+    assert "passed" in capsys.readouterr().out
