@@ -25,6 +25,7 @@ from registre.attest.bundle_zip import (
     CompressionRatioError,
     MemberSizeMismatchError,
     OverlappingEntriesError,
+    TooManyMembersError,
     UnaccountedBytesError,
     Zip64MismatchError,
     ZipLimits,
@@ -144,6 +145,14 @@ def test_zip64_count_disagreeing_with_end_record_fail() -> None:
     prefers) counts more: refused before the directory is parsed."""
     error = fails(zip64_disagreeing(5), Zip64MismatchError, step=1)
     assert "member count" in str(error)
+
+
+def test_zip64_count_over_the_limit_fail() -> None:
+    """A zip64 record that agrees with the classic "see zip64" sentinel but declares two
+    million members: refused by the member bound before the directory is read."""
+    end = EndRecord(count=0xFFFF, zip64=True, zip64_count=2_000_000)
+    error = fails(craft_zip(raw_members(genuine()), end), TooManyMembersError, step=1)
+    assert "2000000 members" in str(error)
 
 
 # --- item 9: members inflating far beyond the file ---------------------------------------
