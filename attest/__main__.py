@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from registre.attest.bundle_zip import DEFAULT_LIMITS
 from registre.attest.cosignature import CosignatureVerifier
 from registre.attest.errors import BadKeyError, RegistreError
 from registre.attest.keys import Verifier
@@ -66,6 +68,13 @@ _VERIFY_OPTIONS = (
         show_default=True,
         help="Processes that share the signature checks.",
     ),
+    click.option(
+        "--max-ratio",
+        type=click.IntRange(min=1),
+        default=DEFAULT_LIMITS.max_ratio,
+        show_default=True,
+        help="Bytes the members may inflate to per byte of the zip (a bomb's is ~1,000).",
+    ),
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -107,6 +116,7 @@ def run_verify(
     state_file: Path | None = None,
     as_json: bool = False,
     jobs: int = 1,
+    max_ratio: int = DEFAULT_LIMITS.max_ratio,
 ) -> VerifyReport:
     """Verify ``bundle`` with the trust the options pin and print the report (text, or JSON
     with ``as_json``) to standard output; return it.
@@ -122,7 +132,8 @@ def run_verify(
         quorum=len(witness_keys) if quorum is None else quorum,
     )
     try:
-        report = verify_bundle(bundle, policy, state_file=state_file, jobs=jobs)
+        limits = replace(DEFAULT_LIMITS, max_ratio=max_ratio)
+        report = verify_bundle(bundle, policy, state_file=state_file, jobs=jobs, limits=limits)
     except RegistreError as error:
         failed = report_of(error)
         if failed is not None:

@@ -26,7 +26,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -40,9 +40,16 @@ from registre.attest.bundle_proofs import (
     build_proofs,
     parse_proofs,
 )
-from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits, deterministic_zip, read_zip
+from registre.attest.bundle_zip import (
+    DEFAULT_LIMITS,
+    ZipArchive,
+    ZipLimits,
+    deterministic_zip,
+    open_zip,
+)
 from registre.attest.canonical import canonical_bytes, parse_strict
 from registre.attest.checkpoint import Checkpoint
+from registre.attest.entry import MAX_LEAF_BYTES
 from registre.attest.errors import MalformedError, RefusedError, VerificationError
 from registre.attest.note import parse_note
 
@@ -52,6 +59,8 @@ __all__ = [
     "FORMAT",
     "MANIFEST_MEMBER",
     "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_STRING",
+    "MAX_MANIFEST_VALUES",
     "MAX_NOTE_BYTES",
     "PROOFS_MEMBER",
     "Bundle",
@@ -59,6 +68,8 @@ __all__ = [
     "BundleWriteError",
     "EntriesFormatError",
     "InclusionProof",
+    "LeafCountError",
+    "LeafTooLargeError",
     "Manifest",
     "ManifestFormatError",
     "ManifestMismatchError",
@@ -79,7 +90,14 @@ ENTRIES_MEMBER = "entries.jsonl"
 CHECKPOINT_DIR = "checkpoints/"
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_NOTE_BYTES = 1 << 20
+MAX_MANIFEST_VALUES = 1 << 16
+"""Values in a manifest at most: 64, and 4 per member of the zip (a member's record is 3, a
+checkpoint's size 1), never more than this; so ``informational`` stays small."""
+_MANIFEST_BASE_VALUES = 64
+_MANIFEST_VALUES_PER_MEMBER = 4
+MAX_MANIFEST_STRING = 1 << 16
 
+_LINE_OVERHEAD = 64  # a bytes object and its list slot, rounded up
 _CHECKPOINT_NAME = re.compile(r"checkpoints/([0-9]{20})\.note")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _MANIFEST_FIELDS = (
@@ -105,6 +123,18 @@ class ManifestFormatError(MalformedError):
 
 class EntriesFormatError(MalformedError):
     """``entries.jsonl`` that is not one leaf per ``\\n``-terminated line."""
+
+
+class LeafTooLargeError(EntriesFormatError):
+    """A line of ``entries.jsonl`` longer than any valid entry, refused before parsing."""
+
+    hint = "no entry registre signs is this large: the bundle was not written by registre"
+
+
+class LeafCountError(EntriesFormatError):
+    """More (short) lines in ``entries.jsonl`` than a zip of its size may cost to hold."""
+
+    hint = "genuine entries are hundreds of bytes each: the bundle was not written by registre"
 
 
 class UnexpectedMemberError(MalformedError):
@@ -356,17 +386,21 @@ def read_bundle(
 ) -> Bundle:
     """Step 1 of verification: read the zip safely and check every member against the manifest.
 
-    1.1-1.3 the container (:func:`registre.attest.bundle_zip.read_zip`: bounded, safe names, no
-    links,
-        no duplicates, stored/deflate only, sizes enforced while streaming, CRC-32);
+    1.1-1.3 the container (:func:`registre.attest.bundle_zip.open_zip`: every byte accounted
+        for, bounded counts, sizes and compression ratio, safe names, no links, no
+        duplicates, stored/deflate only, sizes enforced while streaming, CRC-32);
     1.4 every name is one the format defines (:class:`UnexpectedMemberError`);
     1.5 ``manifest.json`` is present and strict JSON following its schema
         (:class:`MissingMemberError`, a JSONFormatError, :class:`ManifestFormatError`);
     1.6 the members are exactly those the manifest lists, plus ``proofs.json`` exactly for a
         partial bundle (:class:`MissingMemberError`, :class:`MemberDigestMismatchError`);
     1.7 every member's byte size and SHA-256 equal the manifest's
-        (:class:`MemberDigestMismatchError`);
-    1.8 ``entries.jsonl`` is one non-empty line per leaf, ``entry_count`` of them; the
+        (:class:`MemberDigestMismatchError`): the size the zip declares is compared before
+        the member is inflated, a checkpoint over :data:`MAX_NOTE_BYTES` is refused then
+        (:class:`ManifestMismatchError`);
+    1.8 ``entries.jsonl`` is one non-empty line per leaf, each at most
+        :data:`~registre.attest.entry.MAX_LEAF_BYTES` (:class:`LeafTooLargeError`, while
+        streaming, before any leaf is parsed), ``entry_count`` of them; the
         checkpoint members are exactly ``checkpoint_sizes``, the largest equal to
         ``tree_size`` (:class:`EntriesFormatError`, :class:`ManifestMismatchError`). That a
         full bundle holds all ``tree_size`` entries is step 4's check, after step 3 has
@@ -375,9 +409,26 @@ def read_bundle(
         need, strict JSON following its schema, one inclusion proof per line with strictly
         increasing seqs (:class:`ProofsFormatError`).
     """
-    members = read_zip(source, limits)
+    with open_zip(source, limits) as archive:
+        manifest, members, leaves = _read_members(archive)
+    if len(leaves) != manifest.entry_count:
+        raise ManifestMismatchError(
+            f"{ENTRIES_MEMBER} holds {len(leaves)} entries; the manifest says "
+            f"{manifest.entry_count}"
+        )
+    checkpoints = {size: members[checkpoint_member(size)] for size in manifest.checkpoint_sizes}
+    # 1.9 proofs
+    proofs = None
+    if manifest.disclosure == "partial":
+        proofs = parse_proofs(members[PROOFS_MEMBER], len(leaves), len(manifest.checkpoint_sizes))
+    return Bundle(manifest, leaves, checkpoints, proofs)
+
+
+def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list[bytes]]:
+    """Steps 1.4-1.8 on an opened zip: the manifest first, then every member it lists,
+    refused before inflating when its declared size is not the manifest's."""
     # 1.4 only names the format defines
-    for name in members:
+    for name in archive.names:
         if name not in (MANIFEST_MEMBER, ENTRIES_MEMBER, PROOFS_MEMBER) and not (
             _CHECKPOINT_NAME.fullmatch(name)
         ):
@@ -387,12 +438,15 @@ def read_bundle(
                 f"{CHECKPOINT_DIR}<size as 20 digits>.note"
             )
     # 1.5 the manifest
-    if MANIFEST_MEMBER not in members:
+    if MANIFEST_MEMBER not in archive.names:
         raise MissingMemberError(f"the bundle has no {MANIFEST_MEMBER}")
-    manifest = _parse_manifest(members[MANIFEST_MEMBER])
+    manifest = _parse_manifest(
+        archive.read(MANIFEST_MEMBER, max_bytes=MAX_MANIFEST_BYTES),
+        max_values=_MANIFEST_BASE_VALUES + _MANIFEST_VALUES_PER_MEMBER * len(archive.names),
+    )
     # 1.6 exactly the members the manifest lists
     listed = set(manifest.members)
-    present = set(members) - {MANIFEST_MEMBER}
+    present = set(archive.names) - {MANIFEST_MEMBER}
     required = {ENTRIES_MEMBER} | {checkpoint_member(s) for s in manifest.checkpoint_sizes}
     if manifest.disclosure == "partial":
         required.add(PROOFS_MEMBER)
@@ -405,53 +459,87 @@ def read_bundle(
         )
     if manifest.disclosure == "full" and PROOFS_MEMBER in present:
         raise ManifestMismatchError(f"a full bundle carries no {PROOFS_MEMBER}")
-    # 1.7 sizes and digests
+    # 1.7 sizes (before inflating) and digests; 1.8 entries.jsonl split while it streams
+    members: dict[str, bytes] = {}
+    leaves: list[bytes] = []
     for name, (size, digest) in sorted(manifest.members.items()):
-        data = members[name]
-        actual = hashlib.sha256(data).hexdigest()
-        if len(data) != size or actual != digest:
+        if archive.size(name) != size:
             raise MemberDigestMismatchError(
-                f"member {name!r} is {len(data)} bytes with SHA-256 {actual}; the manifest "
-                f"records {size} bytes with SHA-256 {digest}: the member was changed"
+                f"member {name!r} declares {archive.size(name)} bytes in the zip; the manifest "
+                f"records {size}: refused before inflating it"
             )
-    # 1.8 entries and checkpoints agree with the manifest's counts
-    leaves = _split_entries(members[ENTRIES_MEMBER])
-    if len(leaves) != manifest.entry_count:
-        raise ManifestMismatchError(
-            f"{ENTRIES_MEMBER} holds {len(leaves)} entries; the manifest says "
-            f"{manifest.entry_count}"
-        )
-    checkpoints = {}
-    for size in manifest.checkpoint_sizes:
-        note = members[checkpoint_member(size)]
-        if len(note) > MAX_NOTE_BYTES:
-            raise ManifestMismatchError(
-                f"checkpoint {size} is {len(note)} bytes; a note is at most {MAX_NOTE_BYTES}"
+        hasher = hashlib.sha256()
+        if name == ENTRIES_MEMBER:
+            chunks = archive.chunks(name, expected_size=size)
+            leaves = _split_entries(chunks, hasher, archive.budget)
+        else:
+            if name.startswith(CHECKPOINT_DIR) and size > MAX_NOTE_BYTES:
+                raise ManifestMismatchError(
+                    f"checkpoint member {name!r} is {size} bytes; a note is at most "
+                    f"{MAX_NOTE_BYTES}"
+                )
+            members[name] = archive.read(name, expected_size=size)
+            hasher.update(members[name])
+        if hasher.hexdigest() != digest:
+            raise MemberDigestMismatchError(
+                f"member {name!r} has SHA-256 {hasher.hexdigest()}; the manifest records "
+                f"{digest}: the member was changed"
             )
-        checkpoints[size] = note
-    # 1.9 proofs
-    proofs = None
-    if manifest.disclosure == "partial":
-        proofs = parse_proofs(members[PROOFS_MEMBER], len(leaves), len(manifest.checkpoint_sizes))
-    return Bundle(manifest, leaves, checkpoints, proofs)
+    return manifest, members, leaves
 
 
-def _split_entries(data: bytes) -> list[bytes]:
-    if not data:
-        return []
-    if not data.endswith(b"\n"):
+def _split_entries(chunks: Iterable[bytes], hasher: Any, budget: int) -> list[bytes]:
+    """The lines of ``entries.jsonl`` as it streams in, hashed on the way; a line longer
+    than any valid entry (:data:`~registre.attest.entry.MAX_LEAF_BYTES`) is refused as soon
+    as it is seen, before anything parses it (:class:`LeafTooLargeError`). The lines held,
+    each counted with :data:`_LINE_OVERHEAD` bytes of bookkeeping, stay within the zip's
+    ``budget`` (:class:`LeafCountError`), so a million one-byte lines cost no more memory
+    than the file may hold."""
+    leaves: list[bytes] = []
+    pending = b""
+    size = 0
+    held = 0
+    for chunk in chunks:
+        hasher.update(chunk)
+        size += len(chunk)
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            _check_line(line, len(leaves))
+            held += len(line) + _LINE_OVERHEAD
+            if held > budget:
+                raise LeafCountError(
+                    f"{ENTRIES_MEMBER} holds more than {len(leaves)} lines, which with their "
+                    f"bookkeeping exceed the {budget} bytes a zip of this size may cost to read"
+                )
+            leaves.append(line)
+        if len(pending) > MAX_LEAF_BYTES:
+            _check_line(pending, len(leaves))
+    if pending:
         raise EntriesFormatError(
-            f"{ENTRIES_MEMBER} must end with a newline after its last leaf", len(data)
+            f"{ENTRIES_MEMBER} must end with a newline after its last leaf", size
         )
-    leaves = data[:-1].split(b"\n")
-    for index, leaf in enumerate(leaves):
-        if not leaf:
-            raise EntriesFormatError(f"{ENTRIES_MEMBER} line {index + 1} is empty")
     return leaves
 
 
-def _parse_manifest(data: bytes) -> Manifest:
-    value = parse_strict(data, max_depth=8, max_bytes=MAX_MANIFEST_BYTES)
+def _check_line(line: bytes, index: int) -> None:
+    if not line:
+        raise EntriesFormatError(f"{ENTRIES_MEMBER} line {index + 1} is empty")
+    if len(line) > MAX_LEAF_BYTES:
+        raise LeafTooLargeError(
+            f"{ENTRIES_MEMBER} line {index + 1} is over {MAX_LEAF_BYTES} bytes, more than any "
+            "valid entry can be; refused before parsing it"
+        )
+
+
+def _parse_manifest(data: bytes, max_values: int = MAX_MANIFEST_VALUES) -> Manifest:
+    value = parse_strict(
+        data,
+        max_depth=8,
+        max_bytes=MAX_MANIFEST_BYTES,
+        max_elements=min(max_values, MAX_MANIFEST_VALUES),
+        max_string_length=MAX_MANIFEST_STRING,
+    )
     if not isinstance(value, dict):
         raise ManifestFormatError("the manifest must be a JSON object")
     missing = [name for name in _MANIFEST_FIELDS if name not in value]

@@ -4,25 +4,32 @@ Writing (:func:`deterministic_zip`): members sorted by name, every timestamp 198
 00:00:00, Unix regular-file mode 0644, deflate at level 6, no comment, no extra fields. The
 same members give the same bytes (on one zlib build).
 
-Reading (:func:`read_zip`) checks, in this order, and raises its own
-:class:`~registre.attest.errors.MalformedError` subclass at the first problem:
+Reading (:func:`open_zip`, and :func:`read_zip` for every member at once) checks, in this
+order, and raises its own :class:`ContainerError` subclass at the first problem:
 
-1. the end-of-central-directory record is found and its member count and central directory
-   size are within the limits, *before* the directory is parsed (:class:`ZipFormatError`,
-   :class:`TooManyMembersError`);
-2. for every central directory record: a safe name -- ASCII letters, digits and ``._-/``
-   only, relative, no ``..`` or ``.`` segment, no empty segment, no backslash, no NUL
-   (:class:`UnsafeMemberNameError`); not a directory (:class:`DirectoryMemberError`); not a
-   symbolic link, device or other special file by its external attributes
+1. the layout (:mod:`registre.attest.zip_layout`): the end records, the member count and
+   directory size bounded before the directory is read, zip64 records agreeing with the
+   classic ones, every offset inside the file, and every byte of the file accounted for by
+   exactly one part: local headers, data and descriptors of the listed members, the
+   directory, the end records (:class:`ZipFormatError`, :class:`ZipOffsetError`,
+   :class:`Zip64MismatchError`, :class:`TooManyMembersError`,
+   :class:`UnaccountedBytesError`, :class:`OverlappingEntriesError`);
+2. for every directory record, before any data is read: a safe name -- ASCII letters, digits
+   and ``._-/`` only, relative, no ``..`` or ``.`` segment, no empty segment, no backslash,
+   no NUL (:class:`UnsafeMemberNameError`); not a directory (:class:`DirectoryMemberError`);
+   not a symbolic link, device or other special file by its external attributes
    (:class:`LinkMemberError`); not encrypted and stored or deflated
    (:class:`CompressionMethodError`); not a name seen before (:class:`DuplicateMemberError`);
-   a declared size within the per-member limit (:class:`MemberTooLargeError`) and a running
-   total within the bundle limit (:class:`BundleTooLargeError`);
-3. every member is read from its local header, whose name and method must match the
-   directory (:class:`ZipFormatError`), decompressing at most *declared size + 1* bytes: a
-   member that yields more than it declared, or less, is refused while streaming
-   (:class:`MemberSizeMismatchError`), so a zip bomb costs at most its declared size; the
-   CRC-32 must match (:class:`MemberCorruptError`).
+   a declared size within the per-member limit (:class:`MemberTooLargeError`), a total
+   within the bundle limit (:class:`BundleTooLargeError`), and a total at most
+   ``max_ratio`` times the file's size (plus ``ratio_allowance``) (:class:`CompressionRatioError`),
+   so that what a file may cost to read is bounded by its size;
+3. a member is inflated only when asked for (:meth:`ZipArchive.read`,
+   :meth:`ZipArchive.chunks`), in chunks of at most 1 MiB, producing at most *declared size
+   + 1* bytes: a member that yields more than it declared, or less, is refused while
+   streaming (:class:`MemberSizeMismatchError`); the CRC-32 must match
+   (:class:`MemberCorruptError`). A caller that knows the size a member must have (the
+   manifest's) passes it and the member is refused before a byte is inflated.
 
 Members are returned by name; which names a bundle may hold is :mod:`registre.attest.bundle`'s
 business.
@@ -34,20 +41,31 @@ import io
 import os
 import re
 import stat
-import struct
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import TracebackType
 from typing import BinaryIO
 
-from registre.attest.errors import MalformedError
+from registre.attest.zip_layout import (
+    ContainerError,
+    OverlappingEntriesError,
+    Record,
+    TooManyMembersError,
+    UnaccountedBytesError,
+    Zip64MismatchError,
+    ZipFormatError,
+    ZipOffsetError,
+    read_layout,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",
     "BundleFileError",
     "BundleTooLargeError",
     "CompressionMethodError",
+    "CompressionRatioError",
     "ContainerError",
     "DirectoryMemberError",
     "DuplicateMemberError",
@@ -55,54 +73,51 @@ __all__ = [
     "MemberCorruptError",
     "MemberSizeMismatchError",
     "MemberTooLargeError",
+    "OverlappingEntriesError",
     "TooManyMembersError",
+    "UnaccountedBytesError",
     "UnsafeMemberNameError",
+    "Zip64MismatchError",
+    "ZipArchive",
     "ZipFormatError",
     "ZipLimits",
+    "ZipOffsetError",
     "deterministic_zip",
+    "open_zip",
     "read_zip",
 ]
 
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _REGULAR_FILE_MODE = 0o100644
 _UNIX = 3
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # 30 bytes
-_LOCAL_SIGNATURE = b"PK\x03\x04"
-_END_SIGNATURE = b"PK\x05\x06"
-_ZIP64_LOCATOR_SIGNATURE = b"PK\x06\x07"
-_ZIP64_END_SIGNATURE = b"PK\x06\x06"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
-_READ_CHUNK = 1 << 20
+_CHUNK = 1 << 20
 _DOS_DIRECTORY = 0x10
+_ENCRYPTION_FLAGS = 0x0001 | 0x0040 | 0x2000  # encrypted, strong encryption, masked headers
 
 
 @dataclass(frozen=True)
 class ZipLimits:
-    """Bounds applied to a zip before and while it is read (bytes are uncompressed sizes)."""
+    """Bounds applied to a zip before and while it is read (bytes are uncompressed sizes).
+
+    ``max_ratio``: the members together may declare at most this many bytes per byte of the
+    zip file, plus ``ratio_allowance`` (:attr:`ZipArchive.budget`). Genuine bundles compress
+    2 to 5 times (signatures and hashes do not compress); deflate reaches 1,032, which is
+    what a bomb uses. The bound makes what a file costs to read proportional to its size."""
 
     max_members: int = 10_000
     max_member_bytes: int = 2 << 30
     max_total_bytes: int = 4 << 30
     max_directory_bytes: int = 16 << 20
+    max_ratio: int = 12
+    ratio_allowance: int = 32 << 10
 
 
 DEFAULT_LIMITS = ZipLimits()
 
 
-class ContainerError(MalformedError):
-    """The bundle file is not a zip registre can read safely."""
-
-
 class BundleFileError(ContainerError):
     """The bundle file cannot be opened or read."""
-
-
-class ZipFormatError(ContainerError):
-    """Not a zip file, or a zip whose records contradict each other."""
-
-
-class TooManyMembersError(ContainerError):
-    """More members (or a larger central directory) than the limits allow."""
 
 
 class UnsafeMemberNameError(ContainerError):
@@ -126,11 +141,20 @@ class DuplicateMemberError(ContainerError):
 
 
 class MemberTooLargeError(ContainerError):
-    """A member whose declared size is above the per-member limit."""
+    """A member whose declared size is above the per-member limit (or the caller's)."""
 
 
 class BundleTooLargeError(ContainerError):
     """Members whose declared sizes add up to more than the bundle limit."""
+
+
+class CompressionRatioError(ContainerError):
+    """Members declaring far more bytes than a file of this size can genuinely hold."""
+
+    hint = (
+        "a zip bomb, or entries far more repetitive than usual: if you trust the sender, "
+        "verify with a higher --max-ratio (Python: limits=ZipLimits(max_ratio=N))"
+    )
 
 
 class MemberSizeMismatchError(ContainerError):
@@ -164,111 +188,145 @@ def deterministic_zip(members: Mapping[str, bytes]) -> bytes:
 # --- reading ---------------------------------------------------------------------------
 
 
-def read_zip(
-    source: bytes | str | os.PathLike[str], limits: ZipLimits = DEFAULT_LIMITS
-) -> dict[str, bytes]:
-    """Every member of the zip ``source`` (bytes or a path), checked as the module says.
+class ZipArchive:
+    """A zip whose layout and directory passed checks 1 and 2; members inflate on demand.
 
-    Returns ``{name: data}`` sorted by name. Raises a :class:`ContainerError` subclass for
-    the first problem (:class:`BundleFileError` if a path cannot be read).
+    Use as a context manager (it closes the file it opened). ``names`` are sorted.
+    """
+
+    def __init__(
+        self, handle: BinaryIO, records: Mapping[str, Record], owned: bool, budget: int
+    ) -> None:
+        self._handle = handle
+        self._records = dict(sorted(records.items()))
+        self._owned = owned
+        self._budget = budget
+
+    @property
+    def budget(self) -> int:
+        """The most bytes a reader of this zip should hold: ``max_ratio`` times the file's
+        size plus ``ratio_allowance``; the members' declared sizes are within it."""
+        return self._budget
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._records)
+
+    def size(self, name: str) -> int:
+        """The uncompressed size ``name`` declares (``KeyError`` if it is not a member)."""
+        return self._records[name].size
+
+    def chunks(self, name: str, *, expected_size: int | None = None) -> Iterator[bytes]:
+        """The member's bytes in chunks of at most 1 MiB, checked as the module says.
+
+        With ``expected_size``, a member declaring another size is refused
+        (:class:`MemberSizeMismatchError`) before anything is inflated. The CRC-32 is checked
+        after the last chunk, so a consumer must not act on the bytes before the end.
+        """
+        record = self._records[name]
+        if expected_size is not None and record.size != expected_size:
+            raise MemberSizeMismatchError(
+                f"member {name!r} declares {record.size} bytes in the zip where {expected_size} "
+                "are expected; refused before inflating it"
+            )
+        try:
+            yield from _member_chunks(self._handle, record, name)
+        except ContainerError:
+            raise
+        except (ValueError, OSError, EOFError, OverflowError) as exc:
+            raise ZipFormatError(f"member {name!r}: not readable: {exc}") from None
+
+    def read(
+        self, name: str, *, expected_size: int | None = None, max_bytes: int | None = None
+    ) -> bytes:
+        """The member's bytes (:meth:`chunks` joined); over ``max_bytes`` declared, refused
+        before inflating (:class:`MemberTooLargeError`)."""
+        declared = self._records[name].size
+        if max_bytes is not None and declared > max_bytes:
+            raise MemberTooLargeError(
+                f"member {name!r} declares {declared} bytes; at most {max_bytes} are read"
+            )
+        return b"".join(self.chunks(name, expected_size=expected_size))
+
+    def close(self) -> None:
+        if self._owned:
+            self._handle.close()
+
+    def __enter__(self) -> ZipArchive:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_zip(
+    source: bytes | str | os.PathLike[str], limits: ZipLimits = DEFAULT_LIMITS
+) -> ZipArchive:
+    """Open the zip ``source`` (bytes or a path) and run checks 1 and 2 of the module.
+
+    Raises a :class:`ContainerError` subclass for the first problem (:class:`BundleFileError`
+    if a path cannot be read); no member data is inflated.
     """
     if isinstance(source, bytes | bytearray | memoryview):
-        return _read(io.BytesIO(bytes(source)), limits)
+        return _open(io.BytesIO(bytes(source)), limits, owned=True)
     try:
-        with open(source, "rb") as handle:
-            return _read(handle, limits)
+        handle = open(source, "rb")  # noqa: SIM115 - closed by the archive, or below
     except OSError as exc:
         raise BundleFileError(
             f"cannot read bundle file {os.fspath(source)}: {exc.strerror or exc}"
         ) from None
-
-
-def _read(handle: BinaryIO, limits: ZipLimits) -> dict[str, bytes]:
-    # 1. the end record, bounded before the directory is parsed
-    _check_end_record(handle, limits)
     try:
-        archive = zipfile.ZipFile(handle)
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        NotImplementedError,  # a directory record asking for a newer zip version
-        struct.error,
-        ValueError,
-        EOFError,
-        OSError,
-    ) as exc:
-        raise ZipFormatError(f"not a readable zip file: {exc}") from None
-    infos = archive.infolist()
-    if len(infos) > limits.max_members:
-        raise TooManyMembersError(
-            f"the zip has {len(infos)} members; at most {limits.max_members} are read"
+        return _open(handle, limits, owned=True)
+    except BaseException:
+        handle.close()
+        raise
+
+
+def read_zip(
+    source: bytes | str | os.PathLike[str], limits: ZipLimits = DEFAULT_LIMITS
+) -> dict[str, bytes]:
+    """Every member of the zip ``source``, checked as the module says, sorted by name."""
+    with open_zip(source, limits) as archive:
+        return {name: archive.read(name) for name in archive.names}
+
+
+def _open(handle: BinaryIO, limits: ZipLimits, *, owned: bool) -> ZipArchive:
+    try:
+        records, length = read_layout(
+            handle,
+            max_members=limits.max_members,
+            max_directory_bytes=limits.max_directory_bytes,
         )
-    # 2. every directory record, before any data is read
-    seen: set[str] = set()
+    except OSError as exc:
+        raise BundleFileError(f"cannot read the bundle file: {exc.strerror or exc}") from None
+    by_name: dict[str, Record] = {}
     total = 0
-    for info in infos:
-        _check_record(info, seen, limits)
-        total += info.file_size
+    compressed = 0
+    for record in records:
+        name = _check_record(record, by_name, limits)
+        by_name[name] = record
+        total += record.size
+        compressed += record.compressed_size
         if total > limits.max_total_bytes:
             raise BundleTooLargeError(
                 f"members declare more than {limits.max_total_bytes} bytes in total; "
                 "the bundle is too large to verify with these limits"
             )
-    # 3. every member's data, bounded by its declared size
-    try:
-        return {info.orig_filename: _read_member(handle, info) for info in sorted(infos, key=_name)}
-    except MalformedError:
-        raise
-    except (ValueError, OSError, EOFError, struct.error) as exc:
-        # A damaged record the checks above did not anticipate is still unusable input,
-        # never a crash (the bundle fuzzer in tests/tamper/test_fuzz.py looks for these).
-        raise ZipFormatError(f"not a readable zip file: {exc}") from None
-
-
-def _name(info: zipfile.ZipInfo) -> str:
-    return info.orig_filename
-
-
-def _check_end_record(handle: BinaryIO, limits: ZipLimits) -> None:
-    """Find the end-of-central-directory record and bound the member count and directory."""
-    handle.seek(0, os.SEEK_END)
-    length = handle.tell()
-    window = min(length, 22 + 0xFFFF + 20)
-    handle.seek(length - window)
-    tail = handle.read(window)
-    position = tail.rfind(_END_SIGNATURE)
-    if position < 0 or len(tail) - position < 22:
-        raise ZipFormatError("not a zip file: no end-of-central-directory record")
-    (_, _, _, _, count, directory_size, _, _) = struct.unpack(
-        "<4s4H2LH", tail[position : position + 22]
-    )
-    if count == 0xFFFF or directory_size == 0xFFFFFFFF:
-        count, directory_size = _zip64_counts(handle, length - window + position)
-    if count > limits.max_members:
-        raise TooManyMembersError(
-            f"the zip declares {count} members; at most {limits.max_members} are read"
+    allowed = limits.max_ratio * length + limits.ratio_allowance
+    if total > allowed:
+        worst = max(by_name, key=lambda name: by_name[name].size)
+        raise CompressionRatioError(
+            f"members declare {total} bytes in a zip of {length} bytes (member {worst!r}: "
+            f"{by_name[worst].size} from {by_name[worst].compressed_size}); at most "
+            f"{limits.max_ratio} bytes per byte of the file (plus {limits.ratio_allowance}) "
+            "are read: a zip bomb, or a bundle compressing far better than entries do"
         )
-    if directory_size > limits.max_directory_bytes:
-        raise TooManyMembersError(
-            f"the zip's central directory is {directory_size} bytes; at most "
-            f"{limits.max_directory_bytes} are read"
-        )
-
-
-def _zip64_counts(handle: BinaryIO, end_offset: int) -> tuple[int, int]:
-    if end_offset < 20:
-        raise ZipFormatError("zip64 end record announced but its locator is missing")
-    handle.seek(end_offset - 20)
-    locator = handle.read(20)
-    signature, _, record_offset, _ = struct.unpack("<4sLQL", locator)
-    if signature != _ZIP64_LOCATOR_SIGNATURE:
-        raise ZipFormatError("zip64 end record announced but its locator is missing")
-    handle.seek(record_offset)
-    record = handle.read(56)
-    if len(record) != 56 or record[:4] != _ZIP64_END_SIGNATURE:
-        raise ZipFormatError("zip64 end-of-central-directory record is missing or damaged")
-    count, directory_size = struct.unpack("<QQ", record[32:48])
-    return int(count), int(directory_size)
+    return ZipArchive(handle, by_name, owned, allowed)
 
 
 def _check_name(name: str) -> None:
@@ -285,98 +343,98 @@ def _check_name(name: str) -> None:
         raise UnsafeMemberNameError(f"member name {name!r} has a '.' or '..' segment")
 
 
-def _check_record(info: zipfile.ZipInfo, seen: set[str], limits: ZipLimits) -> None:
-    name = info.orig_filename
+def _check_record(record: Record, seen: Mapping[str, Record], limits: ZipLimits) -> str:
+    name = record.name.decode("ascii", errors="replace")
     if name.endswith("/") and _SAFE_NAME.fullmatch(name[:-1]):
         raise DirectoryMemberError(f"member {name!r} is a directory; bundles hold files only")
     _check_name(name)
-    mode = info.external_attr >> 16
-    if info.create_system == _UNIX and mode and not stat.S_ISREG(mode):
+    mode = record.external_attr >> 16
+    if record.create_system == _UNIX and mode and not stat.S_ISREG(mode):
         kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
         raise LinkMemberError(f"member {name!r} is {kind} (mode {mode:o})")
-    if info.external_attr & _DOS_DIRECTORY:
+    if record.external_attr & _DOS_DIRECTORY:
         raise DirectoryMemberError(f"member {name!r} carries the directory attribute")
-    if info.flag_bits & 0x1:
+    if record.flags & _ENCRYPTION_FLAGS:
         raise CompressionMethodError(f"member {name!r} is encrypted")
-    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+    if record.method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise CompressionMethodError(
-            f"member {name!r} uses compression method {info.compress_type}; only stored (0) "
+            f"member {name!r} uses compression method {record.method}; only stored (0) "
             "and deflate (8) are read"
-        )
-    if info.header_offset < 0:
-        raise ZipFormatError(
-            f"member {name!r}: its directory record points before the start of the file"
         )
     if name in seen:
         raise DuplicateMemberError(f"member name {name!r} appears twice")
-    seen.add(name)
-    if info.file_size > limits.max_member_bytes:
+    if record.size > limits.max_member_bytes:
         raise MemberTooLargeError(
-            f"member {name!r} declares {info.file_size} bytes; at most "
+            f"member {name!r} declares {record.size} bytes; at most "
             f"{limits.max_member_bytes} are read"
         )
-
-
-def _read_member(handle: BinaryIO, info: zipfile.ZipInfo) -> bytes:
-    name = info.orig_filename
-    handle.seek(info.header_offset)
-    header = handle.read(_LOCAL_HEADER.size)
-    if len(header) != _LOCAL_HEADER.size or header[:4] != _LOCAL_SIGNATURE:
-        raise ZipFormatError(f"member {name!r}: local header missing at its directory offset")
-    fields = _LOCAL_HEADER.unpack(header)
-    method, name_length, extra_length = fields[4], fields[10], fields[11]
-    local_name = handle.read(name_length)
-    if local_name != name.encode("utf-8") or method != info.compress_type:
-        raise ZipFormatError(
-            f"member {name!r}: the local header (name {local_name[:80]!r}, method {method}) "
-            "contradicts the central directory"
-        )
-    handle.seek(extra_length, os.SEEK_CUR)
-    if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+    if record.method == zipfile.ZIP_STORED and record.compressed_size != record.size:
         raise MemberSizeMismatchError(
-            f"member {name!r} is stored with {info.compress_size} bytes but declares "
-            f"{info.file_size}"
+            f"member {name!r} is stored with {record.compressed_size} bytes but declares "
+            f"{record.size}"
         )
-    data = _inflate(handle, info) if info.compress_type == zipfile.ZIP_DEFLATED else b""
-    if info.compress_type == zipfile.ZIP_STORED:
-        data = handle.read(info.file_size)
-        if len(data) != info.file_size:
-            raise MemberSizeMismatchError(
-                f"member {name!r} ends after {len(data)} of its {info.file_size} bytes"
-            )
-    if zlib.crc32(data) != info.CRC:
+    return name
+
+
+def _member_chunks(handle: BinaryIO, record: Record, name: str) -> Iterator[bytes]:
+    crc = 0
+    source = (
+        _inflate(handle, record, name)
+        if record.method == zipfile.ZIP_DEFLATED
+        else _stored(handle, record, name)
+    )
+    for chunk in source:
+        crc = zlib.crc32(chunk, crc)
+        yield chunk
+    if crc != record.crc:
         raise MemberCorruptError(f"member {name!r} fails its CRC-32 check; the zip is damaged")
-    return data
 
 
-def _inflate(handle: BinaryIO, info: zipfile.ZipInfo) -> bytes:
-    """Decompress one member, producing at most ``file_size + 1`` bytes whatever it holds."""
-    name, declared = info.orig_filename, info.file_size
+def _stored(handle: BinaryIO, record: Record, name: str) -> Iterator[bytes]:
+    remaining = record.size
+    position = record.data_offset
+    while remaining:
+        handle.seek(position)
+        chunk = handle.read(min(_CHUNK, remaining))
+        if not chunk:
+            raise MemberSizeMismatchError(
+                f"member {name!r} ends after {record.size - remaining} of its {record.size} bytes"
+            )
+        position += len(chunk)
+        remaining -= len(chunk)
+        yield chunk
+
+
+def _inflate(handle: BinaryIO, record: Record, name: str) -> Iterator[bytes]:
+    """Decompress one member, producing at most ``size + 1`` bytes whatever it holds."""
+    declared = record.size
     decompressor = zlib.decompressobj(-15)
-    parts: list[bytes] = []
     produced = 0
-    remaining = info.compress_size
+    remaining = record.compressed_size
+    position = record.data_offset
     try:
         while True:
-            room = declared + 1 - produced
             pending = decompressor.unconsumed_tail
             if not pending and remaining:
-                pending = handle.read(min(_READ_CHUNK, remaining))
+                handle.seek(position)  # the caller may read other members between chunks
+                pending = handle.read(min(_CHUNK, remaining))
                 if not pending:
                     raise MemberSizeMismatchError(
                         f"member {name!r}: the file ends inside its compressed data"
                     )
+                position += len(pending)
                 remaining -= len(pending)
             elif not pending:
                 break
-            chunk = decompressor.decompress(pending, room)
+            chunk = decompressor.decompress(pending, min(_CHUNK, declared + 1 - produced))
             produced += len(chunk)
-            parts.append(chunk)
             if produced > declared:
                 raise MemberSizeMismatchError(
                     f"member {name!r} decompresses to more than the {declared} bytes it "
                     "declares; refused while reading (a zip bomb or a forged size)"
                 )
+            if chunk:
+                yield chunk
             if decompressor.eof:
                 break
     except zlib.error as exc:
@@ -389,4 +447,3 @@ def _inflate(handle: BinaryIO, info: zipfile.ZipInfo) -> bytes:
         raise MemberSizeMismatchError(
             f"member {name!r} decompresses to {produced} bytes but declares {declared}"
         )
-    return b"".join(parts)

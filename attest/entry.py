@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from registre.attest.bodies import validate_body
+from registre.attest.bodies import MAX_BODY_BYTES, validate_body
 from registre.attest.canonical import canonical_bytes, parse_canonical
 from registre.attest.errors import MalformedError, OriginMismatchError, VerificationError
 from registre.attest.keys import SignatureInvalidError, Signer, Verifier
@@ -45,7 +45,9 @@ __all__ = [
     "ENTRY_SIGNATURE_PREFIX",
     "ENTRY_VERSION",
     "MAX_ACTOR_LENGTH",
+    "MAX_LEAF_BYTES",
     "MAX_THREAD_ID_LENGTH",
+    "SIGNATURE_FIRST_BYTES",
     "Entry",
     "EntryFormatError",
     "EntryOriginError",
@@ -65,6 +67,15 @@ ENTRY_SIGNATURE_PREFIX = b"registre/entry/v1\n"
 MAX_THREAD_ID_LENGTH = 128
 MAX_ACTOR_LENGTH = 256
 SIGNATURE_SIZE = 64
+_SIGNATURE_B64_LENGTH = 88  # 64 bytes in standard base64
+SIGNATURE_FIRST_BYTES = 4 << 10
+"""Leaves longer than this are parsed only after a pinned key's signature over them verifies."""
+MAX_LEAF_BYTES = MAX_BODY_BYTES + (128 << 10)
+"""Largest leaf of a valid entry: a body of at most :data:`MAX_BODY_BYTES` (canonical JSON is
+no longer than the compact JSON it is measured as) and an envelope whose other fields are
+bounded (thread id 128, actor 256 characters, a key name from a key file of at most 64 KiB,
+fixed-size time, root, key id and signature). Readers refuse a longer leaf before parsing it;
+:func:`sign_entry` never makes one."""
 
 _ENVELOPE_FIELDS = frozenset(
     {"v", "log", "thread", "seq", "time", "kind", "actor", "body", "prev", "key"}
@@ -221,6 +232,10 @@ def sign_entry(
     key = signer.key_id.hex()
     envelope = _envelope(log, thread, seq, time, kind, actor, body, seq, prev_root, key)
     signed = _canonical_envelope(envelope)
+    if len(signed) > MAX_LEAF_BYTES - 200:  # the signature wrapper adds ~110 bytes
+        raise EntryFormatError(
+            f"the entry would be {len(signed)} bytes; a leaf is at most {MAX_LEAF_BYTES}"
+        )
     signature = signer.sign(ENTRY_SIGNATURE_PREFIX + signed)
     leaf = _leaf_bytes(signed, signature)
     return Entry(
@@ -243,8 +258,9 @@ def sign_entry(
 def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -> Entry:
     """Verify the leaf bytes of one entry and return it. Steps, each its own error:
 
-    1. Parse the bytes as received (:func:`registre.attest.canonical.parse_canonical`): strict JSON
-       in RFC 8785 canonical form, or that module's MalformedError.
+    1. Parse the bytes as received (:func:`registre.attest.canonical.parse_canonical`): at most
+       :data:`MAX_LEAF_BYTES` (else ``InputTooLargeError`` before parsing), strict JSON in
+       RFC 8785 canonical form, or that module's MalformedError.
     2. Structure and types: ``{"entry", "sig"}`` exactly; the ten envelope fields exactly,
        each of its type; ``v == 1``; ``prev.size == seq``; base64 root of 32 bytes and
        signature of 64 bytes in canonical base64; key id 8 lowercase hex; RFC 3339 UTC time;
@@ -256,16 +272,26 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
     5. Body schema for the kind (:func:`registre.attest.bodies.validate_body`) -> its
     MalformedError.
 
+    A leaf over :data:`SIGNATURE_FIRST_BYTES` has its signature checked first, on the bytes
+    where a canonical leaf holds its envelope, under every pinned key: if none verifies it
+    (``EntrySignatureError``), or it does not have the shape ``{"entry":…,"sig":"…"}``
+    (``EntryFormatError``), it is refused before it is parsed, so an unsigned leaf costs a
+    hash of its bytes, not a parse.
+
     ``keys`` are the pinned verifier keys (or a mapping whose values are). The caller checks
     that ``thread`` and ``seq`` are the ones it expected at this position.
     """
-    # 1. canonical bytes as received
-    value = parse_canonical(leaf)
+    # 0. a large leaf is parsed only once a pinned key has signed it
+    trusted = list(keys.values() if isinstance(keys, Mapping) else keys)
+    if len(leaf) > SIGNATURE_FIRST_BYTES:
+        _check_signature_first(bytes(leaf), trusted)
+    # 1. canonical bytes as received, no longer than a valid entry can be
+    value = parse_canonical(leaf, max_bytes=MAX_LEAF_BYTES)
     # 2. structure and types
     envelope, signature = _split_leaf(value)
     entry = _read_envelope(envelope, signature, bytes(leaf))
     # 3. a trusted key with this id, and the origin it implies
-    verifier = _find_key(entry, keys.values() if isinstance(keys, Mapping) else keys)
+    verifier = _find_key(entry, trusted)
     # 4. the signature, with the entry domain prefix
     message = ENTRY_SIGNATURE_PREFIX + canonical_bytes(envelope)
     try:
@@ -413,6 +439,32 @@ def _check_time(time: object) -> None:
         datetime.fromisoformat(match.group(1))
     except ValueError:
         raise EntryFormatError(f"entry time {time!r} is not a real date and time") from None
+
+
+def _check_signature_first(leaf: bytes, keys: list[Verifier]) -> None:
+    """Refuse a leaf that no pinned key signed, reading the envelope at its canonical place."""
+    head, tail = b'{"entry":', b',"sig":"'
+    end = len(leaf) - 2 - _SIGNATURE_B64_LENGTH
+    if not (leaf.startswith(head) and leaf[end - len(tail) : end] == tail and leaf[-2:] == b'"}'):
+        raise EntryFormatError(
+            f'a leaf of {len(leaf)} bytes that is not shaped {{"entry":…,"sig":"…"}}; '
+            "refused before parsing"
+        )
+    try:
+        signature = base64.b64decode(leaf[end:-2], validate=True)
+    except binascii.Error:
+        signature = b""
+    message = ENTRY_SIGNATURE_PREFIX + leaf[len(head) : end - len(tail)]
+    for key in keys:
+        try:
+            key.verify(message, signature)
+        except SignatureInvalidError:
+            continue
+        return
+    raise EntrySignatureError(
+        f"a leaf of {len(leaf)} bytes whose signature verifies under no pinned key; refused "
+        "before parsing"
+    )
 
 
 def _find_key(entry: Entry, keys: Iterable[Verifier]) -> Verifier:

@@ -22,7 +22,11 @@ Refusals (each its own :class:`JSONFormatError` subclass, ``position`` = byte of
 * an escaped surrogate that is not part of a high+low pair, or (for ``str`` input) a raw
   surrogate code point (:class:`LoneSurrogateError`);
 * containers nested deeper than ``max_depth`` (:class:`NestingTooDeepError`), checked before
-  descending, so hostile nesting never reaches Python's recursion limit.
+  descending, so hostile nesting never reaches Python's recursion limit;
+* with ``max_elements``, more values than that in all (every scalar and container counts one;
+  object keys do not) (:class:`TooManyElementsError`), and with ``max_string_length``, a
+  string or key of more characters (:class:`StringTooLongError`), each refused as soon as
+  the reader reaches it, so the cost of a refusal is bounded by the limit, not the input.
 
 Numbers: a literal without fraction or exponent is returned as ``int``; any other literal as
 the nearest ``float`` (``1E2`` -> ``100.0``, ``1.0`` -> ``1.0``). Rounding to the nearest
@@ -55,6 +59,8 @@ __all__ = [
     "NestingTooDeepError",
     "NonFiniteNumberError",
     "NumberOverflowError",
+    "StringTooLongError",
+    "TooManyElementsError",
     "TrailingDataError",
     "float_in_integer_gap",
     "parse_strict",
@@ -132,6 +138,18 @@ class NestingTooDeepError(JSONFormatError):
     """Containers nested deeper than the reader's or writer's ``max_depth``."""
 
 
+class TooManyElementsError(JSONFormatError):
+    """More values (scalars and containers) than the reader's ``max_elements``."""
+
+    hint = "no document registre writes here holds that many values"
+
+
+class StringTooLongError(JSONFormatError):
+    """A string or object key longer than the reader's ``max_string_length``."""
+
+    hint = "no document registre writes here holds a string that long"
+
+
 def float_in_integer_gap(number: float) -> bool:
     """Whether JCS would write ``number`` as a bare integer beyond +/-(2**53 - 1).
 
@@ -169,6 +187,36 @@ _MAX_INT_DIGITS = len(str(MAX_SAFE_INTEGER))
 _INCOMPLETE = "unexpected end of input: the JSON value is incomplete"
 
 
+class _Bounds:
+    """The element budget left and the longest string allowed, for one parse."""
+
+    __slots__ = ("elements_left", "max_depth", "max_string")
+
+    def __init__(self, max_depth: int, max_elements: int | None, max_string: int | None) -> None:
+        self.max_depth = max_depth
+        self.elements_left = -1 if max_elements is None else max_elements
+        self.max_string = max_string
+
+
+def _count_element(bounds: _Bounds, i: int) -> None:
+    if bounds.elements_left == 0:
+        _fail(
+            TooManyElementsError,
+            "more values than the reader's limit: the document is larger than any it reads",
+            i,
+        )
+    bounds.elements_left -= 1
+
+
+def _check_string(bounds: _Bounds, value: str, i: int) -> None:
+    if bounds.max_string is not None and len(value) > bounds.max_string:
+        _fail(
+            StringTooLongError,
+            f"a string of {len(value)} characters: at most {bounds.max_string} are read here",
+            i,
+        )
+
+
 class _Failure(Exception):
     """Raised inside the reader with a character index; parse_strict converts it to bytes."""
 
@@ -195,22 +243,26 @@ def _skip_whitespace(text: str, i: int) -> int:
     return i
 
 
-def _read_value(text: str, i: int, depth: int, max_depth: int) -> tuple[Any, int]:
+def _read_value(text: str, i: int, depth: int, bounds: _Bounds) -> tuple[Any, int]:
     """Read the value starting exactly at ``i``; return it and the index just after it."""
     char = text[i]
+    if bounds.elements_left >= 0:
+        _count_element(bounds, i)
     if char == '"':
-        return _read_string(text, i)
+        value, end = _read_string(text, i)
+        _check_string(bounds, value, i)
+        return value, end
     if char == "{" or char == "[":
-        if depth >= max_depth:
+        if depth >= bounds.max_depth:
             _fail(
                 NestingTooDeepError,
-                f"containers nested deeper than {max_depth} levels: "
+                f"containers nested deeper than {bounds.max_depth} levels: "
                 "flatten the structure or raise max_depth",
                 i,
             )
         if char == "{":
-            return _read_object(text, i, depth + 1, max_depth)
-        return _read_array(text, i, depth + 1, max_depth)
+            return _read_object(text, i, depth + 1, bounds)
+        return _read_array(text, i, depth + 1, bounds)
     if char in "-0123456789":
         return _read_number(text, i)
     for word in ("true", "false", "null"):
@@ -226,7 +278,7 @@ def _read_value(text: str, i: int, depth: int, max_depth: int) -> tuple[Any, int
     _fail(JSONSyntaxError, f"unexpected character {char!r}: expected a JSON value", i)
 
 
-def _read_object(text: str, start: int, depth: int, max_depth: int) -> tuple[Any, int]:
+def _read_object(text: str, start: int, depth: int, bounds: _Bounds) -> tuple[Any, int]:
     result: dict[str, Any] = {}
     i = _skip_whitespace(text, start + 1)
     if text[i] == "}":
@@ -238,13 +290,14 @@ def _read_object(text: str, start: int, depth: int, max_depth: int) -> tuple[Any
             key, i = member.group(1), member.end()
         else:
             key, i = _read_key_and_colon(text, i)
+        _check_string(bounds, key, key_start)
         if key in result:
             _fail(
                 DuplicateKeyError,
                 f"duplicate object key {key!r}: each key may appear once in an object",
                 key_start,
             )
-        result[key], i = _read_value(text, i, depth, max_depth)
+        result[key], i = _read_value(text, i, depth, bounds)
         step = _OBJECT_STEP.match(text, i)
         if step is None:
             _fail_expected(text, i, "expected ',' or '}' after an object member")
@@ -263,13 +316,13 @@ def _read_key_and_colon(text: str, i: int) -> tuple[str, int]:
     return key, _skip_whitespace(text, i + 1)
 
 
-def _read_array(text: str, start: int, depth: int, max_depth: int) -> tuple[Any, int]:
+def _read_array(text: str, start: int, depth: int, bounds: _Bounds) -> tuple[Any, int]:
     result: list[Any] = []
     i = _skip_whitespace(text, start + 1)
     if text[i] == "]":
         return result, i + 1
     while True:
-        value, i = _read_value(text, i, depth, max_depth)
+        value, i = _read_value(text, i, depth, bounds)
         result.append(value)
         step = _ARRAY_STEP.match(text, i)
         if step is None:
@@ -403,6 +456,8 @@ def parse_strict(
     *,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_bytes: int | None = None,
+    max_elements: int | None = None,
+    max_string_length: int | None = None,
 ) -> Any:
     """Read one JSON value from ``data`` (UTF-8 bytes, or ``str``) and refuse all ambiguity.
 
@@ -411,9 +466,16 @@ def parse_strict(
     :class:`JSONFormatError` subclass (see the module docstring) whose ``position`` is the
     byte offset of the problem in the UTF-8 form of the input. ``max_depth`` must be between
     0 (scalars only) and :data:`MAX_DEPTH_LIMIT`, else :class:`ValueError` (a caller bug).
+    ``max_bytes``, ``max_elements`` and ``max_string_length`` (``None``: unbounded) bound the
+    input, the number of values and the characters of one string or key.
     """
     if not 0 <= max_depth <= MAX_DEPTH_LIMIT:
         raise ValueError(f"max_depth must be between 0 and {MAX_DEPTH_LIMIT}, got {max_depth}")
+    if (max_elements is not None and max_elements < 0) or (
+        max_string_length is not None and max_string_length < 0
+    ):
+        raise ValueError("max_elements and max_string_length must be non-negative")
+    bounds = _Bounds(max_depth, max_elements, max_string_length)
     text, size = _decode(data, max_bytes)
     if text.startswith("\ufeff"):
         raise ByteOrderMarkError(
@@ -424,7 +486,7 @@ def parse_strict(
         if i == len(text):
             raise EmptyInputError("no JSON value: the input is empty or only whitespace", size)
         try:
-            value, i = _read_value(text, i, 0, max_depth)
+            value, i = _read_value(text, i, 0, bounds)
         except IndexError:
             raise JSONSyntaxError(_INCOMPLETE, size) from None
         i = _skip_whitespace(text, i)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from registre.attest.bundle_zip import (
     BundleFileError,
     MemberSizeMismatchError,
+    OverlappingEntriesError,
     UnsafeMemberNameError,
     ZipFormatError,
     deterministic_zip,
@@ -95,5 +96,5 @@ def test_directory_record_pointing_before_the_file_fail() -> None:
     end = data.rindex(b"PK\x05\x06")
     offset = int.from_bytes(data[end + 16 : end + 20], "little")
     data[end + 16 : end + 20] = (offset + 1).to_bytes(4, "little")
-    with pytest.raises(ZipFormatError):
+    with pytest.raises(OverlappingEntriesError, match="runs into the end records"):
         read_zip(bytes(data))

@@ -697,3 +697,36 @@ def test_wrong_input_type_is_a_caller_error() -> None:
 def test_bytearray_and_memoryview_accepted() -> None:
     assert parse_strict(bytearray(b"[1]")) == [1]
     assert parse_canonical(memoryview(b'{"a":1}')) == {"a": 1}
+
+
+# --- element and string bounds (issue 13 item 10) --------------------------------------
+
+
+def test_max_elements_counts_every_value_and_stops_at_the_limit() -> None:
+    document = b'{"a":[1,2,{"b":null}],"c":"x"}'  # values: {} [] 1 2 {} null "x" = 7
+    assert parse_strict(document, max_elements=7) == json.loads(document)
+    with pytest.raises(canonical.TooManyElementsError) as info:
+        parse_strict(document, max_elements=6)
+    assert info.value.position == document.index(b'"x"')
+
+
+def test_max_elements_refuses_a_huge_list_where_the_limit_is_reached() -> None:
+    document = b"[" + b"0," * 999_999 + b"0]"
+    with pytest.raises(canonical.TooManyElementsError) as info:
+        parse_strict(document, max_elements=1000)
+    assert info.value.position == 1 + 2 * 999  # the 1,000th zero is value 1,001
+
+
+def test_max_string_length_bounds_values_and_keys() -> None:
+    assert parse_strict(b'{"abc":"defg"}', max_string_length=4) == {"abc": "defg"}
+    with pytest.raises(canonical.StringTooLongError):
+        parse_strict(b'{"abc":"defgh"}', max_string_length=4)
+    with pytest.raises(canonical.StringTooLongError):
+        parse_strict(b'{"abcde":1}', max_string_length=4)
+    with pytest.raises(canonical.StringTooLongError):
+        parse_strict(b'{"ab\\u0063de":1}', max_string_length=4)  # escaped key, same rule
+
+
+def test_negative_bounds_are_a_caller_bug() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        parse_strict(b"1", max_elements=-1)

@@ -5,6 +5,7 @@ the attack changes makes it fail with its own error."""
 from __future__ import annotations
 
 import functools
+import json
 import zlib
 
 import pytest
@@ -33,6 +34,7 @@ from registre.attest.bundle_zip import (
     ZipLimits,
     deterministic_zip,
 )
+from registre.attest.canonical import canonical_bytes
 from tests.bundles import build_thread, members, rezip
 from tests.tamper.helpers import fails, passes
 from tests.tamper.zipcraft import RawMember, craft_zip, symlink_mode
@@ -111,14 +113,28 @@ def test_member_far_larger_than_declared_fail() -> None:
 
 
 def test_member_smaller_than_declared_fail() -> None:
-    """A member that ends before the size it declares."""
+    """A member that ends before the size it declares (the manifest declaring it too)."""
+    contents = members(genuine())
+    manifest = json.loads(contents[MANIFEST_MEMBER])
+    manifest["members"][ENTRIES_MEMBER]["bytes"] += 5
+    contents[MANIFEST_MEMBER] = canonical_bytes(manifest)
+    parts = [
+        RawMember(name, data, declared_size=len(data) + 5 if name == ENTRIES_MEMBER else None)
+        for name, data in contents.items()
+    ]
+    fails(craft_zip(parts), MemberSizeMismatchError)
+
+
+def test_member_size_disagreeing_with_manifest_fail() -> None:
+    """A member whose zip size is not the manifest's: refused before it is inflated."""
     parts = [
         RawMember(
             m.name, m.data, declared_size=len(m.data) + 5 if m.name == ENTRIES_MEMBER else None
         )
         for m in raw_members()
     ]
-    fails(craft_zip(parts), MemberSizeMismatchError)
+    error = fails(craft_zip(parts), MemberDigestMismatchError)
+    assert "before inflating" in str(error)
 
 
 def test_stored_member_sizes_disagree_fail() -> None:

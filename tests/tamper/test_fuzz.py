@@ -1,13 +1,18 @@
 """Hypothesis mutates valid bundles -- byte flips in the zip and in its members (re-zipped with
-correct manifests), truncations, member swaps, JSON edits of entries -- and the verifier
-always ends in a clean verification or a RegistreError: never another exception, never a
-hang, and never "verified" for a bundle whose entry bytes changed."""
+correct manifests), truncations, member swaps, JSON edits of entries and of the manifest,
+hostile values in the zip's header fields, splices of the zip's bytes, zip64 records -- and
+the verifier always ends in a clean verification or a RegistreError: never another
+exception, never a hang, never "verified" for a bundle whose entry bytes changed, and never
+"verified" for a zip whose local entries (what a streaming unzip extracts) are not exactly
+the members its directory lists. Bounded under the default and ci profiles; run
+``HYPOTHESIS_PROFILE=deep pytest tests/tamper/test_fuzz.py`` to hunt longer."""
 
 from __future__ import annotations
 
 import functools
 import json
 import signal
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +26,7 @@ from registre.attest.canonical import canonical_bytes
 from registre.attest.errors import RegistreError
 from registre.attest.verifier import verify_bundle
 from tests.bundles import build_thread, members, policy, rezip
+from tests.tamper.zipcraft import EndRecord, RawMember, craft_zip
 
 SECONDS_PER_EXAMPLE = 20
 
@@ -59,7 +65,22 @@ def outcome(bundle: bytes, original: bytes) -> str:
         except RegistreError:
             return "refused"
     assert read_bundle(bundle).leaves == read_bundle(original).leaves, "changed entries verified"
+    assert streamed_names(bundle) == sorted(members(bundle)), "hidden local entries verified"
     return "verified"
+
+
+def streamed_names(zip_bytes: bytes) -> list[str]:
+    """The names a streaming unzip finds walking local headers from the front (no data
+    descriptors: registre's writer uses none)."""
+    names = []
+    position = 0
+    while zip_bytes[position : position + 4] == b"PK\x03\x04":
+        fields = struct.unpack_from("<4s2B4HL2L2H", zip_bytes, position)
+        csize, name_length, extra_length = fields[8], fields[10], fields[11]
+        start = position + 30
+        names.append(zip_bytes[start : start + name_length].decode("ascii", "replace"))
+        position = start + name_length + extra_length + csize
+    return sorted(names)
 
 
 kinds = st.sampled_from(["full", "partial"])
@@ -173,3 +194,98 @@ def test_entry_json_edits_are_refused(data: st.DataObject, kind: str) -> None:
     assert lines[index] != genuine
     tampered = rezip(original, {ENTRIES_MEMBER: b"".join(line + b"\n" for line in lines)})
     assert outcome(tampered, original) == "refused"
+
+
+INTERESTING = [
+    0,
+    1,
+    0x7F,
+    0xFF,
+    0xFFFF,
+    0x10000,
+    0xFFFFFFFF,
+    1 << 31,
+    1 << 32,
+    1 << 63,
+    (1 << 64) - 1,
+]
+SIGNATURES = [b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06"]
+
+
+@given(data=st.data(), kind=kinds)
+def test_zip_header_fields_never_crash(data: st.DataObject, kind: str) -> None:
+    """A hostile value (0, 0xFFFF, 0xFFFFFFFF, 2**63, 2**64 - 1, ...) written over a field of
+    a local header, a directory record or the end record."""
+    original = originals()[kind]
+    signature = data.draw(st.sampled_from(SIGNATURES))
+    starts = [i for i in range(len(original) - 3) if original[i : i + 4] == signature]
+    start = data.draw(st.sampled_from(starts))
+    width = data.draw(st.sampled_from([2, 4, 8]))
+    offset = start + 4 + data.draw(st.integers(0, 42))
+    value = data.draw(st.sampled_from(INTERESTING) | st.integers(0, (1 << 64) - 1))
+    field = (value % (1 << (8 * width))).to_bytes(width, "little")
+    tampered = bytearray(original)
+    tampered[offset : offset + width] = field
+    event(outcome(bytes(tampered[: len(original)]), original))
+
+
+@given(data=st.data(), kind=kinds)
+def test_zip_splices_never_crash(data: st.DataObject, kind: str) -> None:
+    """A slice of the zip inserted elsewhere (a hidden copy), deleted, or junk inserted."""
+    original = originals()[kind]
+    start = data.draw(st.integers(0, len(original)))
+    stop = data.draw(st.integers(start, min(len(original), start + 2000)))
+    where = data.draw(st.integers(0, len(original)))
+    edit = data.draw(st.sampled_from(["copy", "delete", "junk"]))
+    if edit == "copy":
+        tampered = original[:where] + original[start:stop] + original[where:]
+    elif edit == "delete":
+        tampered = original[:start] + original[stop:]
+    else:
+        tampered = (
+            original[:where] + data.draw(st.binary(min_size=1, max_size=64)) + original[where:]
+        )
+    result = outcome(tampered, original)
+    event(result)
+    if tampered != original and edit != "delete":
+        assert result == "refused"
+
+
+@given(
+    kind=kinds,
+    count=st.none() | st.sampled_from(INTERESTING[:7]) | st.integers(0, 0xFFFF),
+    zip64_count=st.none() | st.sampled_from(INTERESTING) | st.integers(0, 1 << 40),
+    zip64_offset=st.none() | st.sampled_from(INTERESTING) | st.integers(0, 1 << 20),
+    hidden=st.booleans(),
+)
+def test_zip64_end_records_never_crash(
+    kind: str, count: int | None, zip64_count: int | None, zip64_offset: int | None, hidden: bool
+) -> None:
+    """The genuine members re-crafted with zip64 end records of arbitrary counts and
+    locator offsets, and possibly a hidden (unlisted) copy of the entries."""
+    original = originals()[kind]
+    parts = [RawMember(name, data) for name, data in members(original).items()]
+    if hidden:
+        parts.insert(1, RawMember(ENTRIES_MEMBER, b"hidden\n", listed=False))
+    end = EndRecord(
+        count=None if count is None else count % 0x10000,
+        zip64=True,
+        zip64_count=None if zip64_count is None else zip64_count % (1 << 64),
+        zip64_offset=None if zip64_offset is None else zip64_offset % (1 << 64),
+    )
+    result = outcome(craft_zip(parts, end), original)
+    event(result)
+    if hidden:
+        assert result == "refused"
+
+
+@settings(deadline=None)
+@given(data=st.data(), kind=kinds)
+def test_manifest_json_edits_never_crash(data: st.DataObject, kind: str) -> None:
+    """One value inside the manifest changed (sizes, counts, digests, names), re-zipped."""
+    original = originals()[kind]
+    contents = members(original)
+    contents[MANIFEST_MEMBER] = canonical_bytes(
+        json_edit(json.loads(contents[MANIFEST_MEMBER]), data.draw)
+    )
+    event(outcome(deterministic_zip(contents), original))

@@ -12,6 +12,7 @@ from registre.attest.bundle import (
     ProofsFormatError,
     checkpoint_member,
 )
+from registre.attest.bundle_zip import CompressionRatioError, ZipLimits
 from registre.attest.canonical import canonical_bytes
 from registre.attest.entry import sign_entry
 from registre.attest.errors import InclusionProofError, ProofLengthError
@@ -171,8 +172,11 @@ def test_checkpoint_stored_under_other_size_fail() -> None:
 
 
 def test_proof_with_a_million_hashes_fail() -> None:
-    """An inclusion proof of 10^6 hashes (47 MB), refused by its size before it is parsed."""
+    """An inclusion proof of 10^6 hashes (47 MB), refused by its size before it is parsed
+    (and, as it inflates from 137 kB, before it is inflated, by the compression ratio)."""
     genuine = turns(8).partial_bundle([3])
     hashes = b",".join([b'"' + b"A" * 43 + b'="'] * 1_000_000)
     document = b'{"consistency":[],"inclusion":[{"hashes":[' + hashes + b'],"seq":3}]}'
-    fails(rezip(genuine, {PROOFS_MEMBER: document}), ProofsFormatError, step=1)
+    forged = rezip(genuine, {PROOFS_MEMBER: document})
+    fails(forged, CompressionRatioError, step=1)
+    fails(forged, ProofsFormatError, step=1, limits=ZipLimits(max_ratio=1 << 20))
