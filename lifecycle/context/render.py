@@ -51,9 +51,11 @@ CONTENT_KINDS: Final = frozenset(_OWN_CONTENT_KINDS + _LIFECYCLE_CONTENT_KINDS)
 """Kinds that become a message of their own in the verbatim tail."""
 
 CONTROL_KINDS: Final = frozenset(
-    ("context.pin", "context.unpin", "context.compaction", "model.call")
+    ("context.pin", "context.unpin", "context.compaction", "model.call", "imported")
 )
-"""Kinds that change or record the context rather than feed it."""
+"""Kinds that change or record the context rather than feed it (``imported``: a part of an
+imported transcript with no registre kind -- thinking, images, a source tool's own
+compaction summary -- kept in the ledger, not sent to the model)."""
 
 
 def entry_text(kind: str, body: Mapping[str, object]) -> str:
@@ -81,6 +83,9 @@ def entry_text(kind: str, body: Mapping[str, object]) -> str:
         )
     if kind == "model.call":
         return ""
+    if kind == "imported":
+        text = body.get("text", "")
+        return text if isinstance(text, str) else ""
     if kind in _LIFECYCLE_CONTENT_KINDS:
         return canonical_text(body, "body")
     raise LifecycleFormatError("kind", f"{kind!r} is not an entry kind the context knows")
