@@ -1,4 +1,10 @@
-"""`registre transcript THREAD --format md|html [-o FILE]`: the whole ledger, readable.
+"""`registre transcript THREAD --format md|html|openai|anthropic|claude-code [-o FILE]`.
+
+``md`` / ``html``: the whole ledger, readable (below). ``openai`` (chat JSONL), ``anthropic``
+(a Messages document) and ``claude-code`` (session JSONL): the conversation written back in
+that provider's shape (``registre.ledger.exchange.writeback``): messages imported from that
+format come out exactly as they went in; other entries are converted, and the count of
+entries with no counterpart in the format is reported on standard error.
 
 Every entry in seq order (``registre.ledger.exchange.transcript``): messages, tool calls and
 results, pins and lifecycle transitions highlighted, each compaction as a marker with its range and
@@ -18,13 +24,20 @@ import click
 from registre.cli.files import write_atomically
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.transcript import FORMATS, render_transcript
+from registre.ledger.exchange.writeback import WRITEBACK_FORMATS, write_chunks
 
 __all__ = ["transcript_command"]
 
 
 @click.command("transcript")
 @click.argument("thread_id", metavar="THREAD")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="md or html.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice((*FORMATS, *WRITEBACK_FORMATS)),
+    required=True,
+    help="md or html (readable), or openai, anthropic, claude-code (a provider transcript).",
+)
 @click.option(
     "-o",
     "--output",
@@ -39,7 +52,10 @@ def transcript_command(
     """Print THREAD's whole ledger as a readable transcript."""
     with open_ledger(db, key_file) as ledger:
         thread = ledger.thread(thread_id)
-        chunks = render_transcript(thread, fmt)
+        if fmt in WRITEBACK_FORMATS:
+            chunks = write_chunks(((e.kind, e.body) for e in thread.entries()), fmt, thread.id)
+        else:
+            chunks = render_transcript(thread, fmt)
         if output is None:
             for chunk in chunks:
                 click.echo(chunk, nl=False)

@@ -99,6 +99,7 @@ class OpenedTranscript:
     why: str
     layout: str
     values: _Values
+    detected: str | None = None
 
 
 def open_transcript(stream: IO[bytes], fmt: str = "auto") -> OpenedTranscript:
@@ -111,7 +112,8 @@ def open_transcript(stream: IO[bytes], fmt: str = "auto") -> OpenedTranscript:
     layout, values = read_values(stream)
     first = next(values, None)
     if first is None:
-        return OpenedTranscript("openai" if fmt == "auto" else fmt, "an empty file", layout, values)
+        chosen = "openai" if fmt == "auto" else fmt
+        return OpenedTranscript(chosen, "an empty file", layout, values)
     value, at = first
     detected, why = detect(value)
     if fmt == "auto":
@@ -131,7 +133,7 @@ def open_transcript(stream: IO[bytes], fmt: str = "auto") -> OpenedTranscript:
                 f"use --format {detected} or --format auto",
             )
         chosen = fmt
-    return OpenedTranscript(chosen, why, layout, itertools.chain([first], values))
+    return OpenedTranscript(chosen, why, layout, itertools.chain([first], values), detected)
 
 
 def import_values(
