@@ -7,8 +7,8 @@ first entry's ``source`` with every entry's ``fill`` leaves put back
 original message for message (Anthropic: the document's members too). Every other entry is
 converted: ``turn`` -> a text message or block (Claude Code: a ``system`` turn is a
 ``system`` record, which imports back as ``imported``); ``tool.call`` -> a tool call (consecutive
-calls into one assistant message); ``tool.result`` -> a tool message or ``tool_result``
-block. Entries with no counterpart in the target (``imported`` parts from another format,
+calls into one assistant message); ``tool.result`` -> a tool message (OpenAI has no
+error flag: ``is_error`` is lost there) or a ``tool_result`` block. Entries with no counterpart in the target (``imported`` parts from another format,
 lifecycle events, compactions, model calls) are left out and counted in
 :attr:`Writeback.skipped`. Re-importing the output gives identical bodies for the exact
 messages, and the same bodies but for ``source`` for converted ones.

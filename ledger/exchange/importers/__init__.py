@@ -87,6 +87,10 @@ FORMAT_NAMES: tuple[str, ...] = (*_SINGLE, "tau-bench")
 """Every format ``--format`` takes besides ``auto``."""
 
 
+_PEEK = 64
+"""Values read to settle a file whose first message is a plain ``{role, content}``."""
+
+
 class WrongFormatError(TranscriptError):
     """The file is not in the format asked for (or in none registre reads)."""
 
@@ -116,6 +120,15 @@ def open_transcript(stream: IO[bytes], fmt: str = "auto") -> OpenedTranscript:
         return OpenedTranscript(chosen, "an empty file", layout, values)
     value, at = first
     detected, why = detect(value)
+    seen = [first]
+    while detected == "openai" and why.startswith("a plain") and len(seen) < _PEEK:
+        later = next(values, None)  # a plain first message: let a later one decide
+        if later is None:
+            break
+        seen.append(later)
+        more, more_why = detect(later[0])
+        if more is not None and not more_why.startswith("a plain"):
+            detected, why = more, f"{more_why} (at {later[1]})"
     if fmt == "auto":
         if detected is None:
             raise WrongFormatError(
@@ -133,7 +146,7 @@ def open_transcript(stream: IO[bytes], fmt: str = "auto") -> OpenedTranscript:
                 f"use --format {detected} or --format auto",
             )
         chosen = fmt
-    return OpenedTranscript(chosen, why, layout, itertools.chain([first], values), detected)
+    return OpenedTranscript(chosen, why, layout, itertools.chain(seen, values), detected)
 
 
 def import_values(
