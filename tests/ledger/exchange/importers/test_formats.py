@@ -170,7 +170,7 @@ def test_real_transcript_writes_back_equal(name: str, fmt: str) -> None:
     entries = parse_bytes(data)
     text = "".join(write_chunks([(e.kind, e.body) for e in entries], fmt))
     if fmt == "openai":
-        assert [json.loads(line) for line in text.splitlines()] == [
+        assert [json.loads(line) for line in text.split("\n") if line] == [
             json.loads(line) for line in data.splitlines()
         ]
     else:
@@ -192,7 +192,7 @@ def test_provider_fixture_writes_back_equal_and_reimports_identically(name: str,
     if fmt == "anthropic":
         assert json.loads(text) == values(name)[0]
     else:
-        assert [json.loads(line) for line in text.splitlines()] == values(name)
+        assert [json.loads(line) for line in text.split("\n") if line] == values(name)
     assert parse_bytes(text.encode(), fmt) == entries
 
 
