@@ -48,7 +48,7 @@ def _refusal(kind: str, body: object) -> BodySchemaError:
 # --- vectors and the page --------------------------------------------------------------
 
 
-def test_kinds_are_the_fourteen_of_the_design() -> None:
+def test_kinds_are_the_fifteen_of_the_design() -> None:
     assert {
         "turn",
         "tool.call",
@@ -64,6 +64,7 @@ def test_kinds_are_the_fourteen_of_the_design() -> None:
         "context.unpin",
         "context.compaction",
         "model.call",
+        "imported",
     } == ENTRY_KINDS
     assert frozenset(CODEC_KINDS) == LIFECYCLE_KINDS
 
