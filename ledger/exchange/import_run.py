@@ -130,7 +130,9 @@ class _Run:
                 self.exists[thread] = False
         return self.pairings[thread]
 
-    def entries(self, job: ImportJob, phase: str) -> Iterator[tuple[str, ImportedEntry, OpenedTranscript]]:
+    def entries(
+        self, job: ImportJob, phase: str
+    ) -> Iterator[tuple[str, ImportedEntry, OpenedTranscript]]:
         """``(thread, entry, opened)`` for every entry of ``job``'s file."""
         with job.path.open("rb") as raw:
             stream = _Counting(raw, phase, self.progress)

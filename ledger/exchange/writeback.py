@@ -1,17 +1,19 @@
-"""A thread written back as a provider transcript: OpenAI chat JSONL, Anthropic Messages JSON,
-or a Claude Code session JSONL (``registre transcript THREAD --format openai|anthropic|claude-code``).
+"""A thread written back as a provider transcript: OpenAI chat JSONL, Anthropic Messages
+JSON, or a Claude Code session JSONL
+(``registre transcript THREAD --format openai|anthropic|claude-code``).
 
 Entries imported from the same format are written back **exactly**: the message kept in the
 first entry's ``source`` with every entry's ``fill`` leaves put back
 (:func:`registre.ledger.exchange.importers.rebuild_message`), so the JSON equals the
 original message for message (Anthropic: the document's members too). Every other entry is
 converted: ``turn`` -> a text message or block (Claude Code: a ``system`` turn is a
-``system`` record, which imports back as ``imported``); ``tool.call`` -> a tool call (consecutive
-calls into one assistant message); ``tool.result`` -> a tool message (OpenAI has no
-error flag: ``is_error`` is lost there) or a ``tool_result`` block. Entries with no counterpart in the target (``imported`` parts from another format,
-lifecycle events, compactions, model calls) are left out and counted in
-:attr:`Writeback.skipped`. Re-importing the output gives identical bodies for the exact
-messages, and the same bodies but for ``source`` for converted ones.
+``system`` record, which imports back as ``imported``); ``tool.call`` -> a tool call
+(consecutive calls into one assistant message); ``tool.result`` -> a tool message (OpenAI
+has no error flag: ``is_error`` is lost there) or a ``tool_result`` block. Entries with no
+counterpart in the target (``imported`` parts from another format, lifecycle events,
+compactions, model calls) are left out and counted in :attr:`Writeback.skipped`.
+Re-importing the output gives identical bodies for the exact messages, and the same bodies
+but for ``source`` for converted ones.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ class Writeback:
         if self.fmt not in WRITEBACK_FORMATS:
             raise ValueError(f"format must be one of {', '.join(WRITEBACK_FORMATS)}")
 
-    def messages(self, entries: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[dict[str, Any]]:
+    def messages(
+        self, entries: Iterable[tuple[str, Mapping[str, Any]]]
+    ) -> Iterator[dict[str, Any]]:
         """The messages (Claude Code: records) in order; Anthropic's document members other
         than ``messages`` collect in :attr:`header`."""
         group: list[Mapping[str, Any]] = []
@@ -100,8 +104,9 @@ class Writeback:
                 yield from self._flush()
                 yield self._record(seq, {"type": "system", "content": text})
             else:
-                yield from self._block(seq, "user" if role == "system" else role,
-                                       {"type": "text", "text": text})
+                yield from self._block(
+                    seq, "user" if role == "system" else role, {"type": "text", "text": text}
+                )
         elif kind == "tool.call":
             if self.fmt == "openai":
                 call = {
@@ -116,16 +121,23 @@ class Writeback:
                     self._generic.append(last)
                 last["tool_calls"].append(call)
             else:
-                block = {"type": "tool_use", "id": body["call_id"], "name": body["name"],
-                         "input": arguments_of(body)}
+                block = {
+                    "type": "tool_use",
+                    "id": body["call_id"],
+                    "name": body["name"],
+                    "input": arguments_of(body),
+                }
                 yield from self._block(seq, "assistant", block)
         elif kind == "tool.result":
             if self.fmt == "openai":
                 yield from self._flush()
                 yield {"role": "tool", "tool_call_id": body["call_id"], "content": body["content"]}
             else:
-                block = {"type": "tool_result", "tool_use_id": body["call_id"],
-                         "content": body["content"]}
+                block = {
+                    "type": "tool_result",
+                    "tool_use_id": body["call_id"],
+                    "content": body["content"],
+                }
                 if body.get("is_error") is True:
                     block["is_error"] = True
                 yield from self._block(seq, "user", block)
@@ -188,8 +200,12 @@ def write_chunks(
         return
     messages = list(writer.messages(entries))
     header = dict(writer.header)
-    if isinstance(header.get("system"), list) and all(
-        isinstance(block, dict) and set(block) == {"type", "text"} for block in header["system"]
-    ) and len(header["system"]) == 1:
+    if (
+        isinstance(header.get("system"), list)
+        and all(
+            isinstance(block, dict) and set(block) == {"type", "text"} for block in header["system"]
+        )
+        and len(header["system"]) == 1
+    ):
         header["system"] = header["system"][0]["text"]
     yield json.dumps({**header, "messages": messages}, ensure_ascii=False, indent=1) + "\n"

@@ -1,4 +1,4 @@
-"""`registre import THREAD FILE... [--format auto|NAME]`, `registre import --thread-per-file FILE...`.
+"""`registre import THREAD FILE... [--format auto|NAME]`, `import --thread-per-file FILE...`.
 
 Records agent transcripts (:mod:`registre.ledger.exchange.importers`; formats and the mapping:
 ``specs/entries.md`` section 6). ``--format auto`` (the default) detects each file's format
@@ -7,11 +7,11 @@ what it looks like. Several files into one THREAD are read in order, so a file m
 the results of calls the previous one left open. ``--thread-per-file`` makes one thread per
 file, named after it (tau-bench files: one per task, ``NAME-TASK``; ``--task`` picks one).
 
-Every file is checked completely before anything is written (:mod:`registre.ledger.exchange.import_run`):
-a bad line anywhere is refused with one line naming the file, the line or JSON path and the
-reason (exit 2), and no thread changes. A progress bar shows on a terminal (not with
-``--quiet``, nor when standard error is piped); ``--json`` prints a summary object instead of
-the sentences.
+Every file is checked completely before anything is written
+(:mod:`registre.ledger.exchange.import_run`): a bad line anywhere is refused with one line
+naming the file, the line or JSON path and the reason (exit 2), and no thread changes. A
+progress bar shows on a terminal (not with ``--quiet``, nor when standard error is piped);
+``--json`` prints a summary object instead of the sentences.
 """
 
 from __future__ import annotations
@@ -47,8 +47,13 @@ _SUFFIXES = (".jsonl", ".json", ".traj")
     help="Every argument is a FILE; each goes to a new thread named after the file.",
 )
 @click.option("--task", default=None, help="tau-bench: import only this task, into THREAD.")
-@click.option("--batch", type=click.IntRange(1), default=2000, show_default=True,
-              help="Entries appended per transaction for big files.")
+@click.option(
+    "--batch",
+    type=click.IntRange(1),
+    default=2000,
+    show_default=True,
+    help="Entries appended per transaction for big files.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @ledger_options

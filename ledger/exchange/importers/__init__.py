@@ -139,7 +139,11 @@ def open_transcript(stream: IO[bytes], fmt: str = "auto") -> OpenedTranscript:
         chosen = detected
     else:
         plain = detected == "openai" and why.startswith("a plain")
-        if detected is not None and detected != fmt and not (plain and fmt in PLAIN_MESSAGE_FORMATS):
+        if (
+            detected is not None
+            and detected != fmt
+            and not (plain and fmt in PLAIN_MESSAGE_FORMATS)
+        ):
             raise WrongFormatError(
                 str(at),
                 f"--format {fmt} given, but the file looks like {detected} ({why}); "
@@ -168,7 +172,9 @@ def import_values(
         yield None, entry
 
 
-def parse_bytes(data: bytes, fmt: str = "auto", pairing: Pairing | None = None) -> list[ImportedEntry]:
+def parse_bytes(
+    data: bytes, fmt: str = "auto", pairing: Pairing | None = None
+) -> list[ImportedEntry]:
     """All entries of a transcript held in memory (one thread: for tau-bench, one task)."""
     opened = open_transcript(io.BytesIO(bytes(data)), fmt)
     conversations: dict[str | None, Conversation] = {}

@@ -49,13 +49,15 @@ def parse_claude_code_values(
                 anthropic_content(message, str(role), content, ("message", "content"), at)
         elif kind == "summary":
             summary = record.get("summary")
-            message.imported("summary", text=summary if isinstance(summary, str) else None,
-                             fill=("summary",))
+            message.imported(
+                "summary", text=summary if isinstance(summary, str) else None, fill=("summary",)
+            )
         elif kind == "system":
             what = "compact_boundary" if record.get("subtype") == "compact_boundary" else "system"
-            content = record.get("content")
-            text = content if isinstance(content, str) else None
-            message.imported(what, role="system", text=text, fill=("content",))
+            said = record.get("content")
+            message.imported(
+                what, role="system", text=said if isinstance(said, str) else None, fill=("content",)
+            )
         else:
             message.imported(kind)
         yield from message.end()
@@ -64,6 +66,4 @@ def parse_claude_code_values(
 def _joined(content: object) -> str:
     if not isinstance(content, list):
         return ""
-    return "".join(
-        str(block.get("text", "")) for block in content if isinstance(block, dict)
-    )
+    return "".join(str(block.get("text", "")) for block in content if isinstance(block, dict))

@@ -156,6 +156,7 @@ def arguments_text(body: Mapping[str, Any]) -> str:
 
 # --- rebuilding a message from its entries ------------------------------------------------
 
+
 def _fill_value(body: Mapping[str, Any], what: str) -> Any:
     if what == "input":
         return arguments_of(body)
@@ -220,7 +221,8 @@ class Message:
         """A ``turn`` of ``role`` (user, assistant or system) saying ``text`` (nothing when
         empty: the text stays in the kept message); ``fill``: where the text sits."""
         if text:
-            self._add("turn", {"role": role, "text": text}, role, fill and ((fill, "text"),))
+            fills = () if fill is None else ((fill, "text"),)
+            self._add("turn", {"role": role, "text": text}, role, fills)
 
     def call(
         self,
@@ -234,7 +236,11 @@ class Message:
         where = at or self.at
         if not isinstance(arguments, dict):
             where.fail(f"tool arguments must be a JSON object, got {describe(arguments)}")
-        body: dict[str, Any] = {"call_id": call_id, "name": name, **json_member(arguments, "arguments")}
+        body: dict[str, Any] = {
+            "call_id": call_id,
+            "name": name,
+            **json_member(arguments, "arguments"),
+        }
         ref = self.conversation.pairing.call(call_id, name, str(where))
         if ref is not None:
             body["call_ref"] = ref
@@ -317,9 +323,7 @@ class Message:
         if not self.entries:
             self.imported("message", role=_role_of(self.original))
         skeleton = _copy(self.original)
-        fills = [
-            path for entry in self.entries for path, _ in entry.body["source"].get("fill", ())
-        ]
+        fills = [path for entry in self.entries for path, _ in entry.body["source"].get("fill", ())]
         try:
             for path in sorted(fills, key=_removal_order, reverse=True):
                 _remove(skeleton, path)
@@ -378,4 +382,3 @@ def entries_of(messages: Iterator[Message]) -> Iterator[ImportedEntry]:
     """Every entry of every message, in order."""
     for message in messages:
         yield from message.end()
-

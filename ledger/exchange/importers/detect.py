@@ -8,7 +8,7 @@ The rules, first match wins:
 first value              format
 =======================  ================================================================
 ``{task_id, traj}``      ``tau-bench``
-``{history|trajectory}`` ``swe-agent`` (also ``{messages, trajectory_format}``, ``{messages, info}``)
+``{history|trajectory}`` ``swe-agent`` (also ``{messages, info}``: mini-swe-agent)
 ``{messages}``           ``anthropic`` (a conversation document)
 ``{type, data}``         ``langchain`` (``type`` human, ai, system, tool, ...)
 ``{type, uuid}`` ...     ``claude-code`` (``type`` user/assistant/system/summary/..., with
@@ -85,8 +85,10 @@ def detect(value: Any) -> tuple[str | None, str]:
     kind = value.get("type")
     if "traj" in value and "task_id" in value:
         return "tau-bench", "a task record with task_id and traj"
-    if "history" in value or "trajectory" in value or (
-        "messages" in value and ("trajectory_format" in value or "info" in value)
+    if (
+        "history" in value
+        or "trajectory" in value
+        or ("messages" in value and ("trajectory_format" in value or "info" in value))
     ):
         return "swe-agent", "a trajectory document (history/trajectory or messages with info)"
     if isinstance(value.get("messages"), list) and "role" not in value:
@@ -102,8 +104,7 @@ def detect(value: Any) -> tuple[str | None, str]:
     if "role" in value:
         content = value.get("content")
         if isinstance(content, list) and any(
-            isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS
-            for block in content
+            isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS for block in content
         ):
             return "anthropic", "a message whose content holds Anthropic blocks"
         if value.get("role") in ("tool", "developer") or "tool_calls" in value:

@@ -33,7 +33,9 @@ def parse_langchain_values(
     for value, at in values:
         items = value if isinstance(value, list) else [value]
         for index, item in enumerate(items):
-            yield from _message(conversation, item, at.index(index) if isinstance(value, list) else at)
+            yield from _message(
+                conversation, item, at.index(index) if isinstance(value, list) else at
+            )
 
 
 def _message(conversation: Conversation, value: object, at: At) -> Iterator[ImportedEntry]:
@@ -50,19 +52,24 @@ def _message(conversation: Conversation, value: object, at: At) -> Iterator[Impo
             if not isinstance(call, dict) or not isinstance(call.get("id"), str):
                 call_at.fail("expected a tool call {name, args, id}")
             here: Path = ("data", "tool_calls", index)
-            fills = [((*here, "id"), "call_id"), ((*here, "name"), "name"), ((*here, "args"), "input")]
+            fills = [
+                ((*here, "id"), "call_id"),
+                ((*here, "name"), "name"),
+                ((*here, "args"), "input"),
+            ]
             message.call(call["id"], str(call.get("name")), call.get("args"), fills, call_at)
     elif kind == "tool":
         call_id, content = data.get("tool_call_id"), data.get("content")
         if not isinstance(call_id, str):
             at.key("data").key("tool_call_id").fail("a tool message needs the id it answers")
         text = content if isinstance(content, str) else ""
-        fills: list[tuple[Path, str]] = [(("data", "tool_call_id"), "call_id")]
+        answer: list[tuple[Path, str]] = [(("data", "tool_call_id"), "call_id")]
         if isinstance(content, str):
-            fills.append((("data", "content"), "content"))
-        message.result(call_id, text, fills, is_error=data.get("status") == "error")
+            answer.append((("data", "content"), "content"))
+        message.result(call_id, text, answer, is_error=data.get("status") == "error")
     else:
         content = data.get("content")
-        message.imported(kind, text=content if isinstance(content, str) else None,
-                         fill=("data", "content"))
+        message.imported(
+            kind, text=content if isinstance(content, str) else None, fill=("data", "content")
+        )
     yield from message.end()

@@ -69,7 +69,9 @@ def chat_message(
         text = content if isinstance(content, str) else None
         message.imported("message", text=text, fill=(*prefix, "content"))
         return message
-    content_parts(message, turn_role, fields.get("content"), (*prefix, "content"), at.key("content"))
+    content_parts(
+        message, turn_role, fields.get("content"), (*prefix, "content"), at.key("content")
+    )
     if role == "assistant":
         for name in ("reasoning_content", "refusal"):
             text = fields.get(name)
@@ -160,9 +162,7 @@ def _tool(message: Message, fields: dict[str, Any], at: At, prefix: Path) -> Non
     if isinstance(content, str):
         text, content_fill = content, [((*prefix, "content"), "content")]
     elif isinstance(content, list):
-        text = "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        text = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
         content_fill = []
     elif content is None:
         text, content_fill = "", []

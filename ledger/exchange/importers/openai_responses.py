@@ -78,17 +78,25 @@ def _item(conversation: Conversation, value: object, at: At) -> Message:
         if isinstance(output, str):
             message.result(call_id, output, [(("call_id",), "call_id"), (("output",), "content")])
         else:
-            text = "".join(
-                str(part.get("text", "")) for part in output or [] if isinstance(part, dict)
-            ) if isinstance(output, list) else ""
+            text = (
+                "".join(
+                    str(part.get("text", "")) for part in output or [] if isinstance(part, dict)
+                )
+                if isinstance(output, list)
+                else ""
+            )
             message.result(call_id, text, [(("call_id",), "call_id")])
     elif kind == "reasoning":
         summary = item.get("summary")
-        texts = [
-            str(part.get("text", ""))
-            for part in summary or []
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        ] if isinstance(summary, list) else []
+        texts = (
+            [
+                str(part.get("text", ""))
+                for part in summary or []
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            ]
+            if isinstance(summary, list)
+            else []
+        )
         fill = ("summary", 0, "text") if len(texts) == 1 else None
         message.imported("reasoning", role="assistant", text="\n\n".join(texts), fill=fill)
     else:

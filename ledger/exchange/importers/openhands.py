@@ -37,15 +37,15 @@ def parse_openhands_values(
 def _event(conversation: Conversation, value: object, at: At) -> Iterator[ImportedEntry]:
     message = conversation.message(value, at)
     event = message.original
-    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    found = event.get("args")
+    args: dict[str, Any] = found if isinstance(found, dict) else {}
     metadata = event.get("tool_call_metadata")
     call_id = metadata.get("tool_call_id") if isinstance(metadata, dict) else None
     name = metadata.get("function_name") if isinstance(metadata, dict) else None
     action, observation = event.get("action"), event.get("observation")
     role = _ROLES.get(str(event.get("source")), "system")
     if action in ("message", "system") and isinstance(args.get("content"), str):
-        message.turn("system" if action == "system" else role, args["content"],
-                     ("args", "content"))
+        message.turn("system" if action == "system" else role, args["content"], ("args", "content"))
     elif isinstance(action, str) and isinstance(call_id, str) and isinstance(name, str):
         message.call(call_id, name, args)
     elif isinstance(observation, str) and isinstance(call_id, str):
@@ -55,6 +55,6 @@ def _event(conversation: Conversation, value: object, at: At) -> Iterator[Import
         message.result(call_id, text, fills, is_error=observation == "error")
     else:
         what = f"action:{action}" if isinstance(action, str) else f"observation:{observation}"
-        text = event.get("message")
-        message.imported(what, text=text if isinstance(text, str) else None, fill=("message",))
+        said = event.get("message")
+        message.imported(what, text=said if isinstance(said, str) else None, fill=("message",))
     yield from message.end()

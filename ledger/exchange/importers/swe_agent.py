@@ -33,9 +33,7 @@ def parse_swe_agent_values(
         steps = document.get("trajectory", [])
         if not isinstance(messages, list) or not isinstance(steps, list):
             at.fail("expected history/messages and trajectory lists")
-        header = {
-            name: item for name, item in document.items() if name not in (key, "trajectory")
-        }
+        header = {name: item for name, item in document.items() if name not in (key, "trajectory")}
         run = conversation.message(header, at)
         run.imported("run")
         yield from run.end()

@@ -79,6 +79,4 @@ def regrouped(entries: Sequence[ImportedEntry]) -> list[Any]:
 
 
 def without_source(entries: Sequence[ImportedEntry]) -> list[tuple[str, dict[str, Any], str]]:
-    return [
-        (e.kind, {k: v for k, v in e.body.items() if k != "source"}, e.actor) for e in entries
-    ]
+    return [(e.kind, {k: v for k, v in e.body.items() if k != "source"}, e.actor) for e in entries]

@@ -86,7 +86,11 @@ def test_openai_chat_fixture() -> None:
 def test_anthropic_fixture() -> None:
     imported = _by_kind("anthropic.json", "imported")
     assert [b["type"] for b in imported] == [
-        "thinking", "image", "redacted_thinking", "server_tool_use", "web_search_tool_result",
+        "thinking",
+        "image",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
         "document",
     ]
     assert imported[0]["text"] == "I should look at metrics and logs in parallel."
@@ -99,8 +103,13 @@ def test_anthropic_fixture() -> None:
 def test_claude_code_fixture_records_compaction_as_imported() -> None:
     imported = _by_kind("claude_code.jsonl", "imported")
     types = [b["type"] for b in imported]
-    assert types == ["summary", "thinking", "compact_boundary", "compact_summary",
-                     "file-history-snapshot"]
+    assert types == [
+        "summary",
+        "thinking",
+        "compact_boundary",
+        "compact_summary",
+        "file-history-snapshot",
+    ]
     assert all(b["source"]["format"] == "claude-code" for b in imported)
     calls = _by_kind("claude_code.jsonl", "tool.call")
     assert [c.get("call_ref") for c in calls] == [None, "toolu_01#2", None]
@@ -110,7 +119,10 @@ def test_claude_code_fixture_records_compaction_as_imported() -> None:
 
 def test_responses_fixture() -> None:
     assert _kinds("openai_responses.jsonl") == {
-        "turn": 2, "imported": 2, "tool.call": 3, "tool.result": 3,
+        "turn": 2,
+        "imported": 2,
+        "tool.call": 3,
+        "tool.result": 3,
     }
     reasoning, compaction = _by_kind("openai_responses.jsonl", "imported")
     assert (reasoning["type"], reasoning["text"]) == ("reasoning", "Check metrics and logs.")
@@ -131,16 +143,22 @@ def test_tau_bench_fixture_one_thread_per_task() -> None:
 
 def test_swe_agent_fixture_and_real_mini_swe_agent_file() -> None:
     assert _kinds("swe_agent.traj") == {"imported": 3, "turn": 4, "tool.call": 2, "tool.result": 2}
-    real = parse_bytes((REAL / f"{STEM}.original.traj.json").read_bytes()) if (
-        REAL / f"{STEM}.original.traj.json"
-    ).exists() else None
+    real = (
+        parse_bytes((REAL / f"{STEM}.original.traj.json").read_bytes())
+        if (REAL / f"{STEM}.original.traj.json").exists()
+        else None
+    )
     del real
 
 
 def test_openhands_fixture() -> None:
     results = _by_kind("openhands.json", "tool.result")
     assert [r.get("is_error") for r in results] == [None, True]
-    assert [b["role"] for b in _by_kind("openhands.json", "turn")] == ["system", "user", "assistant"]
+    assert [b["role"] for b in _by_kind("openhands.json", "turn")] == [
+        "system",
+        "user",
+        "assistant",
+    ]
 
 
 def test_langchain_fixture() -> None:
@@ -156,7 +174,9 @@ def test_real_transcript_both_shapes_give_the_same_entries_but_source() -> None:
     openai = parse_bytes((REAL / f"{STEM}.openai.jsonl").read_bytes())
     anthropic = parse_bytes((REAL / f"{STEM}.anthropic.json").read_bytes())
     assert collections.Counter(e.kind for e in openai) == {
-        "tool.call": 188, "tool.result": 188, "turn": 177,
+        "tool.call": 188,
+        "tool.result": 188,
+        "turn": 177,
     }
     assert without_source(openai) == without_source(anthropic)
 
@@ -183,8 +203,11 @@ def test_real_transcript_writes_back_equal(name: str, fmt: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "fmt"),
-    [("openai_chat.jsonl", "openai"), ("anthropic.json", "anthropic"),
-     ("claude_code.jsonl", "claude-code")],
+    [
+        ("openai_chat.jsonl", "openai"),
+        ("anthropic.json", "anthropic"),
+        ("claude_code.jsonl", "claude-code"),
+    ],
 )
 def test_provider_fixture_writes_back_equal_and_reimports_identically(name: str, fmt: str) -> None:
     entries = _entries(name)
@@ -223,7 +246,9 @@ def test_json_array_is_read_item_by_item() -> None:
     layout, items = read_values(io.BytesIO(b' [ {"a": 1} ,\n{"b": [2, 3]}, 4.5 ] \n'))
     assert layout == "array"
     assert [(value, str(at)) for value, at in items] == [
-        ({"a": 1}, "$[0]"), ({"b": [2, 3]}, "$[1]"), (4.5, "$[2]"),
+        ({"a": 1}, "$[0]"),
+        ({"b": [2, 3]}, "$[1]"),
+        (4.5, "$[2]"),
     ]
 
 

@@ -30,15 +30,21 @@ def test_reused_id_gets_a_ledger_unique_ref_and_keeps_the_id() -> None:
     entries = parse_bytes(_jsonl(_ask("a"), _answer("a"), _ask("a"), _answer("a"), _ask("a")))
     refs = [(e.kind, e.body["call_id"], e.body.get("call_ref")) for e in entries]
     assert refs == [
-        ("tool.call", "a", None), ("tool.result", "a", None),
-        ("tool.call", "a", "a#2"), ("tool.result", "a", "a#2"),
+        ("tool.call", "a", None),
+        ("tool.result", "a", None),
+        ("tool.call", "a", "a#2"),
+        ("tool.result", "a", "a#2"),
         ("tool.call", "a", "a#3"),
     ]
 
 
 def test_result_answers_the_most_recent_unanswered_call() -> None:
-    entries = parse_bytes(_jsonl(_ask("a"), _ask("a"), _answer("a", "second"), _answer("a", "first")))
-    results = [(e.body.get("call_ref"), e.body["content"]) for e in entries if e.kind == "tool.result"]
+    entries = parse_bytes(
+        _jsonl(_ask("a"), _ask("a"), _answer("a", "second"), _answer("a", "first"))
+    )
+    results = [
+        (e.body.get("call_ref"), e.body["content"]) for e in entries if e.kind == "tool.result"
+    ]
     assert results == [("a#2", "second"), (None, "first")]
 
 

@@ -21,7 +21,10 @@ _TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 _IDS = st.sampled_from(["call_1", "call_2", "toolu_a"])  # few ids: reuse is common
 _NAMES = st.sampled_from(["bash", "read_file"])
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-1000, 1000) | _TEXT
+    st.none()
+    | st.booleans()
+    | st.integers(-1000, 1000)
+    | _TEXT
     | st.floats(-1e6, 1e6, allow_nan=False, width=32),  # beyond 2**53 is refused, by design
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
     max_leaves=6,
@@ -72,8 +75,12 @@ def _anthropic(draw: st.DrawFn) -> dict[str, Any]:
     for _ in range(draw(st.integers(0, 4))):
         user: list[dict[str, Any]] = [{"type": "text", "text": draw(_TEXT)}]
         if draw(st.booleans()):
-            user.append({"type": "image", "source": {"type": "base64",
-                         "media_type": "image/png", "data": _PNG}})
+            user.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": _PNG},
+                }
+            )
         messages.append({"role": "user", "content": user if draw(st.booleans()) else draw(_TEXT)})
         blocks: list[dict[str, Any]] = []
         if draw(st.booleans()):
@@ -86,8 +93,12 @@ def _anthropic(draw: st.DrawFn) -> dict[str, Any]:
         messages.append({"role": "assistant", "content": blocks})
         if ids:
             results = [
-                {"type": "tool_result", "tool_use_id": i, "content": draw(_TEXT),
-                 **({"is_error": True} if draw(st.booleans()) else {})}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": i,
+                    "content": draw(_TEXT),
+                    **({"is_error": True} if draw(st.booleans()) else {}),
+                }
                 for i in draw(st.permutations(ids))
             ]
             messages.append({"role": "user", "content": results})
