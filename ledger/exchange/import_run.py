@@ -144,7 +144,9 @@ class _Run:
                 def conversation_for(key: str | None) -> Conversation:
                     thread = _thread_of(job, key)
                     if key not in conversations:
-                        conversations[key] = Conversation(opened.fmt, self.pairing(thread))
+                        conversations[key] = Conversation(
+                            opened.fmt, self.pairing(thread), validate=phase == "check"
+                        )
                     return conversations[key]
 
                 for key, entry in import_values(opened, conversation_for):
@@ -170,10 +172,16 @@ def _safe(key: str) -> str:
 
 
 def run_import(
-    ledger: Ledger, jobs: list[ImportJob], *, batch: int = 2000, progress: Progress | None = None
+    ledger: Ledger,
+    jobs: list[ImportJob],
+    *,
+    batch: int = 10_000,
+    progress: Progress | None = None,
+    check_only: bool = False,
 ) -> ImportReport:
-    """Check then append every job (module docstring). Raises TranscriptError (nothing
-    written), UnknownThreadError for a missing thread a job may not create."""
+    """Check then append every job (module docstring); with ``check_only``, only check
+    (nothing is written, no thread created). Raises TranscriptError (nothing written),
+    UnknownThreadError for a missing thread a job may not create."""
     started = time.perf_counter()
     run = _Run(ledger, jobs, progress)
     report = ImportReport()
@@ -195,6 +203,9 @@ def run_import(
                 kept.append((thread, entry))
                 if len(kept) > batch:
                     kept = None
+    if check_only:
+        report.seconds = time.perf_counter() - started
+        return report
     for thread, thread_report in report.threads.items():
         if not run.exists.get(thread, True):
             ledger.create_thread(thread)

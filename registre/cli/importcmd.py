@@ -50,10 +50,11 @@ _SUFFIXES = (".jsonl", ".json", ".traj")
 @click.option(
     "--batch",
     type=click.IntRange(1),
-    default=2000,
+    default=10_000,
     show_default=True,
-    help="Entries appended per transaction for big files.",
+    help="Entries kept in memory and appended per transaction (bigger files: read twice).",
 )
+@click.option("--check", "check_only", is_flag=True, help="Only check the files: write nothing.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @ledger_options
@@ -63,6 +64,7 @@ def import_transcript(
     thread_per_file: bool,
     task: str | None,
     batch: int,
+    check_only: bool,
     quiet: bool,
     as_json: bool,
     db: str | None,
@@ -83,10 +85,16 @@ def import_transcript(
     with open_ledger(db, key_file, need_key=True) as ledger:
         if show:
             with click.progressbar(length=2 * total, label="import", file=sys.stderr) as bar:
-                report = run_import(ledger, jobs, batch=batch, progress=lambda _p, n: bar.update(n))
+                report = run_import(
+                    ledger,
+                    jobs,
+                    batch=batch,
+                    check_only=check_only,
+                    progress=lambda _phase, size: bar.update(size),
+                )
         else:
-            report = run_import(ledger, jobs, batch=batch)
-    _print(report, as_json)
+            report = run_import(ledger, jobs, batch=batch, check_only=check_only)
+    _print(report, as_json, check_only)
 
 
 def _existing(name: str) -> Path:
@@ -104,9 +112,10 @@ def _thread_name(path: Path) -> str:
     return cleaned.lstrip("._:-")[:100] or "thread"
 
 
-def _print(report: ImportReport, as_json: bool) -> None:
+def _print(report: ImportReport, as_json: bool, check_only: bool) -> None:
     if as_json:
         summary = {
+            "checked_only": check_only,
             "entries": report.entries,
             "seconds": round(report.seconds, 3),
             "files": [vars(file) for file in report.files],
@@ -118,6 +127,9 @@ def _print(report: ImportReport, as_json: bool) -> None:
         click.echo(f"{file.path}: format {file.fmt} ({file.why}), {file.entries} entries", err=True)
     if not report.threads:
         click.echo("no messages to import; nothing changed")
+    if check_only:
+        click.echo(f"checked {report.entries} entries; nothing written (--check)")
+        return
     for name, thread in report.threads.items():
         made = " (new thread)" if thread.created else ""
         click.echo(

@@ -136,3 +136,11 @@ def test_bad_second_file_writes_nothing_from_the_first_fail(
 def test_unknown_thread_fail(initialised: str, run: Run) -> None:
     error = one_line_error(run("import", "nope", str(FIXTURES / "openai_chat.jsonl")))
     assert "no thread 'nope'" in error
+
+
+def test_check_writes_nothing(initialised: str, run: Run, tmp_path: Path) -> None:
+    before = _dump()
+    result = run("import", "--thread-per-file", str(FIXTURES / "anthropic.json"), "--check")
+    assert result.code == 0, result.err
+    assert result.out == "checked 15 entries; nothing written (--check)\n"
+    assert _dump() == before

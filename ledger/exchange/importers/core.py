@@ -335,6 +335,8 @@ class Message:
             for entry in self.entries:
                 entry.body["source"].pop("fill", None)
         self.entries[0].body["source"].update(json_member(skeleton, "message"))
+        if not self.conversation.validate:
+            return self.entries
         for entry in self.entries:
             try:
                 validate_body(entry.kind, entry.body)
@@ -364,12 +366,14 @@ class Conversation:
 
     ``pairing`` carries the calls of the thread before this import
     (:meth:`Pairing.from_entries`), so a file may start with the result of a call an earlier
-    import issued.
+    import issued. ``validate=False`` skips the body check, for the second reading of a file
+    already checked whole (the append checks every body again anyway).
     """
 
-    def __init__(self, fmt: str, pairing: Pairing | None = None) -> None:
+    def __init__(self, fmt: str, pairing: Pairing | None = None, *, validate: bool = True) -> None:
         self.fmt = fmt
         self.pairing = pairing if pairing is not None else Pairing()
+        self.validate = validate
 
     def message(self, original: object, at: At, fmt: str | None = None) -> Message:
         """Start a source message (an object) at ``at``; ``fmt`` overrides the format name."""
