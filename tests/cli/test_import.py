@@ -142,5 +142,5 @@ def test_check_writes_nothing(initialised: str, run: Run, tmp_path: Path) -> Non
     before = _dump()
     result = run("import", "--thread-per-file", str(FIXTURES / "anthropic.json"), "--check")
     assert result.code == 0, result.err
-    assert result.out == "checked 15 entries; nothing written (--check)\n"
+    assert result.out == "checked 18 entries; nothing written (--check)\n"
     assert _dump() == before
