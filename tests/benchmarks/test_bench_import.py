@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,17 +65,33 @@ def write_steps(path: Path, steps: int) -> None:
                 out.write(json.dumps(message) + "\n")
 
 
-def _url(engine: str, tmp_path: Path) -> str:
-    if engine == "sqlite":
-        return f"sqlite:///{tmp_path / 'bench.db'}"
-    return os.environ[PG_ENV]
-
-
 def _engines() -> list[Any]:
     params: list[Any] = ["sqlite"]
     if os.environ.get(PG_ENV):
         params.append(pytest.param("postgresql", marks=pytest.mark.postgres))
     return params
+
+
+@pytest.fixture(params=_engines())
+def engine_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database on each engine (PostgreSQL: a schema of its own, dropped after)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'bench.db'}"
+        return
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    base = os.environ[PG_ENV]
+    admin = make_url(base).set(drivername="postgresql").render_as_string(hide_password=False)
+    schema = f"registre_bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.mark.parametrize("steps", STEPS)
@@ -86,15 +104,14 @@ def test_import_parse(benchmark: Any, tmp_path: Path, steps: int) -> None:
     assert len(entries) == steps * 6
 
 
-@pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("steps", STEPS)
 def test_import_file_beside_append_batch(
-    benchmark: Any, tmp_path: Path, steps: int, engine: str
+    benchmark: Any, tmp_path: Path, steps: int, engine_url: str
 ) -> None:
-    benchmark.group = f"import file vs append batch n={steps * 6} ({engine})"
+    benchmark.group = f"import file vs append batch n={steps * 6} ({engine_url.split(':')[0]})"
     path = tmp_path / "run.jsonl"
     write_steps(path, steps)
-    with Ledger.open(_url(engine, tmp_path), SIGNER) as ledger:
+    with Ledger.open(engine_url, SIGNER) as ledger:
 
         def run() -> None:
             thread = f"import-{next(_counter)}-{os.getpid()}"
@@ -106,14 +123,13 @@ def test_import_file_beside_append_batch(
         benchmark.pedantic(run, rounds=3, iterations=1)
 
 
-@pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("steps", STEPS)
-def test_append_batch_ceiling(benchmark: Any, tmp_path: Path, steps: int, engine: str) -> None:
-    benchmark.group = f"import file vs append batch n={steps * 6} ({engine})"
+def test_append_batch_ceiling(benchmark: Any, tmp_path: Path, steps: int, engine_url: str) -> None:
+    benchmark.group = f"import file vs append batch n={steps * 6} ({engine_url.split(':')[0]})"
     path = tmp_path / "run.jsonl"
     write_steps(path, steps)
     entries = parse_bytes(path.read_bytes(), "openai")
-    with Ledger.open(_url(engine, tmp_path), SIGNER) as ledger:
+    with Ledger.open(engine_url, SIGNER) as ledger:
 
         def run() -> None:
             thread = ledger.create_thread(f"append-{next(_counter)}-{os.getpid()}")

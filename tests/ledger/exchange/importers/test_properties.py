@@ -159,3 +159,29 @@ def test_mutated_files_raise_only_transcript_errors(
     event("accepted")
     for entry in entries:
         canonical_bytes(entry.body)
+
+
+@given(_anthropic(), st.booleans())
+def test_claude_code_sessions_write_back_equal(document: dict[str, Any], sidechain: bool) -> None:
+    records: list[dict[str, Any]] = [{"type": "summary", "summary": "s", "leafUuid": "u0"}]
+    parent = None
+    for number, message in enumerate(document["messages"]):
+        uid = f"u{number}"
+        records.append(
+            {
+                "parentUuid": parent,
+                "isSidechain": sidechain and number % 2 == 1,
+                "sessionId": "s1",
+                "type": message["role"],
+                "message": message,
+                "uuid": uid,
+                "timestamp": "2025-09-01T10:00:00Z",
+                "costUSD": 0.25,
+            }
+        )
+        parent = uid
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+    entries = parse_bytes(data, "claude-code")
+    text = "".join(write_chunks([(e.kind, e.body) for e in entries], "claude-code"))
+    assert [json.loads(line) for line in text.split("\n") if line] == records
+    assert parse_bytes(text.encode(), "claude-code") == entries
