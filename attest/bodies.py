@@ -390,7 +390,7 @@ def _holds_float(value: object) -> bool:
 
 def _source(value: object, path: str) -> None:
     """Where an imported entry came from (specs/entries.md section 6): ``format`` (a name),
-    ``fill`` (the message leaves the entry supplies: ``[path, field]`` pairs), and on a
+    ``fill`` (the message leaves the entry supplies: body field -> RFC 6901 JSON Pointer), on a
     message's first entry the rest of the message verbatim: ``message`` (an object) or
     ``message_json`` (its RFC 8785 text, when it holds non-integer numbers)."""
     if not isinstance(value, dict):
@@ -422,22 +422,18 @@ def _source(value: object, path: str) -> None:
             raise _wrong(f"{path}.message_json", "the JSON text of an object", parsed)
     if "fill" in value:
         fills = value["fill"]
-        if not isinstance(fills, list):
-            raise _wrong(f"{path}.fill", "a list", fills)
-        for index, fill in enumerate(fills):
-            fill_path = f"{path}.fill[{index}]"
-            if (
-                not isinstance(fill, list)
-                or len(fill) != 2
-                or not isinstance(fill[0], list)
-                or not fill[0]
-                or not all(type(step) in (str, int) for step in fill[0])
-                or fill[1] not in _FILL_FIELDS
-            ):
+        if not isinstance(fills, dict):
+            raise _wrong(f"{path}.fill", "an object", fills)
+        for field, where in fills.items():
+            fill_path = _member(f"{path}.fill", field)
+            if field not in _FILL_FIELDS:
                 raise BodySchemaError(
                     fill_path,
-                    "expected [path, field]: a non-empty list of keys and indexes, and one of "
-                    + ", ".join(_FILL_FIELDS),
+                    "unknown field; the fields allowed here are " + ", ".join(_FILL_FIELDS),
+                )
+            if not isinstance(where, str) or not where.startswith("/"):
+                raise BodySchemaError(
+                    fill_path, "expected an RFC 6901 JSON Pointer into the message, e.g. /content"
                 )
 
 

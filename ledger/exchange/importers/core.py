@@ -5,8 +5,8 @@ message, a session record, an event) and hands each to :meth:`Conversation.messa
 format's code then says which entries the message makes (``turn``, ``tool.call``,
 ``tool.result``, or ``imported`` for everything registre has no entry kind of its own for:
 thinking, images, reasoning items, compaction records, ...) and, for each entry, which
-*leaves* of the message it supplies (``fill``: a path in the message and the body field that
-holds its value). :meth:`Message.end` then keeps **the rest of the message verbatim** as the
+*leaves* of the message it supplies (``fill``: for each body field, the RFC 6901 JSON Pointer
+of the leaf of the message it holds). :meth:`Message.end` then keeps **the rest of the message verbatim** as the
 ``source`` member of the message's first entry (``message``: the message with the filled
 leaves removed, or ``message_json``, its RFC 8785 text, when it holds non-integer numbers),
 rebuilds the message from the entries (:func:`rebuild_message`) and checks it equals the
@@ -165,6 +165,25 @@ def _fill_value(body: Mapping[str, Any], what: str) -> Any:
     return body[what]
 
 
+def pointer(path: Sequence[str | int]) -> str:
+    """The RFC 6901 JSON Pointer of ``path`` (``("content", 1, "text")`` -> ``/content/1/text``)."""
+    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in path)
+
+
+def pointer_path(text: str, target: Any) -> list[str | int]:
+    """The steps of JSON Pointer ``text`` inside ``target`` (list steps as integers)."""
+    steps: list[str | int] = []
+    for raw in text.split("/")[1:]:
+        step = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, list):
+            steps.append(int(step))
+            target = target[int(step)] if int(step) < len(target) else None
+        else:
+            steps.append(step)
+            target = target.get(step) if isinstance(target, dict) else None
+    return steps
+
+
 def _put(target: Any, path: Sequence[str | int], value: Any) -> None:
     for step in path[:-1]:
         target = target[step]
@@ -194,13 +213,13 @@ def skeleton_of(source: Mapping[str, Any]) -> dict[str, Any] | None:
 def rebuild_message(skeleton: dict[str, Any], bodies: Sequence[Mapping[str, Any]]) -> Any:
     """The source message again: ``skeleton`` with every entry's ``fill`` leaves put back.
 
-    Raises KeyError/IndexError/TypeError for entries that do not fit the skeleton.
+    Raises KeyError/IndexError/TypeError/ValueError for entries that do not fit the skeleton.
     """
     message = _copy(skeleton)
     for body in bodies:
         source = body.get("source", {})
-        for path, what in source.get("fill", ()):
-            _put(message, path, _fill_value(body, what))
+        for what, text in source.get("fill", {}).items():
+            _put(message, pointer_path(text, message), _fill_value(body, what))
     return message
 
 
@@ -216,6 +235,7 @@ class Message:
     at: At
     fmt: str
     entries: list[ImportedEntry] = field(default_factory=list)
+    _fills: dict[int, tuple[tuple[Path, str], ...]] = field(default_factory=dict)
 
     def turn(self, role: str, text: str, fill: Path | None = None) -> None:
         """A ``turn`` of ``role`` (user, assistant or system) saying ``text`` (nothing when
@@ -312,9 +332,10 @@ class Message:
     ) -> None:
         source: dict[str, Any] = {"format": self.fmt}
         if fills:
-            source["fill"] = [[list(path), what] for path, what in fills]
+            source["fill"] = {what: pointer(path) for path, what in fills}
         body["source"] = source
         self.entries.append(ImportedEntry(kind, body, actor))
+        self._fills[id(body)] = tuple(fills or ())
 
     def end(self) -> list[ImportedEntry]:
         """The message's entries, the first carrying the kept rest of the message; each body
@@ -323,12 +344,12 @@ class Message:
         if not self.entries:
             self.imported("message", role=_role_of(self.original))
         skeleton = _copy(self.original)
-        fills = [path for entry in self.entries for path, _ in entry.body["source"].get("fill", ())]
+        fills = [path for entry in self.entries for path, _ in self._fills[id(entry.body)]]
         try:
             for path in sorted(fills, key=_removal_order, reverse=True):
                 _remove(skeleton, path)
             exact = rebuild_message(skeleton, [e.body for e in self.entries]) == self.original
-        except (KeyError, IndexError, TypeError, MalformedError):
+        except (KeyError, IndexError, TypeError, ValueError, MalformedError):
             exact = False
         if not exact:  # keep the whole message: lossless whatever the format code did
             skeleton = _copy(self.original)
