@@ -10,8 +10,8 @@ of the leaf of the message it holds). :meth:`Message.end` then keeps **the rest 
 message verbatim** as the ``source`` member of the message's first entry (``message``: the
 message with the filled leaves removed, or ``message_json``, its RFC 8785 text, when it
 holds non-integer numbers), rebuilds the message from the entries (:func:`rebuild_message`)
-and checks it equals the original; if it does not, the whole message is kept instead, so import is lossless by
-check, not by hope. ``specs/entries.md`` section 6 is the normative text.
+and checks it equals the original; if it does not, the whole message is kept instead, so
+import is lossless by check, not by hope. ``specs/entries.md`` section 6 is the normative text.
 
 Every body is validated with :func:`registre.attest.bodies.validate_body` before it is handed
 on; anything that cannot be recorded raises :class:`TranscriptError` naming the line or
