@@ -149,10 +149,17 @@ class _Run:
                         )
                     return conversations[key]
 
+                tasks: set[str] = set()
                 for key, entry in import_values(opened, conversation_for):
+                    if key is not None:
+                        tasks.add(key)
                     if job.task is not None and key != job.task:
                         continue
                     yield _thread_of(job, key), entry, opened
+                if job.task is not None and tasks and job.task not in tasks:
+                    raise TranscriptError(
+                        "$", f"no task {job.task!r}; the file holds {', '.join(sorted(tasks))}"
+                    )
                 if not conversations:
                     conversation_for(None)
             except TranscriptError as exc:

@@ -144,3 +144,10 @@ def test_check_writes_nothing(initialised: str, run: Run, tmp_path: Path) -> Non
     assert result.code == 0, result.err
     assert result.out == "checked 18 entries; nothing written (--check)\n"
     assert _dump() == before
+
+
+def test_unknown_task_fail(initialised: str, run: Run) -> None:
+    before = _dump()
+    error = one_line_error(run("import", "t1", str(FIXTURES / "tau_bench.json"), "--task", "9"))
+    assert error.endswith("tau_bench.json: $: no task '9'; the file holds 0, 1")
+    assert _dump() == before
