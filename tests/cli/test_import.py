@@ -151,3 +151,15 @@ def test_unknown_task_fail(initialised: str, run: Run) -> None:
     error = one_line_error(run("import", "t1", str(FIXTURES / "tau_bench.json"), "--task", "9"))
     assert error.endswith("tau_bench.json: $: no task '9'; the file holds 0, 1")
     assert _dump() == before
+
+
+def test_bad_last_line_of_a_big_file_writes_no_batch_fail(
+    initialised: str, run: Run, tmp_path: Path
+) -> None:
+    bad = tmp_path / "big.jsonl"
+    data = (REAL / f"{STEM}.openai.jsonl").read_bytes()
+    bad.write_bytes(data + b'{"role": "user", "content": "cut\n')
+    before = _dump()
+    error = one_line_error(run("import", "t1", str(bad), "--batch", "50"))
+    assert f"{bad}: line 379: invalid JSON" in error
+    assert _dump() == before
