@@ -404,6 +404,58 @@ def _holds_float(value: object) -> bool:
     return False
 
 
+def _source(value: object, path: str) -> None:
+    """Where an imported entry came from (specs/entries.md section 6): ``format`` (a name),
+    ``fill`` (the message leaves the entry supplies: body field -> RFC 6901 JSON Pointer), on a
+    message's first entry the rest of the message verbatim: ``message`` (an object) or
+    ``message_json`` (its RFC 8785 text, when it holds non-integer numbers)."""
+    if not isinstance(value, dict):
+        raise _wrong(path, "an object", value)
+    for key in value:
+        if key not in ("format", "fill", "message", "message_json"):
+            raise BodySchemaError(
+                _member(path, key),
+                "unknown field; the fields allowed here are format, fill, message, message_json",
+            )
+    if "format" not in value:
+        raise BodySchemaError(f"{path}.format", "required field is missing")
+    _name(value["format"], f"{path}.format")
+    if "message" in value and "message_json" in value:
+        raise BodySchemaError(path, "expected at most one of the fields message and message_json")
+    if "message" in value and not isinstance(value["message"], dict):
+        raise _wrong(f"{path}.message", "an object", value["message"])
+    if "message_json" in value:
+        text = value["message_json"]
+        if not isinstance(text, str):
+            raise _wrong(f"{path}.message_json", "a string", text)
+        try:
+            parsed = parse_canonical(text.encode("utf-8"))
+        except MalformedError as exc:
+            raise BodySchemaError(
+                f"{path}.message_json", f"expected the RFC 8785 text of an object: {exc}"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise _wrong(f"{path}.message_json", "the JSON text of an object", parsed)
+    if "fill" in value:
+        fills = value["fill"]
+        if not isinstance(fills, dict):
+            raise _wrong(f"{path}.fill", "an object", fills)
+        for field, where in fills.items():
+            fill_path = _member(f"{path}.fill", field)
+            if field not in _FILL_FIELDS:
+                raise BodySchemaError(
+                    fill_path,
+                    "unknown field; the fields allowed here are " + ", ".join(_FILL_FIELDS),
+                )
+            if not isinstance(where, str) or not where.startswith("/"):
+                raise BodySchemaError(
+                    fill_path, "expected an RFC 6901 JSON Pointer into the message, e.g. /content"
+                )
+
+
+_FILL_FIELDS = ("text", "content", "call_id", "name", "input", "arguments")
+
+
 # --- records ---------------------------------------------------------------------------
 
 
@@ -486,6 +538,7 @@ _SCHEMAS: dict[str, _Check] = {
     "turn": _record(
         _Field("role", _one_of("user", "assistant", "system")),
         _Field("text", _TEXT),
+        _Field("source", _source, required=False),
     ),
     "tool.call": _record(
         _Field("call_id", _name),
@@ -493,6 +546,8 @@ _SCHEMAS: dict[str, _Check] = {
         _Field("arguments", _free_object, required=False),
         _Field("arguments_json", _arguments_json, required=False),
         _Field("audit_ref", _name, required=False),
+        _Field("call_ref", _name, required=False),
+        _Field("source", _source, required=False),
         rules=(_exactly_one_of("arguments", "arguments_json"),),
     ),
     "tool.result": _record(
@@ -500,6 +555,15 @@ _SCHEMAS: dict[str, _Check] = {
         _Field("content", _text(allow_empty=True)),
         _Field("is_error", _boolean, required=False),
         _Field("name", _name, required=False),
+        _Field("call_ref", _name, required=False),
+        _Field("source", _source, required=False),
+    ),
+    "imported": _record(
+        _Field("type", _name),
+        _Field("role", _one_of("user", "assistant", "system"), required=False),
+        _Field("text", _TEXT, required=False),
+        _Field("sha256", _sha256_hex, required=False),
+        _Field("source", _source),
     ),
     "decision": _record(
         _Field("text", _TEXT),
@@ -532,13 +596,13 @@ _SCHEMAS: dict[str, _Check] = {
         rules=(_summary_needs_folded, _pointers_inside_folded),
     ),
     "transcript.entry": _record(
-        _Field("source", _name),
+        _Field("framework", _name),
         _Field("session", _name),
         _Field("subpath", _name, required=False),
         _Field("entry_json", _entry_json),
     ),
     "compaction.imported": _record(
-        _Field("source", _name),
+        _Field("framework", _name),
         _Field("session", _name),
         _Field("event", _one_of("pre_compact", "boundary", "summary")),
         _Field("trigger", _name, required=False),

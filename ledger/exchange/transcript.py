@@ -6,6 +6,8 @@ of them (references registered, evidence admitted, superseded or retracted, conc
 the ones a change left stale, every refusal with its reason), model calls with the digest of
 the context they were sent, and each ``context.compaction`` as a marker between the messages:
 the range it folded, the results it stubbed, its summary lines with their pointers.
+``imported`` entries (thinking, images, a source tool's own compaction) show their type, the
+format they came from, their text and the SHA-256 of the bytes they carry.
 
 The transcript is for reading; the ledger stays the record. Entries are read through
 :meth:`registre.ledger.thread.Thread.entries` (every signature checked) and rendered one at a time,
@@ -113,6 +115,11 @@ def describe(entry: Entry) -> Block:
         return _tool(entry, meta)
     if kind == "context.compaction":
         return _compaction(entry, meta)
+    if kind == "imported":
+        source = body.get("source", {})
+        title = f"#{seq} imported {body['type']} (from {source.get('format', '?')})"
+        digest = f" · sha256 {body['sha256']}" if "sha256" in body else ""
+        return Block(seq, "record", title, meta + digest, str(body.get("text", "")))
     if kind == "model.call":
         title = f"#{seq} model call: {body['model']}"
         meta += (

@@ -406,10 +406,11 @@ class ContextState:
         if not isinstance(call_id, str):
             return
         item.call_id = call_id
+        key = _pair_key(item) or call_id
         if item.kind == "tool.call":
-            self._open_calls.setdefault(call_id, item)
+            self._open_calls.setdefault(key, item)
             return
-        call = self._open_calls.pop(call_id, None)
+        call = self._open_calls.pop(key, None)
         if call is not None:
             call.partner = item.seq
             item.partner = call.seq
@@ -430,8 +431,9 @@ class ContextState:
             self._summaries = remaining
             if folds_tail:
                 for item in self._tail[: last + 1 - self._boundary]:
-                    if item.call_id is not None and self._open_calls.get(item.call_id) is item:
-                        del self._open_calls[item.call_id]
+                    key = _pair_key(item)
+                    if key is not None and self._open_calls.get(key) is item:
+                        del self._open_calls[key]
                 self._tail = list(kept)
                 self._boundary = last + 1
         for item in stub_items:
@@ -605,3 +607,10 @@ def _runs(first: int, last: int, lines: Sequence[SummaryLine]) -> tuple[SummaryR
         else:
             runs.append((start, stop - 1, line))
     return tuple(runs)
+
+
+def _pair_key(item: TailItem) -> str | None:
+    """What pairs a tool call with its result: ``call_ref`` (a reused id's ledger-unique
+    reference, specs/entries.md section 6) when the body has one, else ``call_id``."""
+    ref = item.body.get("call_ref")
+    return ref if isinstance(ref, str) else item.call_id

@@ -56,9 +56,12 @@ MIRROR_KINDS: Final = frozenset(("transcript.entry", "compaction.imported"))
 in registre's context (no text, no message)."""
 
 CONTROL_KINDS: Final = (
-    frozenset(("context.pin", "context.unpin", "context.compaction", "model.call")) | MIRROR_KINDS
+    frozenset(("context.pin", "context.unpin", "context.compaction", "model.call", "imported"))
+    | MIRROR_KINDS
 )
-"""Kinds that change or record the context rather than feed it."""
+"""Kinds that change or record the context rather than feed it (``imported``: a part of an
+imported transcript with no registre kind -- thinking, images, a source tool's own
+compaction summary -- kept in the ledger, not sent to the model)."""
 
 
 def entry_text(kind: str, body: Mapping[str, object]) -> str:
@@ -86,6 +89,9 @@ def entry_text(kind: str, body: Mapping[str, object]) -> str:
         )
     if kind == "model.call" or kind in MIRROR_KINDS:
         return ""
+    if kind == "imported":
+        text = body.get("text", "")
+        return text if isinstance(text, str) else ""
     if kind in _LIFECYCLE_CONTENT_KINDS:
         return canonical_text(body, "body")
     raise LifecycleFormatError("kind", f"{kind!r} is not an entry kind the context knows")

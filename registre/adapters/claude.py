@@ -54,9 +54,9 @@ from registre.attest import canonical_bytes
 from registre.errors import RefusedError
 from registre.ledger import Ledger, Thread
 
-__all__ = ["SOURCE", "DeleteRefusedError", "RegistreSessionStore", "precompact_hook"]
+__all__ = ["FRAMEWORK", "DeleteRefusedError", "RegistreSessionStore", "precompact_hook"]
 
-SOURCE: Final = "claude-agent-sdk"
+FRAMEWORK: Final = "claude-agent-sdk"
 _ACTOR: Final = "claude-agent-sdk"
 _THREAD_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
@@ -155,7 +155,7 @@ class RegistreSessionStore:
             line = dict(entry)
             if isinstance(line.get("uuid"), str) and line["uuid"] in tail.uuids:
                 continue
-            body: dict[str, Any] = {"source": SOURCE, "session": key["session_id"]}
+            body: dict[str, Any] = {"framework": FRAMEWORK, "session": key["session_id"]}
             if subpath is not None:
                 body["subpath"] = subpath
             body["entry_json"] = canonical_bytes(line).decode("utf-8")
@@ -173,7 +173,7 @@ class RegistreSessionStore:
     def _compaction_event(
         session: str, line: Mapping[str, Any], folded: tuple[int, int] | None
     ) -> dict[str, Any] | None:
-        body: dict[str, Any] = {"source": SOURCE, "session": session}
+        body: dict[str, Any] = {"framework": FRAMEWORK, "session": session}
         if _is_boundary(line):
             body["event"] = "boundary"
             metadata = line.get("compactMetadata")
@@ -297,7 +297,7 @@ def precompact_hook(thread: Thread, *, budget: int | None = None) -> HookCallbac
         if hook_input.get("hook_event_name") != "PreCompact":
             return {}
         body: dict[str, Any] = {
-            "source": SOURCE,
+            "framework": FRAMEWORK,
             "session": str(hook_input["session_id"])[:256],
             "event": "pre_compact",
         }

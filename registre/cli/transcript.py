@@ -1,4 +1,12 @@
-"""`registre transcript THREAD --format md|html|ipynb|slides [-o FILE]`: the ledger, readable.
+"""`registre transcript THREAD --format md|html|ipynb|slides|openai|anthropic|claude-code`.
+
+``md`` / ``html``: the whole ledger, readable (below); ``ipynb``: a Jupyter notebook
+(:mod:`registre.report.notebook`); ``slides``: a self-contained HTML deck
+(:mod:`registre.report.slides`). ``openai`` (chat JSONL), ``anthropic``
+(a Messages document) and ``claude-code`` (session JSONL): the conversation written back in
+that provider's shape (``registre.ledger.exchange.writeback``): messages imported from that
+format come out exactly as they went in; other entries are converted, and the count of
+entries with no counterpart in the format is reported on standard error.
 
 Every entry in seq order (``registre.ledger.exchange.transcript``): messages, tool calls and
 results, pins and lifecycle transitions highlighted, each compaction as a marker with its range and
@@ -19,6 +27,7 @@ import click
 from registre.cli.files import write_atomically
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.exchange.transcript import FORMATS, render_transcript
+from registre.ledger.exchange.writeback import WRITEBACK_FORMATS, write_chunks
 
 _PROJECTIONS = ("ipynb", "slides")
 
@@ -30,10 +39,11 @@ __all__ = ["transcript_command"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice((*FORMATS, *_PROJECTIONS)),
+    type=click.Choice((*FORMATS, *_PROJECTIONS, *WRITEBACK_FORMATS)),
     required=True,
-    help="md or html (every entry); ipynb (a Jupyter notebook, needs registre[notebook]); "
-    "slides (a self-contained HTML deck: task, chapters, conclusions).",
+    help="md or html (every entry, readable); ipynb (a Jupyter notebook, needs "
+    "registre[notebook]); slides (an HTML deck: task, chapters, conclusions); or openai, "
+    "anthropic, claude-code (a provider transcript).",
 )
 @click.option(
     "-o",
@@ -57,6 +67,8 @@ def transcript_command(
             from registre.report.slides import render_slides
 
             chunks = list(render_slides(thread))
+        elif fmt in WRITEBACK_FORMATS:
+            chunks = write_chunks(((e.kind, e.body) for e in thread.entries()), fmt, thread.id)
         else:
             chunks = render_transcript(thread, fmt)
         if output is None:

@@ -99,7 +99,7 @@ def test_compactions_are_recorded_as_imported_events(
     ]
     boundary, summary = entries[4].body, entries[6].body
     assert boundary == {
-        "source": "claude-agent-sdk",
+        "framework": "claude-agent-sdk",
         "session": KEY["session_id"],
         "event": "boundary",
         "trigger": "auto",
@@ -135,7 +135,7 @@ def test_the_precompact_hook_records_the_context_digest_and_the_pins(thread: Thr
     digest = hashlib.sha256(canonical_bytes(projection.to_json())).hexdigest()
     assert recorded.kind == "compaction.imported"
     assert recorded.body == {
-        "source": "claude-agent-sdk",
+        "framework": "claude-agent-sdk",
         "session": KEY["session_id"],
         "event": "pre_compact",
         "trigger": "manual",

@@ -48,7 +48,7 @@ def _refusal(kind: str, body: object) -> BodySchemaError:
 # --- vectors and the page --------------------------------------------------------------
 
 
-def test_kinds_are_the_sixteen_of_the_design() -> None:
+def test_kinds_are_the_seventeen_of_the_design() -> None:
     assert {
         "turn",
         "tool.call",
@@ -66,6 +66,7 @@ def test_kinds_are_the_sixteen_of_the_design() -> None:
         "model.call",
         "transcript.entry",
         "compaction.imported",
+        "imported",
     } == ENTRY_KINDS
     assert frozenset(CODEC_KINDS) == LIFECYCLE_KINDS
 
