@@ -36,6 +36,7 @@ from registre.cli import (
     verify,
     witness,
 )
+from registre.errors import EXIT_CODES
 
 __all__ = ["COMMANDS", "cli"]
 
@@ -69,7 +70,12 @@ COMMANDS: tuple[click.Command, ...] = (
 """Every top-level command of `registre`, in the order of their names."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _exit_code_epilog() -> str:
+    lines = "\n".join(f"  {code:<4}{meaning}" for code, meaning in EXIT_CODES)
+    return f"\b\nExit codes:\n{lines}"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_exit_code_epilog())
 @click.version_option(package_name="registre")
 def cli() -> None:
     """registre: a verifiable memory for long-running AI agents."""

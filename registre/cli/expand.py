@@ -3,10 +3,10 @@
 Prints the entry's signed leaf (one line of canonical JSON, byte for byte as stored), then its
 inclusion proof in the C2SP ``tlog-proof`` form (``specs/proof-format.md``): ``index SEQ``,
 the proof hashes, a blank line and the signed checkpoint of the tree of ``--size`` entries
-(default: the head). The checkpoint is the stored one at that size, signed and stored first if
-there is none yet (which needs the operator key). Before printing, the proof is checked against
-the signed checkpoint under a key named like the log, so the command never prints a proof that
-does not verify.
+(default: the head). The checkpoint is the stored one at that size; a size with none is
+refused (reads never write: ``registre checkpoint THREAD --size N`` signs one). Before
+printing, the proof is checked against the signed checkpoint under a key named like the log,
+so the command never prints a proof that does not verify.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import click
 from registre.attest.checkpoint import open_checkpoint
 from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
 from registre.attest.proofs import verify_inclusion
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import ledger_options, open_ledger, stored_checkpoint
 from registre.ledger.exchange.proof_text import format_inclusion_proof
 
 __all__ = ["expand_command"]
@@ -36,7 +36,7 @@ def expand_command(
     with open_ledger(db, key_file) as ledger:
         thread = ledger.thread(thread_id)
         entry, proof = thread.expand(seq, size)
-        stored = thread.checkpoint(proof.size)
+        stored = stored_checkpoint(thread, proof.size)
         keys = ledger.keys()
     name = thread.origin.rsplit("/", 1)[0]
     failure: RegistreError = NoTrustedSignatureError(f"no verifier key named {name!r} is known")

@@ -6,6 +6,9 @@ another.
 * ``--db [URL|PATH]`` (env ``REGISTRE_DB``): the database. Default ``.registre/registre.db``
   under the current directory. A value without ``://`` is a SQLite file path. The value may
   be left out (``registre verify --db``), which means the default.
+* ``--lock-timeout SECONDS`` (env ``REGISTRE_LOCK_TIMEOUT``): how long a write waits for
+  another writer's lock before it gives up with exit code 3 (default 60); after a second of
+  waiting it says what it waits for.
 * ``--key-file PATH`` (env ``REGISTRE_KEY``): the operator key file, default
   ``.registre/operator.key``. Its passphrase, if it has one, comes from the environment
   variable ``REGISTRE_KEY_PASSPHRASE`` (never from the command line, where it would show up
@@ -22,6 +25,7 @@ Commands that only read use the key if it is there; commands that write need it.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -34,9 +38,12 @@ from registre.attest.bodies import MAX_BODY_BYTES
 from registre.attest.canonical import parse_strict
 from registre.attest.errors import BadKeyError, MalformedError, RefusedError
 from registre.attest.keys import Signer
+from registre.ledger.core.thread_core import StoredCheckpoint
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError
+from registre.ledger.store import engine
 from registre.ledger.store.engine import database_url
+from registre.ledger.thread import Thread
 
 __all__ = [
     "ACTOR_HELP",
@@ -47,8 +54,11 @@ __all__ = [
     "DEFAULT_LOG_NAME",
     "KEY_ENV",
     "KEY_PASSPHRASE_ENV",
+    "LOCK_TIMEOUT_ENV",
     "MAX_BODY_INPUT",
+    "MAX_LOCK_TIMEOUT_S",
     "BodyInputError",
+    "NoCheckpointError",
     "RecordedRefusalError",
     "actor_option",
     "db_option",
@@ -62,6 +72,7 @@ __all__ = [
     "report_batch",
     "resolve_db",
     "resolve_key_file",
+    "stored_checkpoint",
 ]
 
 DEFAULT_HOME = Path(".registre")
@@ -71,12 +82,14 @@ DEFAULT_LOG_NAME = "registre.local/log"
 KEY_PASSPHRASE_ENV = "REGISTRE_KEY_PASSPHRASE"
 DB_ENV = "REGISTRE_DB"
 KEY_ENV = "REGISTRE_KEY"
+LOCK_TIMEOUT_ENV = "REGISTRE_LOCK_TIMEOUT"
+MAX_LOCK_TIMEOUT_S = 86_400.0
 ACTOR_HELP = "Who acts."
 MAX_BODY_INPUT = 2 * MAX_BODY_BYTES  # room for whitespace; the schema caps the body itself
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-db_option = click.option(
+_db_value_option = click.option(
     "--db",
     "db",
     envvar=DB_ENV,
@@ -86,6 +99,36 @@ db_option = click.option(
     metavar="[URL|PATH]",
     help=f"Ledger database (env REGISTRE_DB; default {DEFAULT_DB_FILE}).",
 )
+
+
+def _set_lock_timeout(_ctx: click.Context, _param: click.Parameter, value: float | None) -> None:
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0 or value > MAX_LOCK_TIMEOUT_S:
+        raise click.BadParameter(
+            f"{value:g} is not a number of seconds from 0 to {MAX_LOCK_TIMEOUT_S:g}"
+        )
+    engine.lock_policy.timeout = value
+
+
+_lock_timeout_option = click.option(
+    "--lock-timeout",
+    envvar=LOCK_TIMEOUT_ENV,
+    type=float,
+    default=None,
+    expose_value=False,
+    callback=_set_lock_timeout,
+    metavar="SECONDS",
+    help=f"Wait at most this long for another writer's lock, then exit 3 "
+    f"(env {LOCK_TIMEOUT_ENV}; default {engine.LOCK_TIMEOUT_S:g}).",
+)
+
+
+def db_option(command: F) -> F:
+    """Add ``--db`` and ``--lock-timeout`` to a command."""
+    return _db_value_option(_lock_timeout_option(command))
+
+
 key_file_option = click.option(
     "--key-file",
     "key_file",
@@ -146,6 +189,22 @@ def open_ledger(db: str | None, key_file: Path | None, *, need_key: bool = False
     """Open the existing ledger named by the options (never creates one)."""
     signer = load_signer(key_file, required=need_key)
     return Ledger.open(resolve_db(db), signer, create=False)
+
+
+class NoCheckpointError(RefusedError):
+    """A read (a proof, an expansion) at a tree size that has no signed checkpoint yet:
+    reads never sign; ``registre checkpoint`` does."""
+
+
+def stored_checkpoint(thread: Thread, size: int) -> StoredCheckpoint:
+    """The stored signed checkpoint of ``thread`` at ``size``, read only (never signed here).
+    Raises NoCheckpointError naming the command that signs one."""
+    for stored in thread.checkpoints():
+        if stored.size == size:
+            return stored
+    raise NoCheckpointError(
+        f"thread {thread.id} has no signed checkpoint at size {size}"
+    ).with_hint(f"sign one with `registre checkpoint {thread.id} --size {size}`, then retry")
 
 
 # --- bodies --------------------------------------------------------------------------------

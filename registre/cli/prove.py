@@ -1,9 +1,10 @@
 """`registre prove inclusion|consistency`: proofs bound to a signed checkpoint.
 
 Output formats: specs/proof-format.md (inclusion is the C2SP tlog-proof format). The
-checkpoint is the stored one at the proof's tree size, signed and stored first if there is
-none yet (which needs the operator key). Before printing, each proof is checked against that
-checkpoint, so the command never prints a proof that does not verify.
+checkpoint is the stored one at the proof's tree size; a size with none is refused (a proof
+is a read, and reads never write: ``registre checkpoint THREAD --size N`` signs one). Before
+printing, each proof is checked against that checkpoint, so the command never prints a proof
+that does not verify.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
 from registre.attest.keys import Verifier
 from registre.attest.proofs import verify_consistency, verify_inclusion
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import ledger_options, open_ledger, stored_checkpoint
 from registre.ledger.exchange.proof_text import format_consistency_proof, format_inclusion_proof
 
 __all__ = ["prove_group"]
@@ -40,7 +41,7 @@ def inclusion(
     with open_ledger(db, key_file) as ledger:
         thread = ledger.thread(thread_id)
         proof = thread.prove_inclusion(seq, size)
-        stored = thread.checkpoint(proof.size)
+        stored = stored_checkpoint(thread, proof.size)
         keys = ledger.keys()
     root = _signed_root(stored.note, keys, thread.origin, proof.size)
     verify_inclusion(proof.leaf_hash, seq, proof.size, proof.hashes, root)
@@ -59,7 +60,7 @@ def consistency(
     with open_ledger(db, key_file) as ledger:
         thread = ledger.thread(thread_id)
         proof = thread.prove_consistency(old_size, new_size)
-        stored = thread.checkpoint(new_size)
+        stored = stored_checkpoint(thread, new_size)
         keys = ledger.keys()
     root = _signed_root(stored.note, keys, thread.origin, new_size)
     verify_consistency(old_size, new_size, proof.hashes, proof.old_root, root)
