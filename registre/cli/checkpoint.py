@@ -3,6 +3,7 @@ fetch) and print a C2SP checkpoint, optionally cosigned by witnesses (specs/witn
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -10,6 +11,15 @@ import click
 from registre.cli.options import ledger_options, open_ledger
 
 __all__ = ["checkpoint_command"]
+
+
+MAX_TIMEOUT_S = 600.0
+
+
+def _seconds(value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise click.BadParameter(f"{value:g} is not a number of seconds in (0, {MAX_TIMEOUT_S:g}]")
+    return value
 
 
 @click.command("checkpoint")
@@ -28,7 +38,14 @@ __all__ = ["checkpoint_command"]
     default=None,
     help="Cosignatures required (default: every --witness); fewer fails after storing them.",
 )
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per request.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=10.0,
+    show_default=True,
+    callback=lambda _ctx, _param, value: _seconds(value),
+    help=f"Seconds per request (more than 0, at most {MAX_TIMEOUT_S:g}).",
+)
 @ledger_options
 def checkpoint_command(
     thread_id: str,
