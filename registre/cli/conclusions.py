@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from registre.cli.files import terminal_text
 from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.ledger.lifecycle.views import (
@@ -96,8 +97,10 @@ def conclusions_command(
     for r in records:
         freshness = "stale" if r.stale else "fresh"
         click.echo(
-            f"{r.id}\t{r.kind}\t{r.status}\t{freshness}\tseq {r.seq}\t{','.join(r.cites)}\t"
-            f"{_short(r.text)}"
+            terminal_text(
+                f"{r.id}\t{r.kind}\t{r.status}\t{freshness}\tseq {r.seq}\t{','.join(r.cites)}\t"
+                f"{_short(r.text)}"
+            )
         )
 
 
@@ -116,7 +119,7 @@ def trace_command(
         click.echo(json.dumps(trace_to_json(tree), ensure_ascii=False))
         return
     for line in trace_lines(tree):
-        click.echo(line)
+        click.echo(terminal_text(line))
 
 
 def trace_lines(

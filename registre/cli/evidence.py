@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from registre.attest.errors import MalformedError
+from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
     ledger_options,
@@ -188,7 +189,9 @@ def list_command(
     for record in records:
         cites = ",".join(record.cites)
         click.echo(
-            f"{record.id}\t{record.status}\tseq {record.seq}\t{cites}\t{_short(record.text)}"
+            terminal_text(
+                f"{record.id}\t{record.status}\tseq {record.seq}\t{cites}\t{_short(record.text)}"
+            )
         )
 
 
@@ -210,7 +213,7 @@ def show(
         return
     click.echo(f"id: {record.id}")
     click.echo(f"status: {record.status}")
-    click.echo(f"text: {record.text}")
+    click.echo(terminal_text(f"text: {record.text}"))
     click.echo(f"admitted: seq {record.seq}")
     if record.changed_seq is not None:
         click.echo(f"changed: seq {record.changed_seq}")
@@ -221,8 +224,10 @@ def show(
     for ref_id in record.cites:
         ref = references[ref_id]
         click.echo(
-            f"cites: {ref.ref}\t{ref.source}\t{ref.location}\tsha256 {ref.sha256}\t"
-            f"read at seq {ref.seq}"
+            terminal_text(
+                f"cites: {ref.ref}\t{ref.source}\t{ref.location}\tsha256 {ref.sha256}\t"
+                f"read at seq {ref.seq}"
+            )
         )
 
 
@@ -239,8 +244,10 @@ def history(thread_id: str, evidence_id: str, db: str | None, key_file: Path | N
             "" if record.changed_seq is None else f"{record.status} at seq {record.changed_seq}"
         )
         click.echo(
-            f"{record.id}\tadmitted at seq {record.seq}\t{changed or record.status}\t"
-            f"{_short(record.text)}"
+            terminal_text(
+                f"{record.id}\tadmitted at seq {record.seq}\t{changed or record.status}\t"
+                f"{_short(record.text)}"
+            )
         )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from registre.cli.files import check_output
 from registre.cli.options import db_option, resolve_db
 from registre.ledger.exchange.export import export_claim, export_thread
 from registre.ledger.ledger import Ledger
@@ -47,7 +48,7 @@ __all__ = ["export_command"]
     metavar="CONCLUSION",
     help="Disclose only this conclusion's chain (a partial bundle with proofs).",
 )
-@click.option("--force", is_flag=True, help="Replace FILE.zip if it exists.")
+@click.option("--force", is_flag=True, help="Replace FILE.zip if it is an existing regular file.")
 @db_option
 def export_command(
     thread_id: str,
@@ -58,6 +59,7 @@ def export_command(
     db: str | None,
 ) -> None:
     """Write THREAD (or one claim of it) as an audit bundle a regulator verifies offline."""
+    check_output(output, force=force)
     with Ledger.open(resolve_db(db), create=False) as ledger:
         if conclusion_id is None:
             result = export_thread(

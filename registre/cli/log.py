@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from registre.attest.entry import Entry
+from registre.cli.files import terminal_text
 from registre.cli.options import ledger_options, open_ledger
 
 __all__ = ["log_command"]
@@ -34,7 +35,7 @@ def log_command(
         thread = ledger.thread(thread_id)
         stop = None if last is None else last + 1
         for entry in thread.entries(first, stop):
-            click.echo(entry.leaf.decode("utf-8") if as_json else _line(entry))
+            click.echo(entry.leaf.decode("utf-8") if as_json else terminal_text(_line(entry)))
 
 
 def _line(entry: Entry) -> str:

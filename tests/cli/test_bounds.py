@@ -4,7 +4,10 @@ damage. Each is one error line, exit 2, and nothing written."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -59,3 +62,73 @@ def test_bench_refuses_a_database_holding_threads(workdir: Path, run: Run) -> No
     )
     assert "holds 1 thread" in error
     assert "\n".join(sqlite3.connect("real.db").iterdump()) == dump
+
+
+# --- one overwrite policy for every output --------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [("transcript", "t1", "--format", "md"), ("export", "t1")])
+def test_output_over_an_existing_file_needs_force(
+    initialised: str, run: Run, workdir: Path, command: tuple[str, ...]
+) -> None:
+    assert run("checkpoint", "t1").code == 0
+    target = workdir / "out.file"
+    target.write_text("mine")
+    error = one_line_error(run(*command, "-o", str(target)))
+    assert "exists" in error and target.read_text() == "mine"
+    assert run(*command, "-o", str(target), "--force").code == 0
+    assert target.read_bytes() != b"mine"
+
+
+@pytest.mark.parametrize("command", [("transcript", "t1", "--format", "md"), ("export", "t1")])
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
+def test_output_never_replaces_anything_but_a_regular_file(
+    initialised: str, run: Run, workdir: Path, command: tuple[str, ...], kind: str
+) -> None:
+    assert run("checkpoint", "t1").code == 0
+    target = workdir / "out.file"
+    if kind == "symlink":
+        (workdir / "real").write_text("mine")
+        target.symlink_to(workdir / "real")
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/full")
+    one_line_error(run(*command, "-o", str(target), "--force"))
+    if kind == "symlink":
+        assert target.is_symlink() and (workdir / "real").read_text() == "mine"
+    elif kind == "fifo":
+        assert stat.S_ISFIFO(target.lstat().st_mode)
+    else:
+        assert stat.S_ISCHR(target.lstat().st_mode)
+
+
+# --- stored texts cannot drive the operator's terminal --------------------------------------
+
+
+def test_control_characters_are_escaped_on_a_terminal(
+    initialised: str, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from registre.cli import files
+
+    sha = "a" * 64
+    assert run("source", "read", "t1", "--ref", "r1", "--source", "doc", "--location", "p",
+               "--sha256", sha).code == 0  # fmt: skip
+    hostile = "ok \x1b]0;owned\x07 \x1b[2J done"
+    body = json.dumps({"statements": [{"text": hostile, "cites": ["r1"]}]})
+    assert run("evidence", "upsert", "t1", "--body", body).code == 0
+    assert run("conclude", "t1", "--kind", "compute", "--text", hostile, "--cite", "ev-1").code == 0
+    commands = [
+        ("evidence", "list", "t1"),
+        ("evidence", "show", "t1", "ev-1"),
+        ("conclusions", "t1"),
+        ("trace", "t1", "cc-1"),
+        ("transcript", "t1", "--format", "md"),
+    ]
+    monkeypatch.setattr(files, "to_terminal", lambda: True)
+    for command in commands:
+        out = run(*command).out
+        assert "\x1b" not in out and "\x07" not in out, command
+        assert "\\x1b" in out, command
+    monkeypatch.setattr(files, "to_terminal", lambda: False)
+    assert "\x1b" in run("evidence", "show", "t1", "ev-1").out  # piped: verbatim
