@@ -20,10 +20,21 @@ from collections.abc import Sequence
 
 import click
 
-from registre.cli.commands import COMMANDS, cli
+from typing import Any
+
+from registre.cli.commands import cli
 from registre.errors import EXIT_INTERNAL, RegistreError, UnavailableError
 
 __all__ = ["COMMANDS", "DEBUG_ENV", "cli", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``COMMANDS`` (every command object) is loaded on first use: see commands.py."""
+    if name == "COMMANDS":
+        from registre.cli import commands
+
+        return commands.COMMANDS
+    raise AttributeError(name)
 
 DEBUG_ENV = "REGISTRE_DEBUG"
 
@@ -35,15 +46,8 @@ def _fail(exc: RegistreError) -> None:
     sys.exit(exc.exit_code)
 
 
-def _notice(text: str) -> None:
-    click.echo(f"registre: {text}", err=True)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script: one line per error (and its hint), no traceback."""
-    from registre.ledger.store import engine
-
-    engine.lock_policy.on_wait = _notice
     try:
         result = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
     except RegistreError as exc:

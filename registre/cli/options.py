@@ -101,7 +101,12 @@ _db_value_option = click.option(
 )
 
 
+def _notice(text: str) -> None:
+    click.echo(f"registre: {text}", err=True)
+
+
 def _set_lock_timeout(_ctx: click.Context, _param: click.Parameter, value: float | None) -> None:
+    engine.lock_policy.on_wait = _notice  # a person waiting for a lock is told what for
     if value is None:
         return
     if not math.isfinite(value) or value < 0 or value > MAX_LOCK_TIMEOUT_S:
