@@ -17,15 +17,16 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 import click
-
-from typing import Any
 
 from registre.cli.commands import cli
 from registre.errors import EXIT_INTERNAL, RegistreError, UnavailableError
 
 __all__ = ["COMMANDS", "DEBUG_ENV", "cli", "main"]
+
+COMMANDS: tuple[click.Command, ...]  # loaded on first use, by __getattr__ below
 
 
 def __getattr__(name: str) -> Any:
@@ -35,6 +36,7 @@ def __getattr__(name: str) -> Any:
 
         return commands.COMMANDS
     raise AttributeError(name)
+
 
 DEBUG_ENV = "REGISTRE_DEBUG"
 

@@ -21,7 +21,7 @@ import click
 
 from registre.errors import EXIT_CODES
 
-__all__ = ["COMMAND_TABLE", "COMMANDS", "LazyGroup", "cli", "load_command"]
+__all__ = ["COMMANDS", "COMMAND_TABLE", "LazyGroup", "cli", "load_command"]
 
 COMMAND_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("append", "append", "append_command", "Sign and append one entry to THREAD."),
@@ -54,6 +54,10 @@ COMMAND_TABLE: tuple[tuple[str, str, str, str], ...] = (
 the order of their names."""
 
 _BY_NAME = {row[0]: row for row in COMMAND_TABLE}
+
+COMMANDS: tuple[click.Command, ...]
+"""Every top-level command object, in the order of their names; loaded on first use (this
+imports every command module), through the module ``__getattr__`` below."""
 
 
 def load_command(name: str) -> click.Command:
