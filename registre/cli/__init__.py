@@ -60,6 +60,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.ClickException as exc:
         hint = " (see --help)" if isinstance(exc, click.UsageError) else ""
         message = " ".join(exc.format_message().split())
+        ctx = getattr(exc, "ctx", None)
+        if isinstance(exc, click.UsageError) and message.startswith("Usage:") and ctx is not None:
+            group = ctx.command
+            names = group.list_commands(ctx) if isinstance(group, click.Group) else []
+            message = f"`{ctx.command_path}` needs a command: {', '.join(names)}"
+            hint = f" (see {ctx.command_path} --help)"
         click.echo(f"registre: error: {message}{hint}", err=True)
         sys.exit(2)
     except OSError as exc:

@@ -20,7 +20,13 @@ from typing import Any
 import click
 
 from registre.cli.files import terminal_text
-from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
+from registre.cli.options import (
+    actor_option,
+    ledger_options,
+    open_ledger,
+    read_text,
+    refusal,
+)
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.ledger.lifecycle.views import (
     ConclusionRecord,
@@ -44,7 +50,9 @@ TEXT_WIDTH = 72
 @click.command("conclude")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--kind", type=click.Choice(("compute", "final")), required=True)
-@click.option("--text", "text", required=True, help="The conclusion, written out.")
+@click.option(
+    "--text", "text", required=True, help="The conclusion, written out (or @FILE, - for stdin)."
+)
 @click.option(
     "--cite",
     "cites",
@@ -63,6 +71,7 @@ def conclude_command(
     key_file: Path | None,
 ) -> None:
     """Record a compute or final conclusion citing evidence (and computes)."""
+    text = read_text(text, "--text")
     try:
         request = parse_request(f"conclusion.{kind}", {"text": text, "cites": list(cites)})
     except LifecycleFormatError as exc:  # name the option, not the body field

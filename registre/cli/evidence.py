@@ -157,7 +157,7 @@ def revise(
     """Supersede evidence ID by a replacement, or retract it."""
     if retract == (replacement is not None):
         raise click.UsageError("give exactly one of --replacement and --retract")
-    value = None if replacement is None else read_body(replacement)
+    value = None if replacement is None else read_body(replacement, "--replacement")
     request = parse_request("evidence.revise", {"id": evidence_id, "replacement": value})
     assert isinstance(request, EvidenceReviseRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:

@@ -18,7 +18,8 @@ Commands that only read use the key if it is there; commands that write need it.
 
 * ``--actor`` (:func:`actor_option`): who acts, recorded in the entry.
 * :func:`read_body`: the JSON of a ``--body`` (or ``--policy``, ``--replacement``): inline,
-  ``@FILE`` or ``-`` for stdin, read strictly.
+  ``@FILE`` or ``-`` for stdin, read strictly; errors name the option typed.
+* :func:`read_text`: a long ``--text``: inline, ``@FILE`` or ``-`` (``@@`` for a literal ``@``).
 * :func:`refusal` and :func:`report_batch`: the error for a request the rules refused (the
   refusal is on the ledger), and the report of a batch.
 """
@@ -68,6 +69,8 @@ __all__ = [
     "load_signer",
     "open_ledger",
     "read_body",
+    "read_input",
+    "read_text",
     "refusal",
     "report_batch",
     "resolve_db",
@@ -220,31 +223,56 @@ class BodyInputError(MalformedError):
     (the parser's own error is chained as the cause)."""
 
 
-def read_body(value: str) -> object:
-    """The JSON value of a ``--body``: inline JSON, ``@path`` for a file, ``-`` for stdin.
+def read_body(value: str, option: str = "--body") -> object:
+    """The JSON value of a ``--body`` (or the ``option`` named): inline JSON, ``@path`` for a
+    file, ``-`` for stdin.
 
     Read strictly: duplicate keys, NaN, lone surrogates, ... are refused. Raises
-    BodyInputError, naming where the body came from and what is wrong.
+    BodyInputError, naming the option and where the body came from and what is wrong.
     """
-    if value == "-":
-        data = sys.stdin.buffer.read(MAX_BODY_INPUT + 1)
-        where = "standard input"
-    elif value.startswith("@"):
-        where = value[1:]
-        try:
-            with open(where, "rb") as handle:
-                data = handle.read(MAX_BODY_INPUT + 1)
-        except OSError as exc:
-            raise BodyInputError(f"cannot read body file {where}: {exc.strerror}") from None
-    else:
-        data = value.encode("utf-8", "surrogatepass")
-        where = "--body"
-    if len(data) > MAX_BODY_INPUT:
-        raise BodyInputError(f"body from {where} is larger than {MAX_BODY_INPUT} bytes")
+    data, where = read_input(value, option, MAX_BODY_INPUT)
     try:
         return parse_strict(data)
     except MalformedError as exc:
-        raise BodyInputError(f"body from {where} is not strict JSON: {exc}") from exc
+        raise BodyInputError(f"{where} is not strict JSON: {exc}") from exc
+
+
+def read_input(value: str, option: str, limit: int) -> tuple[bytes, str]:
+    """The bytes of an option's value -- inline, ``@path`` for a file, ``-`` for standard
+    input -- and how to name where they came from. BodyInputError for an unreadable file or
+    more than ``limit`` bytes."""
+    if value == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+        where = f"{option} (standard input)"
+    elif value.startswith("@"):
+        path = value[1:]
+        where = f"{option} file {path}"
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(limit + 1)
+        except OSError as exc:
+            raise BodyInputError(f"cannot read {where}: {exc.strerror}") from None
+    else:
+        data = value.encode("utf-8", "surrogatepass")
+        where = option
+    if len(data) > limit:
+        raise BodyInputError(f"{where} is larger than {limit} bytes")
+    return data, where
+
+
+def read_text(value: str, option: str) -> str:
+    """An option's text: inline, ``@path`` for a file (UTF-8), ``-`` for standard input; a
+    value starting with ``@@`` is the literal text starting with ``@``. BodyInputError for an
+    unreadable file, invalid UTF-8 or more than :data:`MAX_BODY_INPUT` bytes."""
+    if value.startswith("@@"):
+        return value[1:]
+    if not (value == "-" or value.startswith("@")):
+        return value
+    data, where = read_input(value, option, MAX_BODY_INPUT)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BodyInputError(f"{where} is not UTF-8 text (at byte {exc.start})") from None
 
 
 # --- refusals ------------------------------------------------------------------------------

@@ -13,7 +13,13 @@ from pathlib import Path
 
 import click
 
-from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
+from registre.cli.options import (
+    actor_option,
+    ledger_options,
+    open_ledger,
+    read_text,
+    refusal,
+)
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.lifecycle.model import PIN_KINDS
 
@@ -23,7 +29,9 @@ __all__ = ["pin_command", "unpin_command"]
 @click.command("pin")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--kind", type=click.Choice(PIN_KINDS), required=True, help="What is pinned.")
-@click.option("--text", "text", required=True, help="The text to carry verbatim.")
+@click.option(
+    "--text", "text", required=True, help="The text to carry verbatim (or @FILE, - for stdin)."
+)
 @click.option("--seq", type=click.IntRange(min=0), required=True, help="Entry it comes from.")
 @actor_option()
 @ledger_options
@@ -37,6 +45,7 @@ def pin_command(
     key_file: Path | None,
 ) -> None:
     """Pin TEXT (from entry --seq) so that every projection of THREAD carries it."""
+    text = read_text(text, "--text")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).pin(kind, text, seq, actor=actor)
