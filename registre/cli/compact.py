@@ -43,7 +43,9 @@ def compact_command(
     key_file: Path | None,
 ) -> None:
     """Fold THREAD's oldest context into a summary if the policy calls for it."""
-    policy = Policy() if policy_text is None else parse_policy(read_body(policy_text, "--policy"), "--policy")
+    policy = Policy()
+    if policy_text is not None:
+        policy = parse_policy(read_body(policy_text, "--policy"), "--policy")
     with open_ledger(db, key_file, need_key=True) as ledger:
         thread = ledger.thread(thread_id)
         entry = thread.compact(budget, policy, actor=actor)
