@@ -22,8 +22,10 @@ import click
 from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
+    dry_run_option,
     ledger_options,
     open_ledger,
+    preview,
     read_text,
     refusal,
 )
@@ -60,6 +62,7 @@ TEXT_WIDTH = 72
     help="Evidence id (or, for a final, compute id) relied on; repeatable.",
 )
 @actor_option()
+@dry_run_option
 @ledger_options
 def conclude_command(
     thread_id: str,
@@ -67,6 +70,7 @@ def conclude_command(
     text: str,
     cites: tuple[str, ...],
     actor: str,
+    dry_run: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -78,6 +82,9 @@ def conclude_command(
         path = exc.path.replace("request.cites", "--cite").replace("request.text", "--text")
         raise LifecycleFormatError(path, exc.problem).with_hint(exc.hint) from None
     assert isinstance(request, (ComputeRequest, FinalRequest))
+    if dry_run:
+        value = {"text": text, "cites": list(cites)}
+        return preview(db, key_file, thread_id, f"conclusion.{kind}", value, "--text")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).conclude(

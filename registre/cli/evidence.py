@@ -24,8 +24,10 @@ from registre.attest.errors import MalformedError
 from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
+    dry_run_option,
     ledger_options,
     open_ledger,
+    preview,
     read_body,
     refusal,
     report_batch,
@@ -123,14 +125,22 @@ def evidence_group() -> None:
     help='Statements: {"statements": [{"text", "cites"}, ...]} or the list; JSON, @FILE or -.',
 )
 @actor_option(help=ACTOR_HELP)
+@dry_run_option
 @ledger_options
 def upsert(
-    thread_id: str, body_text: str, actor: str, db: str | None, key_file: Path | None
+    thread_id: str,
+    body_text: str,
+    actor: str,
+    dry_run: bool,
+    db: str | None,
+    key_file: Path | None,
 ) -> None:
     """Propose statements; each is admitted or rejected on its own."""
     value = read_body(body_text)
     if isinstance(value, list):
         value = {"statements": value}
+    if dry_run:
+        return preview(db, key_file, thread_id, "evidence.upsert", value, "--body")
     request = parse_request("evidence.upsert", value, "--body")
     assert isinstance(request, UpsertRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
@@ -144,6 +154,7 @@ def upsert(
 @click.option("--replacement", default=None, help='{"text", "cites"}: JSON, @FILE or -.')
 @click.option("--retract", is_flag=True, help="Retract the entry instead of superseding it.")
 @actor_option(help=ACTOR_HELP)
+@dry_run_option
 @ledger_options
 def revise(
     thread_id: str,
@@ -151,6 +162,7 @@ def revise(
     replacement: str | None,
     retract: bool,
     actor: str,
+    dry_run: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -158,6 +170,9 @@ def revise(
     if retract == (replacement is not None):
         raise click.UsageError("give exactly one of --replacement and --retract")
     value = None if replacement is None else read_body(replacement, "--replacement")
+    if dry_run:
+        value = {"id": evidence_id, "replacement": value}
+        return preview(db, key_file, thread_id, "evidence.revise", value, "ID")
     request = parse_request("evidence.revise", {"id": evidence_id, "replacement": value})
     assert isinstance(request, EvidenceReviseRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:

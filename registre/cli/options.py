@@ -26,6 +26,7 @@ Commands that only read use the key if it is there; commands that write need it.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -59,15 +60,18 @@ __all__ = [
     "MAX_BODY_INPUT",
     "MAX_LOCK_TIMEOUT_S",
     "BodyInputError",
+    "DryRunRefusedError",
     "NoCheckpointError",
     "RecordedRefusalError",
     "actor_option",
     "db_option",
+    "dry_run_option",
     "key_file_option",
     "key_passphrase",
     "ledger_options",
     "load_signer",
     "open_ledger",
+    "preview",
     "read_body",
     "read_input",
     "read_text",
@@ -273,6 +277,48 @@ def read_text(value: str, option: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BodyInputError(f"{where} is not UTF-8 text (at byte {exc.start})") from None
+
+
+# --- dry runs ------------------------------------------------------------------------------
+
+dry_run_option = click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Decide the request against THREAD's state and print the outcome; record nothing.",
+)
+
+
+class DryRunRefusedError(RefusedError):
+    """A request that ``--dry-run`` shows the rules would refuse; nothing was recorded."""
+
+
+def preview(
+    db: str | None, key_file: Path | None, thread_id: str, kind: str, value: object, path: str
+) -> None:
+    """``--dry-run``: decide the lifecycle request ``kind``/``value`` as the real command would,
+    at THREAD's head, and print ``dry run: <outcome JSON>`` -- writing nothing (no entry, no
+    key). Raises DryRunRefusedError when the rules would refuse it (exit 2)."""
+    from registre.ledger.store.lifecycle_fold import check_pin_source
+    from registre.lifecycle import decide, normalize_request, outcome_to_json, parse_request
+
+    request = normalize_request(parse_request(kind, value, path))
+    signer = load_signer(key_file, required=False)
+    with Ledger.open(resolve_db(db), None, create=False) as ledger:
+        thread = ledger.thread(thread_id)
+        size = thread.head().size
+        if signer is not None and not thread.origin.startswith(f"{signer.name}/"):
+            raise RefusedError(f"thread {thread_id} belongs to another log than the key's")
+        check_pin_source(request, size)
+        outcome = outcome_to_json(decide(thread.lifecycle_state(), request))
+    click.echo(f"dry run (nothing recorded): {json.dumps(outcome, ensure_ascii=False)}")
+    results = outcome.get("results")
+    items = results if isinstance(results, list) else [outcome]
+    refused = [item for item in items if isinstance(item, dict) and not item.get("accepted")]
+    if refused:
+        first = refused[0]
+        raise DryRunRefusedError(
+            f"the rules would refuse {kind} ({first.get('reason')}): {first.get('message')}"
+        ).with_hint("without --dry-run the refusal is recorded as a signed entry")
 
 
 # --- refusals ------------------------------------------------------------------------------

@@ -15,8 +15,10 @@ import click
 
 from registre.cli.options import (
     actor_option,
+    dry_run_option,
     ledger_options,
     open_ledger,
+    preview,
     read_text,
     refusal,
 )
@@ -34,6 +36,7 @@ __all__ = ["pin_command", "unpin_command"]
 )
 @click.option("--seq", type=click.IntRange(min=0), required=True, help="Entry it comes from.")
 @actor_option()
+@dry_run_option
 @ledger_options
 def pin_command(
     thread_id: str,
@@ -41,11 +44,15 @@ def pin_command(
     text: str,
     seq: int,
     actor: str,
+    dry_run: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Pin TEXT (from entry --seq) so that every projection of THREAD carries it."""
     text = read_text(text, "--text")
+    if dry_run:
+        value = {"kind": kind, "text": text, "seq": seq}
+        return preview(db, key_file, thread_id, "context.pin", value, "--text")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).pin(kind, text, seq, actor=actor)
@@ -59,16 +66,21 @@ def pin_command(
 @click.argument("pin_id", metavar="ID")
 @click.option("--reason", required=True, help="Why it is no longer carried.")
 @actor_option()
+@dry_run_option
 @ledger_options
 def unpin_command(
     thread_id: str,
     pin_id: str,
     reason: str,
     actor: str,
+    dry_run: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Stop carrying pin ID in THREAD's projections, saying why."""
+    if dry_run:
+        value = {"id": pin_id, "reason": reason}
+        return preview(db, key_file, thread_id, "context.unpin", value, "ID")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).unpin(pin_id, reason, actor=actor)

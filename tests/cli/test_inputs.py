@@ -68,3 +68,40 @@ def test_group_without_command_is_one_line(workdir: Path, run: Run, group: str) 
 def test_choice_error_is_one_line(workdir: Path, run: Run) -> None:
     error = one_line_error(run("conclude", "t1", "--kind", "nope", "--text", "x"))
     assert "'nope' is not one of 'compute', 'final'" in error
+
+
+# --- --dry-run: decide and show, write nothing ----------------------------------------------
+
+
+def _size(run: Run) -> int:
+    return len(run("log", "t1", "--json").out.splitlines())
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("evidence", "revise", "t1", "ev-99", "--retract"),
+        ("conclude", "t1", "--kind", "final", "--text", "done"),
+        ("unpin", "t1", "pin-99", "--reason", "typo"),
+        ("pin", "t1", "--kind", "decision", "--text", " ", "--seq", "0"),
+        ("evidence", "upsert", "t1", "--body", '{"statements":[{"text":"s","cites":["r9"]}]}'),
+    ],
+)
+def test_dry_run_shows_a_refusal_and_records_nothing(
+    initialised: str, run: Run, command: tuple[str, ...]
+) -> None:
+    before = _size(run)
+    result = run(*command, "--dry-run")
+    assert result.out.startswith("dry run (nothing recorded): ")
+    assert "would refuse" in one_line_error(result)
+    assert _size(run) == before
+    assert run(*command).code == 2  # without --dry-run the refusal is recorded
+    assert _size(run) == before + 1
+
+
+def test_dry_run_of_an_accepted_request_records_nothing(initialised: str, run: Run) -> None:
+    before = _size(run)
+    result = run("pin", "t1", "--kind", "decision", "--text", "keep", "--seq", "0", "--dry-run")
+    assert result.code == 0, result.err
+    assert json.loads(result.out.split(": ", 1)[1])["accepted"] is True
+    assert _size(run) == before
