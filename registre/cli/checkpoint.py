@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import b64, echo_json, json_option, ledger_options, open_ledger
 
 __all__ = ["checkpoint_command"]
 
@@ -46,6 +46,7 @@ def _seconds(value: float) -> float:
     callback=lambda _ctx, _param, value: _seconds(value),
     help=f"Seconds per request (more than 0, at most {MAX_TIMEOUT_S:g}).",
 )
+@json_option
 @ledger_options
 def checkpoint_command(
     thread_id: str,
@@ -53,6 +54,7 @@ def checkpoint_command(
     witnesses: tuple[str, ...],
     quorum: int | None,
     timeout: float,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -62,7 +64,8 @@ def checkpoint_command(
         raise click.UsageError("--quorum needs at least one --witness")
     if not witnesses:
         with open_ledger(db, key_file) as ledger:
-            click.echo(ledger.thread(thread_id).checkpoint(size).note, nl=False)
+            stored = ledger.thread(thread_id).checkpoint(size)
+        _print(stored.thread, stored.size, stored.root, stored.note, as_json)
         return
     # The HTTP client (aiohttp) is imported only when witnesses are asked.
     from registre.ledger.witness.client import WitnessEndpoint
@@ -86,4 +89,13 @@ def checkpoint_command(
             raise
     for outcome in witnessed.outcomes:
         click.echo(outcome.describe(), err=True)
-    click.echo(witnessed.checkpoint.note, nl=False)
+    stored = witnessed.checkpoint
+    _print(thread_id, stored.size, stored.root, stored.note, as_json)
+
+
+def _print(thread: str, size: int, root: bytes, note: str, as_json: bool) -> None:
+    """The signed note, or ``{"thread", "size", "root", "note"}`` with ``--json``."""
+    if as_json:
+        echo_json({"thread": thread, "size": size, "root": b64(root), "note": note})
+    else:
+        click.echo(note, nl=False)

@@ -23,6 +23,8 @@ from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
     dry_run_option,
+    echo_json,
+    json_option,
     ledger_options,
     open_ledger,
     preview,
@@ -63,6 +65,7 @@ TEXT_WIDTH = 72
 )
 @actor_option()
 @dry_run_option
+@json_option
 @ledger_options
 def conclude_command(
     thread_id: str,
@@ -71,6 +74,7 @@ def conclude_command(
     cites: tuple[str, ...],
     actor: str,
     dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -92,7 +96,10 @@ def conclude_command(
             )
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
-    click.echo(f"seq {result.seq}\t{result.id}\t{kind} accepted")
+    if as_json:
+        echo_json({"seq": result.seq, "id": result.id, "kind": kind, "accepted": True})
+    else:
+        click.echo(f"seq {result.seq}\t{result.id}\t{kind} accepted")
 
 
 @click.command("conclusions")

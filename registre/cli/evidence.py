@@ -25,6 +25,8 @@ from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
     dry_run_option,
+    echo_json,
+    json_option,
     ledger_options,
     open_ledger,
     preview,
@@ -74,6 +76,7 @@ def source_group() -> None:
     help="The passage text; its SHA-256 is recorded (the text itself is not).",
 )
 @actor_option(help=ACTOR_HELP)
+@json_option
 @ledger_options
 def source_read(
     thread_id: str,
@@ -83,6 +86,7 @@ def source_read(
     digest: str | None,
     passage_file: Path | None,
     actor: str,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -105,7 +109,7 @@ def source_read(
     assert isinstance(request, ReadRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         result = ledger.thread(thread_id).read_source(request.refs, actor=actor)
-    report_batch(result, "reference")
+    report_batch(result, "reference", as_json=as_json)
 
 
 # --- evidence ------------------------------------------------------------------------------
@@ -126,12 +130,14 @@ def evidence_group() -> None:
 )
 @actor_option(help=ACTOR_HELP)
 @dry_run_option
+@json_option
 @ledger_options
 def upsert(
     thread_id: str,
     body_text: str,
     actor: str,
     dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -145,7 +151,7 @@ def upsert(
     assert isinstance(request, UpsertRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         result = ledger.thread(thread_id).evidence.upsert(request.statements, actor=actor)
-    report_batch(result, "statement")
+    report_batch(result, "statement", as_json=as_json)
 
 
 @evidence_group.command("revise")
@@ -155,6 +161,7 @@ def upsert(
 @click.option("--retract", is_flag=True, help="Retract the entry instead of superseding it.")
 @actor_option(help=ACTOR_HELP)
 @dry_run_option
+@json_option
 @ledger_options
 def revise(
     thread_id: str,
@@ -163,6 +170,7 @@ def revise(
     retract: bool,
     actor: str,
     dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -182,6 +190,16 @@ def revise(
             )
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
+    if as_json:
+        echo_json(
+            {
+                "seq": result.seq,
+                "id": result.id,
+                "successor": result.successor,
+                "stale": list(result.stale),
+            }
+        )
+        return
     change = "retracted" if result.successor is None else f"superseded by {result.successor}"
     stale = ", ".join(result.stale) or "none"
     click.echo(f"seq {result.seq}\t{result.id} {change}\tstale: {stale}")
@@ -249,11 +267,17 @@ def show(
 @evidence_group.command("history")
 @click.argument("thread_id", metavar="THREAD")
 @click.argument("evidence_id", metavar="ID")
+@json_option
 @ledger_options
-def history(thread_id: str, evidence_id: str, db: str | None, key_file: Path | None) -> None:
+def history(
+    thread_id: str, evidence_id: str, as_json: bool, db: str | None, key_file: Path | None
+) -> None:
     """The revision chain through evidence ID, oldest first, with the seqs that made it."""
     with open_ledger(db, key_file) as ledger:
         chain = ledger.thread(thread_id).evidence.history(evidence_id)
+    if as_json:
+        echo_json([evidence_json(record) for record in chain])
+        return
     for record in chain:
         changed = (
             "" if record.changed_seq is None else f"{record.status} at seq {record.changed_seq}"

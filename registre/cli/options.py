@@ -26,6 +26,7 @@ Commands that only read use the key if it is there; commands that write need it.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -64,8 +65,11 @@ __all__ = [
     "NoCheckpointError",
     "RecordedRefusalError",
     "actor_option",
+    "b64",
     "db_option",
     "dry_run_option",
+    "echo_json",
+    "json_option",
     "key_file_option",
     "key_passphrase",
     "ledger_options",
@@ -279,6 +283,23 @@ def read_text(value: str, option: str) -> str:
         raise BodyInputError(f"{where} is not UTF-8 text (at byte {exc.start})") from None
 
 
+# --- output for scripts ------------------------------------------------------------------
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as one JSON line (specs/cli.md)."
+)
+
+
+def echo_json(value: object) -> None:
+    """Print ``value`` as one line of JSON (UTF-8, keys in the order given)."""
+    click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def b64(data: bytes) -> str:
+    """Standard base64, as every hash and root is printed."""
+    return base64.b64encode(data).decode("ascii")
+
+
 # --- dry runs ------------------------------------------------------------------------------
 
 dry_run_option = click.option(
@@ -335,16 +356,26 @@ def refusal(exc: LifecycleRefusedError) -> RecordedRefusalError:
     return error
 
 
-def report_batch(result: BatchResult, what: str) -> None:
-    """Print one line per item of a batch; raise RecordedRefusalError if any was rejected."""
+def report_batch(result: BatchResult, what: str, *, as_json: bool = False) -> None:
+    """Print one line per item of a batch (or, ``as_json``, one JSON object: ``{"seq",
+    "results": [{"index", "accepted", "id" | "reason"}]}``); raise RecordedRefusalError if
+    any was rejected."""
     accepted = iter(result.accepted)
     rejected = dict(result.rejected)
+    rows: list[dict[str, object]] = []
     for index in range(len(result.outcome.results)):
         if index in rejected:
             item = rejected[index]
-            click.echo(f"seq {result.seq}\t{what} {index}\trejected\t{item.reason}")
+            rows.append({"index": index, "accepted": False, "reason": item.reason})
+            if not as_json:
+                click.echo(f"seq {result.seq}\t{what} {index}\trejected\t{item.reason}")
         else:
-            click.echo(f"seq {result.seq}\t{what} {index}\taccepted\t{next(accepted)}")
+            item_id = next(accepted)
+            rows.append({"index": index, "accepted": True, "id": item_id})
+            if not as_json:
+                click.echo(f"seq {result.seq}\t{what} {index}\taccepted\t{item_id}")
+    if as_json:
+        echo_json({"seq": result.seq, "results": rows})
     if rejected:
         first_index, first = result.rejected[0]
         total = len(result.outcome.results)

@@ -16,6 +16,8 @@ import click
 from registre.cli.options import (
     actor_option,
     dry_run_option,
+    echo_json,
+    json_option,
     ledger_options,
     open_ledger,
     preview,
@@ -37,6 +39,7 @@ __all__ = ["pin_command", "unpin_command"]
 @click.option("--seq", type=click.IntRange(min=0), required=True, help="Entry it comes from.")
 @actor_option()
 @dry_run_option
+@json_option
 @ledger_options
 def pin_command(
     thread_id: str,
@@ -45,6 +48,7 @@ def pin_command(
     seq: int,
     actor: str,
     dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -58,7 +62,10 @@ def pin_command(
             result = ledger.thread(thread_id).pin(kind, text, seq, actor=actor)
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
-    click.echo(f"seq {result.seq}\t{result.id}\tpinned")
+    if as_json:
+        echo_json({"seq": result.seq, "id": result.id, "status": "pinned"})
+    else:
+        click.echo(f"seq {result.seq}\t{result.id}\tpinned")
 
 
 @click.command("unpin")
@@ -67,6 +74,7 @@ def pin_command(
 @click.option("--reason", required=True, help="Why it is no longer carried.")
 @actor_option()
 @dry_run_option
+@json_option
 @ledger_options
 def unpin_command(
     thread_id: str,
@@ -74,6 +82,7 @@ def unpin_command(
     reason: str,
     actor: str,
     dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -86,4 +95,7 @@ def unpin_command(
             result = ledger.thread(thread_id).unpin(pin_id, reason, actor=actor)
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
-    click.echo(f"seq {result.seq}\t{result.id}\tunpinned")
+    if as_json:
+        echo_json({"seq": result.seq, "id": result.id, "status": "unpinned"})
+    else:
+        click.echo(f"seq {result.seq}\t{result.id}\tunpinned")
