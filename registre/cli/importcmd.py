@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import echo_json, json_option, ledger_options, open_ledger
 from registre.ledger.exchange.importers import FORMATS, TranscriptError
 
 __all__ = ["import_transcript"]
@@ -28,9 +28,10 @@ __all__ = ["import_transcript"]
     required=True,
     help="openai: chat-completions messages, one per line; anthropic: {system, messages}.",
 )
+@json_option
 @ledger_options
 def import_transcript(
-    thread: str, file: Path, shape: str, db: str | None, key_file: Path | None
+    thread: str, file: Path, shape: str, as_json: bool, db: str | None, key_file: Path | None
 ) -> None:
     """Append the conversation in FILE to THREAD as turn, tool.call and tool.result entries."""
     try:
@@ -39,9 +40,15 @@ def import_transcript(
         error = TranscriptError(f"{file}: {exc.where}", exc.reason, exc.line)
         raise error.with_hint(exc.hint) from None
     if not entries:
-        click.echo(f"{file} holds no messages to import; {thread} is unchanged")
+        if as_json:
+            echo_json({"thread": thread, "imported": 0, "first": None, "last": None})
+        else:
+            click.echo(f"{file} holds no messages to import; {thread} is unchanged")
         return
     with open_ledger(db, key_file, need_key=True) as ledger:
         appended = ledger.thread(thread).append_many(entries)
     first, last = appended[0].seq, appended[-1].seq
+    if as_json:
+        echo_json({"thread": thread, "imported": len(appended), "first": first, "last": last})
+        return
     click.echo(f"imported {len(appended)} entries from {file} into {thread} (seq {first}..{last})")

@@ -86,3 +86,15 @@ def test_lifecycle_commands_json(initialised: str, run: Run) -> None:
     history = _one(run, "evidence", "history", "t1", "ev-1")
     assert [record["id"] for record in history] == ["ev-1"]
     assert history[0]["status"] == "retracted"
+
+
+def test_import_rebuild_compact_json(initialised: str, run: Run, workdir: Path) -> None:
+    lines = [json.dumps({"role": "user", "content": f"m{i}"}) for i in range(2)]
+    (workdir / "t.jsonl").write_text("\n".join(lines) + "\n")
+    imported = _one(run, "import", "t1", "t.jsonl", "--format", "openai")
+    assert imported == {"thread": "t1", "imported": 2, "first": 3, "last": 4}
+    rebuilt = _one(run, "rebuild")
+    assert rebuilt == [{"thread": "t1", "size": 5, "lifecycle_entries": 0, "snapshots": 0}]
+    compacted = _one(run, "compact", "t1", "--budget", "100000")
+    _keys(compacted, "seq", "tokens", "high_water", "nothing_to_fold")
+    assert compacted["seq"] is None
