@@ -163,7 +163,7 @@ def _sqlite_engine(url: str, database: str | None, *, create: bool) -> Engine:
                 )
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         elif not create and path.stat().st_size == 0:
-            raise LedgerNotFoundError(f"{path} is empty: it holds no ledger").with_hint(
+            raise LedgerNotFoundError(f"{path} is empty: it holds no registre ledger").with_hint(
                 "run `registre init`, or name the database with --db"
             )
         else:
