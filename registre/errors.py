@@ -1,6 +1,6 @@
 """The roots of registre's one error hierarchy, on the ground floor.
 
-Three families, kept apart because callers react to them differently:
+Four families, kept apart because callers react to them differently:
 
 * :class:`MalformedError` -- the input could not even be read as what it claims to be
   (bad JSON, a bad key string, a note with control characters). CLI exit code 2.
@@ -8,6 +8,11 @@ Three families, kept apart because callers react to them differently:
   check failed (a signature, a proof, a root, an origin). CLI exit code 1.
 * :class:`RefusedError` -- a well-formed request that the rules refuse (a lifecycle step, an
   append that would break the ledger). CLI exit code 2.
+* :class:`UnavailableError` -- the request could not be carried out at all: something it needs
+  is out of reach (the database server, its lock past the timeout, disk space, a writable
+  file). Nothing was changed; the same command may succeed later. CLI exit code 3.
+
+:data:`EXIT_CODES` is the one table of the command line's exit codes.
 
 An error's message is one plain sentence of what is wrong. Advice on what to do about it --
 which command to run, which flag to pass -- is not part of the message: it goes in ``hint``,
@@ -20,7 +25,28 @@ from __future__ import annotations
 
 from typing import Self
 
-__all__ = ["MalformedError", "RefusedError", "RegistreError", "VerificationError"]
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_INTERNAL",
+    "MalformedError",
+    "RefusedError",
+    "RegistreError",
+    "UnavailableError",
+    "VerificationError",
+]
+
+EXIT_INTERNAL = 4
+"""The exit code of an unexpected error inside registre (a bug), never of a user's mistake."""
+
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "ok"),
+    (1, "verification failed: a signature, proof, root or stored invariant does not check"),
+    (2, "bad input or refused request (README: which refusals are recorded)"),
+    (3, "could not run: database unreachable, locked past the timeout, read-only or full"),
+    (EXIT_INTERNAL, "internal error: a bug in registre (REGISTRE_DEBUG=1 shows the traceback)"),
+    (130, "interrupted"),
+)
+"""Every exit code of the `registre` command line and what it means, in order."""
 
 
 class RegistreError(Exception):
@@ -65,3 +91,11 @@ class RefusedError(RegistreError):
     """A well-formed request that the rules refuse; nothing was changed (CLI exit code 2)."""
 
     exit_code = 2
+
+
+class UnavailableError(RegistreError):
+    """A request that could not be carried out because something it needs is unavailable --
+    the database server, its lock (past the timeout), disk space, a writable file. Nothing
+    was changed (CLI exit code 3)."""
+
+    exit_code = 3

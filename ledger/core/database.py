@@ -86,8 +86,12 @@ class Database:
             return [str(thread_id) for thread_id in ids.scalars()]
 
     def register_key(self, verifier: Verifier) -> None:
-        """Record ``verifier`` among the stored keys (once; concurrent openers are fine)."""
+        """Record ``verifier`` among the stored keys (once; concurrent openers are fine). A
+        key already stored is only read, so a read-only ledger opens with it."""
         vkey = verifier.vkey()
+        with read_transaction(self.engine) as conn:
+            if conn.execute(select(_public_key.c.vkey).where(_public_key.c.vkey == vkey)).first():
+                return
         try:
             with write_transaction(self.engine) as conn:
                 known = conn.execute(

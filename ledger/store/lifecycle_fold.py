@@ -35,6 +35,7 @@ from registre.ledger.store.derived import (
     LIFECYCLE_KIND_SQL,
     derived,
 )
+from registre.ledger.store.faults import TextNulError
 from registre.lifecycle import (
     Accepted,
     Event,
@@ -394,11 +395,23 @@ def catch_up(conn: Connection, fold: ThreadFold, size: int) -> list[Change]:
 # --- writing and reading the derived tables ------------------------------------------------
 
 
+def _refuse_nul(row: dict[str, Any]) -> None:
+    """TextNulError for a row holding U+0000 in a text: PostgreSQL cannot store it, so it is
+    refused on every engine (the transaction rolls back; nothing is written)."""
+    for column, value in row.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise TextNulError(
+                f"a text holds the NUL character (U+0000), which is not stored ({column})"
+            ).with_hint("remove the NUL characters (\\u0000) from the text")
+
+
 def write_changes(conn: Connection, thread: str, changes: Sequence[Change]) -> None:
-    """Apply ``changes`` in order (consecutive inserts into one table in one executemany)."""
+    """Apply ``changes`` in order (consecutive inserts into one table in one executemany).
+    Raises TextNulError for a text holding U+0000 (on every engine)."""
     pending: list[dict[str, Any]] = []
     pending_table = ""
     for change in changes:
+        _refuse_nul(change.row)
         if pending and (change.update or change.table != pending_table):
             conn.execute(_TABLES[pending_table].insert(), pending)
             pending = []
@@ -415,9 +428,12 @@ def write_changes(conn: Connection, thread: str, changes: Sequence[Change]) -> N
 
 
 def insert_rows(conn: Connection, rows: DerivedRows, *, batch: int = 1000) -> None:
-    """Insert every row of ``rows`` (the tables must hold none of them yet)."""
+    """Insert every row of ``rows`` (the tables must hold none of them yet); TextNulError
+    for a text holding U+0000."""
     for name, by_key in rows.items():
         values = list(by_key.values())
+        for value in values:
+            _refuse_nul(value)
         for start in range(0, len(values), batch):
             conn.execute(_TABLES[name].insert(), values[start : start + batch])
 

@@ -18,15 +18,43 @@ import click
 __all__ = ["bench_command"]
 
 _REPORTED = 50  # planned entries per progress-bar update
+MAX_SIZE = 2_000_000
+"""The largest investigation bench records (entries): a few GB of memory and database."""
+MAX_BUDGET = 10_000_000
+"""The largest context budget bench accepts (tokens)."""
 
 
-def _quantities(text: str, what: str) -> tuple[int, ...]:
+def _quantities(text: str, what: str, option: str, limit: int) -> tuple[int, ...]:
     from registre.bench.run import parse_quantity
 
-    values = tuple(parse_quantity(part, what) for part in text.split(",") if part.strip())
+    try:
+        values = tuple(parse_quantity(part, what) for part in text.split(",") if part.strip())
+    except OverflowError:
+        values = (limit + 1,)
     if not values:
-        raise click.BadParameter(f"give at least one {what} (e.g. 1e3,1e4)")
+        raise click.BadParameter(f"give at least one {what} (e.g. 1e3,1e4)", param_hint=option)
+    if max(values) > limit:
+        raise click.BadParameter(f"{what}s are at most {limit:,}", param_hint=option)
     return values
+
+
+def _refuse_used_database(url: str) -> None:
+    """RefusedError if the database ``--db`` names holds any thread: bench writes threads and
+    a key of its own, for ever (a ledger is append-only), so it runs on an empty one only."""
+    from registre.errors import RefusedError
+    from registre.ledger.errors import LedgerNotFoundError
+    from registre.ledger.ledger import Ledger
+
+    try:
+        with Ledger.open(url, create=False) as ledger:
+            threads = ledger.thread_ids()
+    except LedgerNotFoundError:
+        return  # bench creates it
+    if threads:
+        raise RefusedError(
+            f"--db holds {len(threads)} thread(s) already; bench writes only to an empty "
+            f"database (its threads and key would stay in this ledger for ever)"
+        ).with_hint("create an empty database for the benchmark and name it with --db")
 
 
 @click.command("bench")
@@ -34,13 +62,14 @@ def _quantities(text: str, what: str) -> tuple[int, ...]:
     "--sizes",
     default="1e3,1e4",
     show_default=True,
-    help="Investigation sizes in entries, comma separated (1e3, 5000, 20k; at least 100).",
+    help=f"Investigation sizes in entries, comma separated (1e3, 5000, 20k; at least 100, "
+    f"at most {MAX_SIZE:,}).",
 )
 @click.option(
     "--budgets",
     default="8k,32k,128k",
     show_default=True,
-    help="Context budgets in tokens, comma separated (k = 1000).",
+    help=f"Context budgets in tokens, comma separated (k = 1000; at most {MAX_BUDGET:,}).",
 )
 @click.option(
     "--summarizer",
@@ -53,7 +82,8 @@ def _quantities(text: str, what: str) -> tuple[int, ...]:
     "db",
     default=None,
     metavar="URL",
-    help="Database URL (e.g. postgresql+psycopg://...); default: a fresh SQLite file in --out.",
+    help="Database URL (e.g. postgresql+psycopg://...), empty (no thread); default: a fresh "
+    "SQLite file in --out.",
 )
 @click.option(
     "--out",
@@ -77,13 +107,15 @@ def bench_command(
     from registre.bench.investigation import MIN_ENTRIES
     from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
 
-    size_list = _quantities(sizes, "size")
+    size_list = _quantities(sizes, "size", "--sizes", MAX_SIZE)
     if min(size_list) < MIN_ENTRIES:
         raise click.BadParameter(
             f"sizes must be at least {MIN_ENTRIES} entries", param_hint="--sizes"
         )
-    budget_list = _quantities(budgets, "budget")
+    budget_list = _quantities(budgets, "budget", "--budgets", MAX_BUDGET)
     resolve_summarizer(summarizer)  # a bad name fails before anything runs
+    if db is not None:
+        _refuse_used_database(db)
     config = BenchConfig(
         out=out,
         sizes=size_list,

@@ -3,13 +3,23 @@ fetch) and print a C2SP checkpoint, optionally cosigned by witnesses (specs/witn
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import b64, echo_json, json_option, ledger_options, open_ledger
 
 __all__ = ["checkpoint_command"]
+
+
+MAX_TIMEOUT_S = 600.0
+
+
+def _seconds(value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise click.BadParameter(f"{value:g} is not a number of seconds in (0, {MAX_TIMEOUT_S:g}]")
+    return value
 
 
 @click.command("checkpoint")
@@ -28,7 +38,15 @@ __all__ = ["checkpoint_command"]
     default=None,
     help="Cosignatures required (default: every --witness); fewer fails after storing them.",
 )
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per request.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=10.0,
+    show_default=True,
+    callback=lambda _ctx, _param, value: _seconds(value),
+    help=f"Seconds per request (more than 0, at most {MAX_TIMEOUT_S:g}).",
+)
+@json_option
 @ledger_options
 def checkpoint_command(
     thread_id: str,
@@ -36,6 +54,7 @@ def checkpoint_command(
     witnesses: tuple[str, ...],
     quorum: int | None,
     timeout: float,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -45,7 +64,8 @@ def checkpoint_command(
         raise click.UsageError("--quorum needs at least one --witness")
     if not witnesses:
         with open_ledger(db, key_file) as ledger:
-            click.echo(ledger.thread(thread_id).checkpoint(size).note, nl=False)
+            stored = ledger.thread(thread_id).checkpoint(size)
+        _print(stored.thread, stored.size, stored.root, stored.note, as_json)
         return
     # The HTTP client (aiohttp) is imported only when witnesses are asked.
     from registre.ledger.witness.client import WitnessEndpoint
@@ -69,4 +89,13 @@ def checkpoint_command(
             raise
     for outcome in witnessed.outcomes:
         click.echo(outcome.describe(), err=True)
-    click.echo(witnessed.checkpoint.note, nl=False)
+    stored = witnessed.checkpoint
+    _print(thread_id, stored.size, stored.root, stored.note, as_json)
+
+
+def _print(thread: str, size: int, root: bytes, note: str, as_json: bool) -> None:
+    """The signed note, or ``{"thread", "size", "root", "note"}`` with ``--json``."""
+    if as_json:
+        echo_json({"thread": thread, "size": size, "root": b64(root), "note": note})
+    else:
+        click.echo(note, nl=False)

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import click
 
-from registre.cli.options import actor_option, ledger_options, open_ledger, read_body
+from registre.cli.options import (
+    actor_option,
+    echo_json,
+    json_option,
+    ledger_options,
+    open_ledger,
+    read_body,
+)
 from registre.lifecycle.context import Policy, context_tokens, default_counter, parse_policy
 from registre.lifecycle.context.events import COMPACTION_ACTOR
 
@@ -33,17 +40,21 @@ __all__ = ["compact_command"]
     help="Full policy JSON (six integer fields), @FILE or -; --budget overrides its budget.",
 )
 @actor_option(default=COMPACTION_ACTOR)
+@json_option
 @ledger_options
 def compact_command(
     thread_id: str,
     budget: int,
     policy_text: str | None,
     actor: str,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Fold THREAD's oldest context into a summary if the policy calls for it."""
-    policy = Policy() if policy_text is None else parse_policy(read_body(policy_text), "--policy")
+    policy = Policy()
+    if policy_text is not None:
+        policy = parse_policy(read_body(policy_text, "--policy"), "--policy")
     with open_ledger(db, key_file, need_key=True) as ledger:
         thread = ledger.thread(thread_id)
         entry = thread.compact(budget, policy, actor=actor)
@@ -57,9 +68,23 @@ def compact_command(
             if tokens <= mark
             else f"above the high-water mark of {mark}, but no compaction would make it smaller"
         )
-        click.echo(f"nothing to fold: the context of {thread_id} takes {tokens} tokens, {why}")
+        if as_json:
+            echo_json({"seq": None, "tokens": tokens, "high_water": mark, "nothing_to_fold": why})
+        else:
+            click.echo(f"nothing to fold: the context of {thread_id} takes {tokens} tokens, {why}")
         return
     body = entry.body
+    if as_json:
+        echo_json(
+            {
+                "seq": entry.seq,
+                "folded": body.get("folded"),
+                "stubbed": body.get("stubbed") or [],
+                "tokens_before": body["tokens_before"],
+                "tokens_after": body["tokens_after"],
+            }
+        )
+        return
     parts = []
     if "folded" in body:
         parts.append(f"folded {body['folded']['from']}-{body['folded']['to']}")

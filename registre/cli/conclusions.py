@@ -19,7 +19,18 @@ from typing import Any
 
 import click
 
-from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
+from registre.cli.files import terminal_text
+from registre.cli.options import (
+    actor_option,
+    dry_run_option,
+    echo_json,
+    json_option,
+    ledger_options,
+    open_ledger,
+    preview,
+    read_text,
+    refusal,
+)
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.ledger.lifecycle.views import (
     ConclusionRecord,
@@ -43,7 +54,9 @@ TEXT_WIDTH = 72
 @click.command("conclude")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--kind", type=click.Choice(("compute", "final")), required=True)
-@click.option("--text", "text", required=True, help="The conclusion, written out.")
+@click.option(
+    "--text", "text", required=True, help="The conclusion, written out (or @FILE, - for stdin)."
+)
 @click.option(
     "--cite",
     "cites",
@@ -51,6 +64,8 @@ TEXT_WIDTH = 72
     help="Evidence id (or, for a final, compute id) relied on; repeatable.",
 )
 @actor_option()
+@dry_run_option
+@json_option
 @ledger_options
 def conclude_command(
     thread_id: str,
@@ -58,16 +73,22 @@ def conclude_command(
     text: str,
     cites: tuple[str, ...],
     actor: str,
+    dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Record a compute or final conclusion citing evidence (and computes)."""
+    text = read_text(text, "--text")
     try:
         request = parse_request(f"conclusion.{kind}", {"text": text, "cites": list(cites)})
     except LifecycleFormatError as exc:  # name the option, not the body field
         path = exc.path.replace("request.cites", "--cite").replace("request.text", "--text")
         raise LifecycleFormatError(path, exc.problem).with_hint(exc.hint) from None
     assert isinstance(request, (ComputeRequest, FinalRequest))
+    if dry_run:
+        value = {"text": text, "cites": list(cites)}
+        return preview(db, key_file, thread_id, f"conclusion.{kind}", value, "--text")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).conclude(
@@ -75,7 +96,10 @@ def conclude_command(
             )
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
-    click.echo(f"seq {result.seq}\t{result.id}\t{kind} accepted")
+    if as_json:
+        echo_json({"seq": result.seq, "id": result.id, "kind": kind, "accepted": True})
+    else:
+        click.echo(f"seq {result.seq}\t{result.id}\t{kind} accepted")
 
 
 @click.command("conclusions")
@@ -96,8 +120,10 @@ def conclusions_command(
     for r in records:
         freshness = "stale" if r.stale else "fresh"
         click.echo(
-            f"{r.id}\t{r.kind}\t{r.status}\t{freshness}\tseq {r.seq}\t{','.join(r.cites)}\t"
-            f"{_short(r.text)}"
+            terminal_text(
+                f"{r.id}\t{r.kind}\t{r.status}\t{freshness}\tseq {r.seq}\t{','.join(r.cites)}\t"
+                f"{_short(r.text)}"
+            )
         )
 
 
@@ -116,7 +142,7 @@ def trace_command(
         click.echo(json.dumps(trace_to_json(tree), ensure_ascii=False))
         return
     for line in trace_lines(tree):
-        click.echo(line)
+        click.echo(terminal_text(line))
 
 
 def trace_lines(

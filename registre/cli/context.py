@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from registre.attest.projection import projection_digest
+from registre.cli.files import terminal_text
 from registre.cli.options import ledger_options, open_ledger
 from registre.ledger.context.views import ContextDiff, DiffRun, context_diff
 from registre.lifecycle.context import Policy, Projection, context_tokens, default_counter, project
@@ -88,7 +89,7 @@ def show_command(
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
         return
     for line in projection_lines(thread_id, projection):
-        click.echo(line)
+        click.echo(terminal_text(line))
 
 
 @context_group.command("diff")
@@ -106,7 +107,7 @@ def diff_command(
         click.echo(json.dumps(diff.to_json(), ensure_ascii=False, indent=1))
         return
     for line in diff_lines(thread_id, diff):
-        click.echo(line)
+        click.echo(terminal_text(line))
 
 
 def projection_lines(thread_id: str, projection: Projection) -> list[str]:

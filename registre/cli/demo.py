@@ -17,7 +17,8 @@ and a final answer) the way an agent platform records it, then does what an audi
 
 Each step prints what it did; a failed check stops the demo with that check's own error and
 a non-zero exit. Running it again starts from a fresh database in the same folder (the key
-is kept).
+is kept) -- but only when the database there is the demo's own (it holds the demo's thread
+alone): any other file named ``ledger.db`` in ``--dir`` is refused, never deleted.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from registre.attest.keys import Signer
 from registre.attest.proofs import verify_inclusion
 from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.cli.files import write_atomically
+from registre.errors import RefusedError, RegistreError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.report import gather, render_report
@@ -43,6 +45,9 @@ __all__ = ["demo"]
 
 LOG_NAME = "demo.registre.example"
 THREAD = "q3-impairment-review"
+MAX_DEMO_ENTRIES = 1_000_000
+"""The largest investigation the demo records (about an hour on a laptop, a few GB)."""
+MAX_DEMO_BUDGET = 10_000_000
 
 
 def _step(number: int, text: str) -> None:
@@ -60,14 +65,14 @@ def _step(number: int, text: str) -> None:
 )
 @click.option(
     "--entries",
-    type=click.IntRange(min=100),
+    type=click.IntRange(min=100, max=MAX_DEMO_ENTRIES),
     default=3000,
     show_default=True,
     help="Size of the investigation, in entries (compactions come on top).",
 )
 @click.option(
     "--budget",
-    type=click.IntRange(min=1000),
+    type=click.IntRange(min=1000, max=MAX_DEMO_BUDGET),
     default=8000,
     show_default=True,
     help="Context budget of every model call, in tokens.",
@@ -82,13 +87,14 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
         write_outputs,
     )
 
+    db_path = workdir / "ledger.db"
+    _refuse_foreign_database(db_path)
     workdir.mkdir(parents=True, exist_ok=True)
     signer = _operator_key(workdir)
     vkey_path = workdir / "operator.vkey"
     vkey_path.write_text(signer.vkey() + "\n", encoding="utf-8")
     click.echo(f"    verifier key (what an auditor pins): {signer.vkey()}")
 
-    db_path = workdir / "ledger.db"
     for stale in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
         stale.unlink(missing_ok=True)
     bundle_path = workdir / "bundle.zip"
@@ -138,6 +144,25 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
     click.echo(f"try: registre verify {bundle_path} --key-file {vkey_path}")
 
 
+def _refuse_foreign_database(db_path: Path) -> None:
+    """RefusedError unless ``db_path`` is absent or a ledger holding the demo's thread alone
+    (a previous demo run, which the demo replaces)."""
+    if not db_path.exists() and not db_path.is_symlink():
+        return
+    refused = RefusedError(
+        f"{db_path} exists and is not a previous demo's ledger; the demo never deletes it"
+    ).with_hint("choose another --dir (the demo writes a fresh ledger.db there)")
+    if not db_path.is_file() or db_path.is_symlink():
+        raise refused
+    try:
+        with Ledger.open(str(db_path), create=False) as ledger:
+            threads = ledger.threads()
+    except RegistreError:
+        raise refused from None
+    if [(t.id, t.origin) for t in threads] not in ([], [(THREAD, f"{LOG_NAME}/{THREAD}")]):
+        raise refused
+
+
 def _operator_key(workdir: Path) -> Signer:
     key_path = workdir / "operator.key"
     if key_path.exists():
@@ -180,9 +205,18 @@ def _replayed(run: dict[str, Any], thread: Thread) -> None:
 
 
 def _expanded(run: dict[str, Any], thread: Thread, signer: Signer) -> None:
-    compaction = thread.entry(run["compaction"]["seqs"][-1])
-    line = next(line for line in compaction.body["summary"])
-    seq = int(line["pointers"][0][0])
+    seqs = run["compaction"]["seqs"]
+    compaction = thread.entry(seqs[-1]) if seqs else None
+    pointers = [
+        line["pointers"][0][0]
+        for line in (compaction.body.get("summary") or [] if compaction is not None else [])
+        if line.get("pointers")
+    ]
+    if compaction is None or not pointers:
+        _step(5, "no summary pointer to expand: the context never needed compacting "
+                 "(lower --budget or raise --entries to see one)")  # fmt: skip
+        return
+    seq = int(pointers[0])
     stored = thread.latest_checkpoint()
     assert stored is not None
     checkpoint = open_checkpoint(stored.note, signer.verifier(), origin=thread.origin).checkpoint

@@ -21,10 +21,15 @@ from typing import Any
 import click
 
 from registre.attest.errors import MalformedError
+from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
+    dry_run_option,
+    echo_json,
+    json_option,
     ledger_options,
     open_ledger,
+    preview,
     read_body,
     refusal,
     report_batch,
@@ -71,6 +76,7 @@ def source_group() -> None:
     help="The passage text; its SHA-256 is recorded (the text itself is not).",
 )
 @actor_option(help=ACTOR_HELP)
+@json_option
 @ledger_options
 def source_read(
     thread_id: str,
@@ -80,6 +86,7 @@ def source_read(
     digest: str | None,
     passage_file: Path | None,
     actor: str,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
@@ -102,7 +109,7 @@ def source_read(
     assert isinstance(request, ReadRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         result = ledger.thread(thread_id).read_source(request.refs, actor=actor)
-    report_batch(result, "reference")
+    report_batch(result, "reference", as_json=as_json)
 
 
 # --- evidence ------------------------------------------------------------------------------
@@ -122,19 +129,29 @@ def evidence_group() -> None:
     help='Statements: {"statements": [{"text", "cites"}, ...]} or the list; JSON, @FILE or -.',
 )
 @actor_option(help=ACTOR_HELP)
+@dry_run_option
+@json_option
 @ledger_options
 def upsert(
-    thread_id: str, body_text: str, actor: str, db: str | None, key_file: Path | None
+    thread_id: str,
+    body_text: str,
+    actor: str,
+    dry_run: bool,
+    as_json: bool,
+    db: str | None,
+    key_file: Path | None,
 ) -> None:
     """Propose statements; each is admitted or rejected on its own."""
     value = read_body(body_text)
     if isinstance(value, list):
         value = {"statements": value}
+    if dry_run:
+        return preview(db, key_file, thread_id, "evidence.upsert", value, "--body")
     request = parse_request("evidence.upsert", value, "--body")
     assert isinstance(request, UpsertRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         result = ledger.thread(thread_id).evidence.upsert(request.statements, actor=actor)
-    report_batch(result, "statement")
+    report_batch(result, "statement", as_json=as_json)
 
 
 @evidence_group.command("revise")
@@ -143,6 +160,8 @@ def upsert(
 @click.option("--replacement", default=None, help='{"text", "cites"}: JSON, @FILE or -.')
 @click.option("--retract", is_flag=True, help="Retract the entry instead of superseding it.")
 @actor_option(help=ACTOR_HELP)
+@dry_run_option
+@json_option
 @ledger_options
 def revise(
     thread_id: str,
@@ -150,13 +169,18 @@ def revise(
     replacement: str | None,
     retract: bool,
     actor: str,
+    dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Supersede evidence ID by a replacement, or retract it."""
     if retract == (replacement is not None):
         raise click.UsageError("give exactly one of --replacement and --retract")
-    value = None if replacement is None else read_body(replacement)
+    value = None if replacement is None else read_body(replacement, "--replacement")
+    if dry_run:
+        value = {"id": evidence_id, "replacement": value}
+        return preview(db, key_file, thread_id, "evidence.revise", value, "ID")
     request = parse_request("evidence.revise", {"id": evidence_id, "replacement": value})
     assert isinstance(request, EvidenceReviseRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
@@ -166,6 +190,16 @@ def revise(
             )
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
+    if as_json:
+        echo_json(
+            {
+                "seq": result.seq,
+                "id": result.id,
+                "successor": result.successor,
+                "stale": list(result.stale),
+            }
+        )
+        return
     change = "retracted" if result.successor is None else f"superseded by {result.successor}"
     stale = ", ".join(result.stale) or "none"
     click.echo(f"seq {result.seq}\t{result.id} {change}\tstale: {stale}")
@@ -188,7 +222,9 @@ def list_command(
     for record in records:
         cites = ",".join(record.cites)
         click.echo(
-            f"{record.id}\t{record.status}\tseq {record.seq}\t{cites}\t{_short(record.text)}"
+            terminal_text(
+                f"{record.id}\t{record.status}\tseq {record.seq}\t{cites}\t{_short(record.text)}"
+            )
         )
 
 
@@ -210,7 +246,7 @@ def show(
         return
     click.echo(f"id: {record.id}")
     click.echo(f"status: {record.status}")
-    click.echo(f"text: {record.text}")
+    click.echo(terminal_text(f"text: {record.text}"))
     click.echo(f"admitted: seq {record.seq}")
     if record.changed_seq is not None:
         click.echo(f"changed: seq {record.changed_seq}")
@@ -221,26 +257,36 @@ def show(
     for ref_id in record.cites:
         ref = references[ref_id]
         click.echo(
-            f"cites: {ref.ref}\t{ref.source}\t{ref.location}\tsha256 {ref.sha256}\t"
-            f"read at seq {ref.seq}"
+            terminal_text(
+                f"cites: {ref.ref}\t{ref.source}\t{ref.location}\tsha256 {ref.sha256}\t"
+                f"read at seq {ref.seq}"
+            )
         )
 
 
 @evidence_group.command("history")
 @click.argument("thread_id", metavar="THREAD")
 @click.argument("evidence_id", metavar="ID")
+@json_option
 @ledger_options
-def history(thread_id: str, evidence_id: str, db: str | None, key_file: Path | None) -> None:
+def history(
+    thread_id: str, evidence_id: str, as_json: bool, db: str | None, key_file: Path | None
+) -> None:
     """The revision chain through evidence ID, oldest first, with the seqs that made it."""
     with open_ledger(db, key_file) as ledger:
         chain = ledger.thread(thread_id).evidence.history(evidence_id)
+    if as_json:
+        echo_json([evidence_json(record) for record in chain])
+        return
     for record in chain:
         changed = (
             "" if record.changed_seq is None else f"{record.status} at seq {record.changed_seq}"
         )
         click.echo(
-            f"{record.id}\tadmitted at seq {record.seq}\t{changed or record.status}\t"
-            f"{_short(record.text)}"
+            terminal_text(
+                f"{record.id}\tadmitted at seq {record.seq}\t{changed or record.status}\t"
+                f"{_short(record.text)}"
+            )
         )
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import click
 
-from registre.cli.options import db_option, resolve_db
+from registre.cli.files import check_output
+from registre.cli.options import db_option, echo_json, json_option, resolve_db
 from registre.ledger.exchange.export import export_claim, export_thread
 from registre.ledger.ledger import Ledger
 
@@ -47,7 +48,8 @@ __all__ = ["export_command"]
     metavar="CONCLUSION",
     help="Disclose only this conclusion's chain (a partial bundle with proofs).",
 )
-@click.option("--force", is_flag=True, help="Replace FILE.zip if it exists.")
+@click.option("--force", is_flag=True, help="Replace FILE.zip if it is an existing regular file.")
+@json_option
 @db_option
 def export_command(
     thread_id: str,
@@ -55,9 +57,11 @@ def export_command(
     checkpoint_size: int | None,
     conclusion_id: str | None,
     force: bool,
+    as_json: bool,
     db: str | None,
 ) -> None:
     """Write THREAD (or one claim of it) as an audit bundle a regulator verifies offline."""
+    check_output(output, force=force)
     with Ledger.open(resolve_db(db), create=False) as ledger:
         if conclusion_id is None:
             result = export_thread(
@@ -72,6 +76,21 @@ def export_command(
                 checkpoint=checkpoint_size,
                 overwrite=force,
             )
+    if as_json:
+        echo_json(
+            {
+                "path": str(result.path),
+                "thread": result.thread,
+                "origin": result.origin,
+                "disclosure": result.disclosure,
+                "tree_size": result.tree_size,
+                "entries": result.entries,
+                "checkpoints": list(result.checkpoints),
+                "bytes": result.bytes,
+                "log_key": result.log_key,
+            }
+        )
+        return
     click.echo(result.describe())
     if result.log_key is not None:
         click.echo(f"verify with: registre verify {output} --key {result.log_key}")

@@ -13,7 +13,17 @@ from pathlib import Path
 
 import click
 
-from registre.cli.options import actor_option, ledger_options, open_ledger, refusal
+from registre.cli.options import (
+    actor_option,
+    dry_run_option,
+    echo_json,
+    json_option,
+    ledger_options,
+    open_ledger,
+    preview,
+    read_text,
+    refusal,
+)
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.lifecycle.model import PIN_KINDS
 
@@ -23,9 +33,13 @@ __all__ = ["pin_command", "unpin_command"]
 @click.command("pin")
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--kind", type=click.Choice(PIN_KINDS), required=True, help="What is pinned.")
-@click.option("--text", "text", required=True, help="The text to carry verbatim.")
+@click.option(
+    "--text", "text", required=True, help="The text to carry verbatim (or @FILE, - for stdin)."
+)
 @click.option("--seq", type=click.IntRange(min=0), required=True, help="Entry it comes from.")
 @actor_option()
+@dry_run_option
+@json_option
 @ledger_options
 def pin_command(
     thread_id: str,
@@ -33,16 +47,25 @@ def pin_command(
     text: str,
     seq: int,
     actor: str,
+    dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Pin TEXT (from entry --seq) so that every projection of THREAD carries it."""
+    text = read_text(text, "--text")
+    if dry_run:
+        value = {"kind": kind, "text": text, "seq": seq}
+        return preview(db, key_file, thread_id, "context.pin", value, "--text")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).pin(kind, text, seq, actor=actor)
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
-    click.echo(f"seq {result.seq}\t{result.id}\tpinned")
+    if as_json:
+        echo_json({"seq": result.seq, "id": result.id, "status": "pinned"})
+    else:
+        click.echo(f"seq {result.seq}\t{result.id}\tpinned")
 
 
 @click.command("unpin")
@@ -50,19 +73,29 @@ def pin_command(
 @click.argument("pin_id", metavar="ID")
 @click.option("--reason", required=True, help="Why it is no longer carried.")
 @actor_option()
+@dry_run_option
+@json_option
 @ledger_options
 def unpin_command(
     thread_id: str,
     pin_id: str,
     reason: str,
     actor: str,
+    dry_run: bool,
+    as_json: bool,
     db: str | None,
     key_file: Path | None,
 ) -> None:
     """Stop carrying pin ID in THREAD's projections, saying why."""
+    if dry_run:
+        value = {"id": pin_id, "reason": reason}
+        return preview(db, key_file, thread_id, "context.unpin", value, "ID")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).unpin(pin_id, reason, actor=actor)
         except LifecycleRefusedError as exc:
             raise refusal(exc) from None
-    click.echo(f"seq {result.seq}\t{result.id}\tunpinned")
+    if as_json:
+        echo_json({"seq": result.seq, "id": result.id, "status": "unpinned"})
+    else:
+        click.echo(f"seq {result.seq}\t{result.id}\tunpinned")

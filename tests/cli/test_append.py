@@ -44,7 +44,7 @@ def test_append_inline_file_and_stdin(initialised: str, run: Run, workdir: Path)
         (["t1", "--kind", "shell", "--body", TURN], "unknown entry kind"),
         (["t1", "--kind", "turn", "--body", '{"role":"robot","text":"x"}'], "body.role"),
         (["t2", "--kind", "turn", "--body", TURN], "no thread 't2'"),
-        (["t1", "--kind", "turn", "--body", "@missing.json"], "cannot read body file"),
+        (["t1", "--kind", "turn", "--body", "@missing.json"], "cannot read --body file"),
         (["t1", "--kind", "turn", "--body", TURN, "--actor", ""], "actor"),
         (["t1", "--kind", "turn", "--body", TURN, "--key-file", "nope.key"], "no operator key"),
         (["t1", "--kind", "turn"], "Missing option '--body'"),

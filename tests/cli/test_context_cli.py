@@ -156,6 +156,7 @@ def test_pin_of_a_later_entry_writes_nothing(initialised: str, db_url: str, run:
 def test_expand_prints_the_entry_and_a_proof_that_verifies(
     initialised: str, db_url: str, run: Run
 ) -> None:
+    assert run("checkpoint", "t1").code == 0  # expand reads the stored checkpoint
     result = run("expand", "t1", "1")
     assert result.code == 0, result.err
     leaf, proof_text = result.out.split("\n", 1)

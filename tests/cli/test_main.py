@@ -99,9 +99,35 @@ def test_usage_errors_keep_their_one_line(run: Run) -> None:
 
 def test_help_lists_every_command_of_the_one_list(run: Run) -> None:
     assert sorted(command.name or "" for command in COMMANDS) == TOP_LEVEL
-    assert sorted(cli.commands) == TOP_LEVEL
-    listed = run("--help").out.split("Commands:\n", 1)[1].splitlines()
+    assert cli.list_commands(click.Context(cli)) == TOP_LEVEL
+    listed = run("--help").out.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert [line.split()[0] for line in listed] == TOP_LEVEL
+
+
+def test_help_shows_the_exit_code_table(run: Run) -> None:
+    from registre.errors import EXIT_CODES
+
+    text = run("--help").out.split("Exit codes:\n", 1)[1]
+    for code, meaning in EXIT_CODES:
+        assert f"{code:<4}{meaning}" in text
+
+
+def test_help_and_version_import_no_ledger() -> None:
+    """`registre --help` and `--version` stay fast: no SQLAlchemy, no ledger, no aiohttp."""
+    import subprocess
+    import sys
+
+    for flag in ("--help", "--version"):
+        probe = (
+            "import sys; from registre.cli import main\n"
+            f"try:\n    main([{flag!r}])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('sqlalchemy', 'registre.ledger', 'aiohttp', 'cryptography')"
+            " if m in sys.modules]\n"
+            "print('HEAVY:' + ','.join(heavy))"
+        )
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.rstrip().endswith("HEAVY:"), (flag, done.stdout[-200:])
 
 
 def _imports(path: Path) -> set[str]:

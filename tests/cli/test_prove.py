@@ -10,11 +10,12 @@ from registre.attest.keys import Verifier
 from registre.attest.merkle import leaf_hash
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.ledger.exchange.proof_text import parse_consistency_proof, parse_inclusion_proof
-from tests.cli.conftest import Run, one_line_error
+from tests.cli.conftest import Run, error_and_hint, one_line_error
 
 
 def test_inclusion_proof_verifies_against_its_checkpoint(initialised: str, run: Run) -> None:
     leaf = run("log", "t1", "--from", "1", "--to", "1", "--json").out.strip().encode()
+    assert run("checkpoint", "t1").code == 0
     text = run("prove", "inclusion", "t1", "1").out
     assert text.startswith("c2sp.org/tlog-proof@v1\nindex 1\n")
     proof = parse_inclusion_proof(text)
@@ -24,6 +25,7 @@ def test_inclusion_proof_verifies_against_its_checkpoint(initialised: str, run: 
 
 
 def test_inclusion_proof_in_older_tree(initialised: str, run: Run) -> None:
+    assert run("checkpoint", "t1", "--size", "2").code == 0
     proof = parse_inclusion_proof(run("prove", "inclusion", "t1", "0", "--size", "2").out)
     checkpoint = open_checkpoint(proof.checkpoint, Verifier.from_vkey(initialised)).checkpoint
     assert checkpoint.size == 2 and len(proof.hashes) == 1
@@ -35,6 +37,7 @@ def test_consistency_proof_between_checkpoints(initialised: str, run: Run) -> No
     for text in ("five", "six"):
         body = json.dumps({"role": "user", "text": text})
         run("append", "t1", "--kind", "turn", "--body", body)
+    assert run("checkpoint", "t1").code == 0
     output = run("prove", "consistency", "t1", "1", "5").out
     assert output.startswith("registre/tlog-consistency-proof@v1\nold 1\n")
     proof = parse_consistency_proof(output)
@@ -51,10 +54,17 @@ def test_bad_proof_requests_fail(initialised: str, run: Run) -> None:
     one_line_error(run("prove", "inclusion", "t9", "0"))
 
 
-def test_proof_needing_new_checkpoint_without_key_fail(
-    initialised: str, run: Run, workdir: Path
-) -> None:
+def test_proof_never_signs_a_checkpoint(initialised: str, run: Run, workdir: Path) -> None:
+    """A proof is a read: at a size with no signed checkpoint it is refused, naming the
+    command that signs one, and nothing is stored; the stored checkpoint then suffices."""
     (workdir / ".registre" / "operator.key").rename(workdir / "moved.key")
-    assert "operator key" in one_line_error(run("prove", "inclusion", "t1", "0"))
-    run("checkpoint", "t1", "--key-file", "moved.key")
+    for command in (
+        ("prove", "inclusion", "t1", "0"),
+        ("prove", "inclusion", "t1", "0", "--size", "2"),
+        ("prove", "consistency", "t1", "1", "3"),
+        ("expand", "t1", "0"),
+    ):
+        error, hint = error_and_hint(run(*command))
+        assert "no signed checkpoint" in error and "registre checkpoint t1 --size" in str(hint)
+    assert run("checkpoint", "t1", "--key-file", "moved.key").code == 0
     assert run("prove", "inclusion", "t1", "0").code == 0  # the stored checkpoint suffices
