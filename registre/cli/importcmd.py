@@ -16,13 +16,12 @@ progress bar shows on a terminal (not with ``--quiet``, nor when standard error 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from registre.cli.options import ledger_options, open_ledger
+from registre.cli.options import echo_json, ledger_options, open_ledger
 from registre.ledger.exchange.import_run import ImportJob, ImportReport, run_import
 from registre.ledger.exchange.importers import FORMAT_NAMES
 
@@ -121,7 +120,7 @@ def _print(report: ImportReport, as_json: bool, check_only: bool) -> None:
             "files": [vars(file) for file in report.files],
             "threads": {name: vars(thread) for name, thread in report.threads.items()},
         }
-        click.echo(json.dumps(summary, indent=1))
+        echo_json(summary)
         return
     for file in report.files:
         click.echo(f"{file.path}: format {file.fmt} ({file.why}), {file.entries} entries", err=True)

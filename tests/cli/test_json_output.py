@@ -92,7 +92,12 @@ def test_import_rebuild_compact_json(initialised: str, run: Run, workdir: Path) 
     lines = [json.dumps({"role": "user", "content": f"m{i}"}) for i in range(2)]
     (workdir / "t.jsonl").write_text("\n".join(lines) + "\n")
     imported = _one(run, "import", "t1", "t.jsonl", "--format", "openai")
-    assert imported == {"thread": "t1", "imported": 2, "first": 3, "last": 4}
+    _keys(imported, "checked_only", "entries", "seconds", "files", "threads")
+    assert imported["checked_only"] is False and imported["entries"] == 2
+    assert imported["threads"] == {
+        "t1": {"entries": 2, "first_seq": 3, "last_seq": 4, "created": False}
+    }
+    _keys(imported["files"][0], "path", "fmt", "why", "entries")
     rebuilt = _one(run, "rebuild")
     assert rebuilt == [{"thread": "t1", "size": 5, "lifecycle_entries": 0, "snapshots": 0}]
     compacted = _one(run, "compact", "t1", "--budget", "100000")
