@@ -15,11 +15,10 @@ from types import TracebackType
 from typing import Self
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError
 
 from registre.attest.keys import Signer, Verifier
 from registre.ledger.errors import NoSignerError
-from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.lifecycle_cache import LifecycleCache
 from registre.ledger.store.schema import tables
 
@@ -84,26 +83,6 @@ class Database:
         with read_transaction(self.engine) as conn:
             ids = conn.execute(select(tables.thread.c.id).order_by(tables.thread.c.id))
             return [str(thread_id) for thread_id in ids.scalars()]
-
-    def register_key(self, verifier: Verifier) -> None:
-        """Record ``verifier`` among the stored keys (once; concurrent openers are fine)."""
-        vkey = verifier.vkey()
-        try:
-            with write_transaction(self.engine) as conn:
-                known = conn.execute(
-                    select(_public_key.c.vkey).where(_public_key.c.vkey == vkey)
-                ).first()
-                if known is None:
-                    conn.execute(
-                        _public_key.insert().values(
-                            vkey=vkey,
-                            name=verifier.name,
-                            key_id=verifier.key_id.hex(),
-                            added=utc_now(),
-                        )
-                    )
-        except IntegrityError:
-            pass  # registered by a concurrent opener (PostgreSQL)
 
 
 def utc_now() -> str:

@@ -19,6 +19,7 @@ __all__ = [
     "LeafHashMismatchError",
     "LedgerTamperedError",
     "ModelCallDigestError",
+    "RolledBackError",
     "StoredLifecycleReplayError",
     "StoredPrevRootMismatchError",
     "StoredSeqGapError",
@@ -67,6 +68,13 @@ class HeadMismatchError(LedgerTamperedError):
 
 class CheckpointMismatchError(LedgerTamperedError):
     """A stored checkpoint that does not verify or does not match the recomputed tree."""
+
+
+class RolledBackError(LedgerTamperedError):
+    """A thread behind the checkpoint recorded outside the database: the database was
+    restored from an older copy or replaced (``<database>.published``, specs/storage.md)."""
+
+    hint = "restore the newest copy of the database, with its -wal file"
 
 
 class StoredLifecycleReplayError(LedgerTamperedError):
