@@ -146,8 +146,6 @@ def verify_database(
         heads = conn.execute(query).all()
         if thread is not None and not heads:
             raise UnknownThreadError(f"no thread {thread!r} in this database")
-        check_protections(conn)  # 0. the triggers and row checks are in place
-        stray_rows(conn, thread)  # 0. no row outside a thread's tree
         published = read_published(conn)
         reports = []
         for h in heads:
@@ -156,6 +154,8 @@ def verify_database(
             report = _verify_thread(conn, thread_keys, *head[:5], batch, counters)
             _check_published(conn, report, published.get(report.origin))
             reports.append(report)
+        stray_rows(conn, thread)  # 11. no row outside a thread's tree
+        check_protections(conn)  # 12. the triggers and row checks are in place
         return reports
 
 
