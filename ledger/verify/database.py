@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, select
+from sqlalchemy.exc import DataError, ProgrammingError
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.checkpoint import open_checkpoint
@@ -72,6 +73,7 @@ from registre.ledger.verify.errors import (
     HeadMismatchError,
     LeafHashMismatchError,
     RolledBackError,
+    StoredColumnTypeError,
     StoredLifecycleReplayError,
     StoredPrevRootMismatchError,
     StoredSeqGapError,
@@ -132,6 +134,23 @@ def verify_database(
     ``thread``.
     """
     trusted = list(keys) if keys is not None else db.stored_keys()
+    try:
+        return _verify_all(db, thread, trusted, batch, counters)
+    except (DataError, ProgrammingError) as exc:
+        # PostgreSQL refusing a query on a column whose type was changed (a TEXT seq)
+        problem = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise StoredColumnTypeError(
+            f"the database's columns are not of the types registre declares: {problem}"
+        ) from None
+
+
+def _verify_all(
+    db: Database,
+    thread: str | None,
+    trusted: list[Verifier],
+    batch: int,
+    counters: Sequence[TokenCounter],
+) -> list[ThreadReport]:
     with read_transaction(db.engine, snapshot=True) as conn:
         query = select(
             _thread.c.id,

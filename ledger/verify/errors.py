@@ -20,6 +20,7 @@ __all__ = [
     "LedgerTamperedError",
     "ModelCallDigestError",
     "RolledBackError",
+    "StoredColumnTypeError",
     "StoredLifecycleReplayError",
     "StoredPrevRootMismatchError",
     "StoredSeqGapError",
@@ -75,6 +76,13 @@ class RolledBackError(LedgerTamperedError):
     restored from an older copy or replaced (``<database>.published``, specs/storage.md)."""
 
     hint = "restore the newest copy of the database, with its -wal file"
+
+
+class StoredColumnTypeError(VerificationError):
+    """A table whose column was given another type (PostgreSQL: ``ALTER COLUMN seq TYPE
+    text``): the queries of ``verify --db`` cannot even run on it."""
+
+    hint = "restore the database from a copy made by registre (`registre backup`)"
 
 
 class StoredLifecycleReplayError(LedgerTamperedError):

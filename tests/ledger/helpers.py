@@ -77,3 +77,20 @@ def mark_older(engine: Engine, version: int, *statements: str) -> None:
         f"VALUES ({version}, '2026-11-01T00:00:00Z', 'initial schema: tables and triggers')",
         *create,
     )
+
+
+def drop_row_checks(engine: Engine) -> None:
+    """Remove the row checks too (PostgreSQL CHECK constraints; on SQLite they are triggers,
+    which :func:`drop_triggers` removes)."""
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.connect() as conn:
+        names = conn.execute(
+            text(
+                "SELECT conname, conrelid::regclass FROM pg_constraint WHERE contype = 'c' "
+                "AND connamespace = current_schema()::regnamespace"
+            )
+        ).all()
+        for name, table in names:
+            conn.execute(text(f"ALTER TABLE {table} DROP CONSTRAINT {name}"))
+        conn.commit()
