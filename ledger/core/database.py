@@ -58,7 +58,10 @@ class Database:
         if self.signer is None:
             raise NoSignerError(
                 "this needs the operator key, and the ledger was opened without one"
-            ).with_hint("pass --key-file (or REGISTRE_KEY), or run `registre init` to create one")
+            ).with_hint(
+                "pass --key-file (or REGISTRE_KEY; an encrypted key also needs "
+                "REGISTRE_KEY_PASSPHRASE), or run `registre init` to create one"
+            )
         return self.signer
 
     def keys(self) -> list[Verifier]:
