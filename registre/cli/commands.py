@@ -15,6 +15,7 @@ import click
 
 from registre.cli import (
     append,
+    backup,
     bench,
     checkpoint,
     compact,
@@ -41,6 +42,7 @@ __all__ = ["COMMANDS", "cli"]
 
 COMMANDS: tuple[click.Command, ...] = (
     append.append_command,
+    backup.backup_command,
     bench.bench_command,
     checkpoint.checkpoint_command,
     compact.compact_command,
