@@ -3,8 +3,9 @@
 ``Ledger.open(url, signer)`` opens (by default creating) the database at ``url`` --
 ``sqlite:///path`` or ``postgresql+psycopg://...`` -- brings its schema to the current
 version. The signer's verifier key is stored only when it signs something the ledger accepts
-(a thread it creates, or the first append to an older unbound thread). Without a signer the ledger is read-only:
-reads, proofs and stored checkpoints work; appends and new checkpoints raise NoSignerError.
+(a thread it creates, or the first append to an older unbound thread). Without a signer the
+ledger is read-only: reads, proofs and stored checkpoints work; appends and new checkpoints
+raise NoSignerError.
 
 Each thread's origin is ``LOGNAME/ID`` where LOGNAME is the name of the key that created it,
 and the thread is bound to that key (``thread.vkey``): another key, even with the same name,

@@ -118,7 +118,9 @@ def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, s
         raise UnknownThreadError(f"no thread {thread!r}")
     origin, size, root, frontier_blob, vkey = row
     if type(size) is not int or not isinstance(root, bytes | memoryview):
-        raise StoreCorruptError(f"thread {thread}: the stored head has a size or root of the wrong type")
+        raise StoreCorruptError(
+            f"thread {thread}: the stored head has a size or root of the wrong type"
+        )
     if not isinstance(frontier_blob, bytes | memoryview):
         raise StoreCorruptError(f"thread {thread}: the stored frontier is not bytes")
     frontier = CompactRange.restore(size, split_frontier(bytes(frontier_blob)))
@@ -167,7 +169,7 @@ def store_public_key(conn: Connection, verifier: Verifier, added: str | None = N
         "key_id": verifier.key_id.hex(),
         "added": added or utc_now(),
     }
-    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     conn.execute(insert(tables.public_key).values(row).on_conflict_do_nothing())
 
 

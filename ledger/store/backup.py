@@ -84,7 +84,8 @@ def _copy(source: Path, temporary: Path) -> None:
             writer.execute("PRAGMA journal_mode=DELETE")
             verdict = writer.execute("PRAGMA integrity_check").fetchone()
             has_schema = writer.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+                "SELECT count(*) FROM sqlite_master "
+                "WHERE type = 'table' AND name = 'schema_version'"
             ).fetchone()
         finally:
             writer.close()

@@ -67,9 +67,9 @@ from registre.lifecycle.model import LIVE, UNPINNED
 
 __all__ = [
     "CONTEXT_SNAPSHOT",
+    "SEAL_DOMAIN",
     "ContextHistoryError",
     "ContextSnapshotRow",
-    "SEAL_DOMAIN",
     "bound_key",
     "context_entries",
     "delete_snapshots",

@@ -31,8 +31,8 @@ from sqlalchemy.pool import StaticPool
 
 from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
 from registre.ledger.store.migrations import MIGRATIONS
-from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
 from registre.ledger.store.row_checks import row_check_ddl
+from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
 from registre.ledger.store.triggers import trigger_ddl
 
 __all__ = [
@@ -165,7 +165,10 @@ def prepare_schema(engine: Engine, *, create: bool) -> int:
                 ).with_hint("run `registre init`")
             metadata.create_all(conn)
             dialect = engine.dialect.name
-            for statement in [*trigger_ddl(dialect, version=SCHEMA_VERSION), *row_check_ddl(dialect)]:
+            for statement in [
+                *trigger_ddl(dialect, version=SCHEMA_VERSION),
+                *row_check_ddl(dialect),
+            ]:
                 conn.exec_driver_sql(statement)
             _record_version(conn, SCHEMA_VERSION, "initial schema: tables, triggers, row checks")
             return 0

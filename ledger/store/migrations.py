@@ -10,9 +10,8 @@ an upgrade never fails on history.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import json
+from collections.abc import Callable
 
 from sqlalchemy import Connection, inspect, select
 
@@ -24,8 +23,8 @@ from registre.ledger.store.context_snapshots import (
 )
 from registre.ledger.store.derived import DERIVED_TABLES, LIFECYCLE_ENTRY_INDEX
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, rebuild_thread
-from registre.ledger.store.schema import metadata, tables
 from registre.ledger.store.row_checks import row_check_ddl
+from registre.ledger.store.schema import metadata, tables
 from registre.ledger.store.triggers import upgrade_checkpoint_triggers_ddl, upgrade_thread_key_ddl
 
 __all__ = ["MIGRATIONS", "add_context_snapshots", "add_lifecycle_tables", "bind_thread_keys"]

@@ -96,7 +96,11 @@ def upgrade_thread_key_ddl(dialect: str) -> list[str]:
     if dialect == "sqlite":
         return ["DROP TRIGGER thread_head_forward", _sqlite_thread_forward(bind_key=True)]
     if dialect == "postgresql":
-        return [_pg_thread_forward(bind_key=True).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")]
+        return [
+            _pg_thread_forward(bind_key=True).replace(
+                "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"
+            )
+        ]
     raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
 
 

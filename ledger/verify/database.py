@@ -64,7 +64,6 @@ from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.published import PublishedHead, published_problem, read_published
 from registre.ledger.store.schema import tables
 from registre.ledger.verify.context import ContextCheck
-from registre.ledger.verify.rows import check_protections, stray_rows
 from registre.ledger.verify.errors import (
     CheckpointMismatchError,
     DerivedStateMismatchError,
@@ -79,6 +78,7 @@ from registre.ledger.verify.errors import (
     StoredSeqGapError,
     SubtreeMismatchError,
 )
+from registre.ledger.verify.rows import check_protections, stray_rows
 from registre.lifecycle.context import TokenCounter
 
 __all__ = ["ThreadReport", "verify_database"]
@@ -181,7 +181,7 @@ def _verify_all(
 _Head = tuple[str, str, int, bytes, bytes, str | None]
 
 
-def _head(row: Row[Any, ...]) -> _Head:
+def _head(row: Row[Any, Any, Any, Any, Any, Any]) -> _Head:
     """The thread row's values, each of the type the schema declares (HeadMismatchError for a
     hostile one: a TEXT root, a TEXT size)."""
     thread = row.id if isinstance(row.id, str) else repr(row.id)
@@ -356,7 +356,9 @@ def _check_subtrees(
             )
             for r in rows:
                 if type(r.idx) is not int:
-                    raise SubtreeMismatchError(thread, None, "a stored subtree index is not an integer")
+                    raise SubtreeMismatchError(
+                        thread, None, "a stored subtree index is not an integer"
+                    )
                 stored[(level, r.idx)] = _blob(r.hash, thread, None, "subtree hash")
     for (level, index), node in expected.items():
         found = stored.pop((level, index), None)
@@ -388,7 +390,9 @@ def _check_checkpoints(
             return count
         for row in rows:
             if type(row.size) is not int or not isinstance(row.note, str):
-                raise CheckpointMismatchError(thread, None, "a stored checkpoint row has a size or note of the wrong type")
+                raise CheckpointMismatchError(
+                    thread, None, "a stored checkpoint row has a size or note of the wrong type"
+                )
             after = row.size
             root = _blob(row.root, thread, None, f"root of the checkpoint at size {after}")
             _check_checkpoint(thread, origin, size, log_keys, source, after, root, row.note)

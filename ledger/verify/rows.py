@@ -18,7 +18,7 @@ its protections, and holds no row that does not belong to a thread's tree.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, text
 
@@ -103,11 +103,11 @@ def _sqlite_problems(conn: Connection) -> list[str]:
 
 
 def _postgresql_problems(conn: Connection) -> list[str]:
-    triggers = dict(
+    triggers: dict[str, str] = dict(
         conn.exec_driver_sql(
             "SELECT tgname, tgenabled FROM pg_trigger JOIN pg_class ON tgrelid = pg_class.oid "
             "WHERE NOT tgisinternal AND relnamespace = current_schema()::regnamespace"
-        ).all()
+        ).tuples()
     )
     problems = []
     for name in trigger_names("postgresql"):
@@ -116,18 +116,20 @@ def _postgresql_problems(conn: Connection) -> list[str]:
             problems.append(f"trigger {name} is missing")
         elif state == "D":
             problems.append(f"trigger {name} is disabled")
-    sources = dict(
+    sources: dict[str, str] = dict(
         conn.exec_driver_sql(
             "SELECT proname, prosrc FROM pg_proc "
             "WHERE pronamespace = current_schema()::regnamespace"
-        ).all()
+        ).tuples()
     )
     for statement in trigger_ddl("postgresql", version=SCHEMA_VERSION):
         if statement.startswith("CREATE FUNCTION"):
             name = _created_name(statement)
             body = statement.split("$$")[1].replace("%%", "%")
             if sources.get(name) != body:
-                problems.append(f"trigger function {name} is {'altered' if name in sources else 'missing'}")
+                problems.append(
+                    f"trigger function {name} is {'altered' if name in sources else 'missing'}"
+                )
     constraints = set(
         conn.exec_driver_sql(
             "SELECT conname FROM pg_constraint WHERE contype = 'c' "
@@ -189,8 +191,10 @@ def _queries(dialect: str) -> Iterable[tuple[str, tuple[str, ...], str]]:
         yield table.name, keys, " OR ".join(conditions)
 
 
-def _describe(keys: tuple[str, ...], row: object) -> str:
-    values = tuple(row)  # type: ignore[call-overload]
-    parts = [f"{key} {value!r}" if not isinstance(value, str) or key != "thread" else
-             f"thread {value}" for key, value in zip(keys, values, strict=True)]
+def _describe(keys: tuple[str, ...], row: Sequence[object]) -> str:
+    values = tuple(row)
+    parts = [
+        f"{key} {value!r}" if not isinstance(value, str) or key != "thread" else f"thread {value}"
+        for key, value in zip(keys, values, strict=True)
+    ]
     return "(" + ", ".join(parts) + ")"

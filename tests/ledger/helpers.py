@@ -67,7 +67,9 @@ def mark_older(engine: Engine, version: int, *statements: str) -> None:
     sqlite = engine.dialect.name == "sqlite"
     name = "schema_version_refuse_delete" if sqlite else "schema_version_refuse_change"
     drop = f"DROP TRIGGER {name}" if sqlite else f"DROP TRIGGER {name} ON schema_version"
-    create = [s for s in trigger_ddl(engine.dialect.name, version=SCHEMA_VERSION) if f" {name} " in s]
+    create = [
+        s for s in trigger_ddl(engine.dialect.name, version=SCHEMA_VERSION) if f" {name} " in s
+    ]
     execute(
         engine,
         *statements,

@@ -51,7 +51,10 @@ def test_backup_without_the_wal_fail(
 
 
 def test_backup_command(
-    ledger: Ledger, thread: Thread, db_url: str, tmp_path: Path,
+    ledger: Ledger,
+    thread: Thread,
+    db_url: str,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     thread.append(*turn("hello"))

@@ -17,7 +17,7 @@ from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import CompactionInvalidError
 from registre.lifecycle.context import Policy, SummaryLine, default_counter, project
 from tests.ledger.context_helpers import agent_loop, forge, opened, replayed, snapshot_rows, step
-from tests.ledger.helpers import mark_older, execute
+from tests.ledger.helpers import mark_older
 from tests.lifecycle.context.threads import honest_body
 
 COUNTER = default_counter()

@@ -19,7 +19,7 @@ from registre.ledger.store.schema import SCHEMA_VERSION, tables
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import StoredLifecycleReplayError
-from tests.ledger.helpers import mark_older, execute, turn
+from tests.ledger.helpers import execute, mark_older, turn
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, investigation, ref
 
 FORGED_FINAL = {

@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 
 from registre.attest.keys import Signer
 from registre.ledger.context.store import rebuild_context
-from registre.ledger.errors import ThreadKeyError
+from registre.ledger.errors import ForeignThreadError, ThreadKeyError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.published import DatabaseBehindError
 from registre.ledger.store.row_checks import CHECK_MARK
@@ -143,9 +143,11 @@ def test_trigger_removed_through_writable_schema_fail(tmp_path: Path, signer: Si
     raw.execute("DELETE FROM sqlite_master WHERE type = 'trigger' AND name = 'entry_refuse_delete'")
     raw.commit()
     raw.close()
-    with Ledger.open(str(path), signer, create=False) as ledger:
-        with pytest.raises(ProtectionMissingError, match="entry_refuse_delete is missing"):
-            verify_database(ledger)
+    with (
+        Ledger.open(str(path), signer, create=False) as ledger,
+        pytest.raises(ProtectionMissingError, match="entry_refuse_delete is missing"),
+    ):
+        verify_database(ledger)
 
 
 # --- 13.13 and 14: a thread is bound to its key ------------------------------------------
@@ -191,9 +193,11 @@ def test_key_of_a_refused_append_not_stored_fail(ledger: Ledger, thread: Thread)
     """Opening a ledger with a key, or a refused append with it, stores nothing."""
     other = Signer.generate("another.log/name")
     url = ledger.engine.url.render_as_string(False)
-    with Ledger.open(url, other, create=False) as opened_with_other:
-        with pytest.raises(Exception):
-            opened_with_other.thread("t1").append(*turn("refused: another log"))
+    with (
+        Ledger.open(url, other, create=False) as opened_with_other,
+        pytest.raises(ForeignThreadError),
+    ):
+        opened_with_other.thread("t1").append(*turn("refused: another log"))
     assert other.vkey() not in _public_keys(ledger)
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from registre.attest.errors import VerificationError
 from registre.cli import main
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
-from registre.attest.errors import VerificationError
 from tests.ledger.helpers import drop_row_checks, drop_triggers, execute, turn
 
 HOSTILE = {
