@@ -103,11 +103,10 @@ def _sqlite_problems(conn: Connection) -> list[str]:
 
 
 def _postgresql_problems(conn: Connection) -> list[str]:
-    triggers: dict[str, str] = dict(
-        conn.exec_driver_sql(
-            "SELECT tgname, tgenabled FROM pg_trigger JOIN pg_class ON tgrelid = pg_class.oid "
-            "WHERE NOT tgisinternal AND relnamespace = current_schema()::regnamespace"
-        ).tuples()
+    triggers = _pairs(
+        conn,
+        "SELECT tgname, tgenabled FROM pg_trigger JOIN pg_class ON tgrelid = pg_class.oid "
+        "WHERE NOT tgisinternal AND relnamespace = current_schema()::regnamespace",
     )
     problems = []
     for name in trigger_names("postgresql"):
@@ -116,11 +115,9 @@ def _postgresql_problems(conn: Connection) -> list[str]:
             problems.append(f"trigger {name} is missing")
         elif state == "D":
             problems.append(f"trigger {name} is disabled")
-    sources: dict[str, str] = dict(
-        conn.exec_driver_sql(
-            "SELECT proname, prosrc FROM pg_proc "
-            "WHERE pronamespace = current_schema()::regnamespace"
-        ).tuples()
+    sources = _pairs(
+        conn,
+        "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = current_schema()::regnamespace",
     )
     for statement in trigger_ddl("postgresql", version=SCHEMA_VERSION):
         if statement.startswith("CREATE FUNCTION"):
@@ -141,6 +138,10 @@ def _postgresql_problems(conn: Connection) -> list[str]:
         if not check.sqlite_only and name not in constraints:
             problems.append(f"row check {name} is missing")
     return problems
+
+
+def _pairs(conn: Connection, sql: str) -> dict[str, str]:
+    return {str(name): str(value) for name, value in conn.exec_driver_sql(sql).all()}
 
 
 # --- stray rows ---------------------------------------------------------------------------
