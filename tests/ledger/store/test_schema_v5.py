@@ -14,7 +14,7 @@ from registre.ledger.store.triggers import trigger_ddl
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from tests.ledger.context_helpers import agent_loop, opened
-from tests.ledger.helpers import drop_row_checks, execute, mark_older
+from tests.ledger.helpers import drop_row_checks, mark_older
 
 
 def _as_version_4(ledger: Ledger) -> None:
