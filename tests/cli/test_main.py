@@ -21,7 +21,17 @@ NOT_COMMANDS = {"__init__", "commands", "options", "files"}
 SHARED = ("registre.cli.options", "registre.cli.files")
 
 TOP_LEVEL = [
-    *("append", "bench", "checkpoint", "compact", "conclude", "conclusions", "context", "demo"),
+    *(
+        "append",
+        "backup",
+        "bench",
+        "checkpoint",
+        "compact",
+        "conclude",
+        "conclusions",
+        "context",
+        "demo",
+    ),
     *("evidence", "expand", "export", "import", "init", "key", "log", "pin", "prove", "rebuild"),
     *("source", "thread", "trace", "transcript", "unpin", "verify", "witness"),
 ]
