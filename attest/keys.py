@@ -6,9 +6,16 @@ Formats (normative text in ``specs/checkpoint.md``):
   (0x01) for log keys and :data:`ALG_COSIGNATURE_V1` (0x04) for witness keys.
 * verifier key (vkey): ``name+hex8(key id)+base64(alg ‖ 32-byte public key)``.
 * signer key (skey, Go ``sumdb/note``): ``PRIVATE+KEY+name+hex8(key id)+base64(0x01 ‖ seed)``.
-* key file: two header lines, ``registre-key-name: NAME`` and ``registre-key-type: TYPE``
-  (``ed25519`` or ``cosignature/v1``), then the PKCS#8 PEM block, optionally encrypted with a
-  passphrase. The file is created with mode 0600 and never overwritten.
+* key file: three header lines, ``registre-key-name: NAME``, ``registre-key-type: TYPE``
+  (``ed25519`` or ``cosignature/v1``) and ``registre-key-vkey: VKEY`` (the verifier key: name,
+  key id and public key), then the PKCS#8 PEM block, optionally encrypted with a passphrase.
+  The file is created with mode 0600 and never overwritten. On load the private key must give
+  exactly the stated verifier key: a flipped bit anywhere in the file is refused
+  (KeyFileCorruptedError), never loaded as another valid key. A file of the first format
+  (no ``vkey`` line) still loads, with a :class:`LegacyKeyFileWarning`: it cannot be checked,
+  so ``registre key upgrade`` rewrites it in the current format.
+* a private key file that its group or others may read or write (mode bits 0o077) is refused
+  (KeyFilePermissionError), as ssh refuses one; the hint gives the ``chmod`` to run.
 
 Every public key is checked when it is loaded: a point that is not on the curve, a
 non-canonical encoding, or a point of small order (the identity and the seven other points
@@ -24,11 +31,13 @@ import base64
 import binascii
 import hashlib
 import os
+import stat
 import unicodedata
+import warnings
 from pathlib import Path
 from typing import Self
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InternalError, InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
@@ -42,7 +51,11 @@ __all__ = [
     "ALG_ED25519",
     "KEY_TYPE_NAMES",
     "MAX_KEY_FILE_BYTES",
+    "KeyFileCorruptedError",
+    "KeyFilePermissionError",
     "KeyFileRefusedError",
+    "KeyPassphraseError",
+    "LegacyKeyFileWarning",
     "SignatureInvalidError",
     "Signer",
     "SigningKey",
@@ -65,10 +78,29 @@ MAX_KEY_FILE_BYTES = 64 * 1024
 _SKEY_PREFIX = "PRIVATE+KEY+"
 _NAME_HEADER = "registre-key-name: "
 _TYPE_HEADER = "registre-key-type: "
+_VKEY_HEADER = "registre-key-vkey: "
 
 
 class SignatureInvalidError(VerificationError):
     """An Ed25519 signature that does not verify for this key and message."""
+
+
+class KeyFileCorruptedError(BadKeyError):
+    """A key file whose private key does not give the verifier key it states (or whose
+    stated key does not parse): the file was altered or damaged."""
+
+
+class KeyFilePermissionError(BadKeyError):
+    """A private key file that its group or others may read or write."""
+
+
+class KeyPassphraseError(BadKeyError):
+    """An encrypted key file loaded without its passphrase, or with the wrong one."""
+
+
+class LegacyKeyFileWarning(UserWarning):
+    """A key file of the first format (no verifier-key line), which cannot be checked on
+    load; rewrite it with ``registre key upgrade``."""
 
 
 class KeyFileRefusedError(RefusedError):
@@ -415,7 +447,13 @@ def write_key_file(
     pem = private_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
     )
-    header = f"{_NAME_HEADER}{name}\n{_TYPE_HEADER}{KEY_TYPE_NAMES[alg]}\n".encode()
+    public_key = private_key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+    header = (
+        f"{_NAME_HEADER}{name}\n{_TYPE_HEADER}{KEY_TYPE_NAMES[alg]}\n"
+        f"{_VKEY_HEADER}{encode_vkey(name, alg, public_key)}\n"
+    ).encode()
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
@@ -438,11 +476,15 @@ def read_key_file(
     """Read a key file of type ``alg``; return ``(name, private key)``.
 
     Raises BadKeyError naming the problem: unreadable or oversized file, missing headers,
-    wrong key type, missing/unneeded/wrong passphrase, corrupted PEM, not an Ed25519 key.
+    wrong key type, missing/unneeded/wrong passphrase (KeyPassphraseError), corrupted PEM,
+    not an Ed25519 key, a private key that is not the stated one (KeyFileCorruptedError), a
+    file others may read (KeyFilePermissionError). A file without the verifier-key line
+    loads with a LegacyKeyFileWarning.
     """
     where = os.fspath(path)
     try:
         with open(path, "rb") as handle:
+            _check_mode(os.fstat(handle.fileno()).st_mode, where)
             data = handle.read(MAX_KEY_FILE_BYTES + 1)
     except OSError as exc:
         raise BadKeyError(f"cannot read key file {where}: {exc.strerror}") from None
@@ -469,22 +511,70 @@ def read_key_file(
         raise BadKeyError(
             f"key file {where} holds a {key_type!r} key; a {KEY_TYPE_NAMES[alg]!r} key is needed"
         )
+    stated, pem = _split_vkey_line(lines[2], where)
+    private_key = _load_pem(pem, passphrase, where)
+    public_key = private_key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+    if stated is None:
+        warnings.warn(
+            LegacyKeyFileWarning(
+                f"key file {where} has the first format, which cannot be checked for damage; "
+                "rewrite it with `registre key upgrade`"
+            ),
+            stacklevel=3,
+        )
+    elif stated != encode_vkey(name, alg, public_key):
+        raise KeyFileCorruptedError(
+            f"key file {where} is corrupted: its private key does not give the verifier key "
+            f"it states ({stated.rsplit('+', 1)[0]})"
+        )
+    return name, private_key
+
+
+def _check_mode(mode: int, where: str) -> None:
+    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise KeyFilePermissionError(
+            f"key file {where} is readable or writable by others (mode "
+            f"{stat.S_IMODE(mode):04o}); a private key must be private"
+        ).with_hint(f"chmod 600 {where}")
+
+
+def _split_vkey_line(rest: str, where: str) -> tuple[str | None, str]:
+    """``(stated vkey, PEM)`` of a key file's body after the two first headers; no stated
+    key for a first-format file."""
+    if rest.startswith("-----BEGIN "):
+        return None, rest
+    line, _, pem = rest.partition("\n")
+    if not line.startswith(_VKEY_HEADER):
+        raise KeyFileCorruptedError(
+            f"key file {where} is corrupted: its third line is neither '{_VKEY_HEADER}VKEY' "
+            "nor the start of the PEM block"
+        )
+    return line[len(_VKEY_HEADER) :], pem
+
+
+def _load_pem(pem: str, passphrase: bytes | None, where: str) -> Ed25519PrivateKey:
     try:
-        private_key = serialization.load_pem_private_key(lines[2].encode(), passphrase)
+        private_key = serialization.load_pem_private_key(pem.encode(), passphrase)
     except TypeError as exc:
         if passphrase is None:
-            raise BadKeyError(
+            raise KeyPassphraseError(
                 f"key file {where} is encrypted; give its passphrase to load it"
             ) from None
-        raise BadKeyError(
+        raise KeyPassphraseError(
             f"key file {where} is not encrypted; load it without a passphrase ({exc})"
+        ) from None
+    except (UnsupportedAlgorithm, InternalError):
+        raise KeyFileCorruptedError(
+            f"key file {where} is corrupted: its PEM block does not decode to a key"
         ) from None
     except ValueError as exc:
         if passphrase is not None and "password" in str(exc).lower():
-            raise BadKeyError(
+            raise KeyPassphraseError(
                 f"wrong passphrase for key file {where} (or the encrypted key is corrupted)"
             ) from None
-        raise BadKeyError(f"key file {where} is corrupted: {exc}") from None
+        raise KeyFileCorruptedError(f"key file {where} is corrupted: {exc}") from None
     if not isinstance(private_key, Ed25519PrivateKey):
         raise BadKeyError(f"key file {where} does not hold an Ed25519 key")
-    return name, private_key
+    return private_key

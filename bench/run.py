@@ -180,7 +180,7 @@ def results_document(
 
 
 def _fresh_sqlite(path: Path) -> str:
-    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+    for stale in (path, *(Path(f"{path}{end}") for end in ("-wal", "-shm", ".published"))):
         stale.unlink(missing_ok=True)
     return str(path)
 

@@ -16,6 +16,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreCorruptError",
     "ThreadExistsError",
+    "ThreadKeyError",
     "UnknownThreadError",
     "rebuild_hint",
 ]
@@ -49,6 +50,11 @@ class NoSignerError(RefusedError):
 
 class ForeignThreadError(RefusedError):
     """Appending with a key whose name is not the thread's log name."""
+
+
+class ThreadKeyError(RefusedError):
+    """Signing for a thread with a key other than the one it is bound to (the key that created
+    it): same log name, another key. Nothing is written and the key is not stored."""
 
 
 class StoreCorruptError(VerificationError):

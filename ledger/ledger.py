@@ -2,11 +2,14 @@
 
 ``Ledger.open(url, signer)`` opens (by default creating) the database at ``url`` --
 ``sqlite:///path`` or ``postgresql+psycopg://...`` -- brings its schema to the current
-version, and registers the signer's verifier key. Without a signer the ledger is read-only:
-reads, proofs and stored checkpoints work; appends and new checkpoints raise NoSignerError.
+version. The signer's verifier key is stored only when it signs something the ledger accepts
+(a thread it creates, or the first append to an older unbound thread). Without a signer the
+ledger is read-only: reads, proofs and stored checkpoints work; appends and new checkpoints
+raise NoSignerError.
 
-Each thread's origin is ``LOGNAME/ID`` where LOGNAME is the name of the key that created it;
-only a key with that name can append to it.
+Each thread's origin is ``LOGNAME/ID`` where LOGNAME is the name of the key that created it,
+and the thread is bound to that key (``thread.vkey``): another key, even with the same name,
+cannot append to it or sign its checkpoints (ThreadKeyError).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from registre.attest.entry import check_thread_id
 from registre.attest.keys import Signer, Verifier
 from registre.attest.merkle import empty_root
+from registre.ledger.core.append import store_public_key
 from registre.ledger.core.database import Database, utc_now
 from registre.ledger.errors import ThreadExistsError, UnknownThreadError
 from registre.ledger.store.engine import (
@@ -60,8 +64,6 @@ class Ledger(Database):
         try:
             prepare_schema(engine, create=create)
             ledger = cls(engine, signer, trusted)
-            if signer is not None:
-                ledger.register_key(signer.verifier())
         except BaseException:
             engine.dispose()
             raise
@@ -87,8 +89,10 @@ class Ledger(Database):
                         root=empty_root(),
                         frontier=b"",
                         created=utc_now(),
+                        vkey=signer.vkey(),
                     )
                 )
+                store_public_key(conn, signer.verifier())
         except IntegrityError:
             raise ThreadExistsError(f"thread {thread_id!r} already exists") from None
         return Thread(self, thread_id, origin)

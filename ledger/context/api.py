@@ -103,7 +103,8 @@ class ContextThread(ThreadCore):
                     f"thread {self.id} has entries 0..{size - 1}; at {at} is not one of them "
                     "(-1: before the first)"
                 )
-            return fold_context(conn, self.id, at)
+            signer = self._db.signer
+            return fold_context(conn, self.id, at, signer.verifier() if signer else None)
 
     def context_entries(self, start: int = 0, stop: int | None = None) -> list[ContextEntry]:
         """Entries ``start <= seq < stop`` (default: to the head) as the context fold reads

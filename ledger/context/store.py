@@ -33,14 +33,20 @@ from sqlalchemy import Connection, Engine, select
 from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, RefusedError, VerificationError
-from registre.attest.keys import Signer
+from registre.attest.keys import Signer, Verifier
 from registre.attest.projection import (
     REGISTRE_SHAPE,
     claims_block,
     shape_digest,
     verify_model_call,
 )
-from registre.ledger.core.append import AppendItem, append_entries, batch_has_kind, read_head
+from registre.ledger.core.append import (
+    AppendItem,
+    append_entries,
+    batch_has_kind,
+    read_bound_head,
+    read_head,
+)
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.store.context_snapshots import (
@@ -223,7 +229,7 @@ def append_context_checked(
     signer = db.require_signer()
     with write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)
-        state = fold_context(conn, thread, frontier.size - 1)
+        state = fold_context(conn, thread, frontier.size - 1, signer.verifier())
         return commit_context_items(conn, signer, thread, state, items, counter_registry(counters))
 
 
@@ -253,7 +259,9 @@ def commit_context_items(
             if kind == "context.compaction":
                 validate_compaction(state, entry, texts, counters)
             elif kind == "model.call":
-                at = _model_call_state(conn, thread, state, batch, body["at_seq"], entry.seq)
+                at = _model_call_state(
+                    conn, thread, state, batch, body["at_seq"], entry.seq, signer.verifier()
+                )
                 lifecycle = None
                 if claims_block(body):
                     lifecycle = lifecycle_at(conn, thread, body["at_seq"]).state
@@ -269,7 +277,7 @@ def commit_context_items(
             raise _refusal(where, exc, entry.seq) from exc
         batch.append(entry)
         if kind == "context.compaction":
-            rows.append(snapshot_row(thread, entry.seq, state))
+            rows.append(snapshot_row(thread, entry.seq, state, signer))
     entries = append_entries(conn, signer, thread, items, checked=range(len(items)))
     insert_snapshots(conn, rows)
     return entries
@@ -305,8 +313,10 @@ def _model_call_state(
     batch: Sequence[ContextEntry],
     at_seq: int,
     seq: int,
+    key: Verifier,
 ) -> ContextState:
-    """The fold at ``at_seq`` for a model call that would be entry ``seq``."""
+    """The fold at ``at_seq`` for a model call that would be entry ``seq`` (snapshots trusted
+    only when sealed by ``key``)."""
     if at_seq >= seq:
         raise ContextEntryRefusedError(
             f"a model call at seq {seq} cannot project entries up to {at_seq}: at_seq must "
@@ -317,8 +327,8 @@ def _model_call_state(
         return state
     written = seq - len(batch)
     if at_seq < written:
-        return fold_context(conn, thread, at_seq)
-    before = fold_context(conn, thread, written - 1)
+        return fold_context(conn, thread, at_seq, key)
+    before = fold_context(conn, thread, written - 1, key)
     return fold_on(before, batch[: at_seq - written + 1], thread)
 
 
@@ -343,7 +353,7 @@ def record_compaction(
     for _attempt in range(_PLAN_ATTEMPTS):
         with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
-            state = fold_context(conn, thread, size - 1)
+            state = fold_context(conn, thread, size - 1, signer.verifier())
         texts = LeafTexts(engine_reader(db.engine, thread), size)
         body = prepare_compaction(state, policy, counter, summarizer, texts)
         if body is None:
@@ -386,7 +396,7 @@ def record_model_call(
         _origin, frontier = read_head(conn, thread)
         if frontier.size == 0:
             raise EmptyThreadError(f"thread {thread} has no entries: there is no context to send")
-        state = fold_context(conn, thread, frontier.size - 1)
+        state = fold_context(conn, thread, frontier.size - 1, signer.verifier())
         lifecycle = slot.current(conn, frontier.size).state if lifecycle_block else None
         projection = project(state, budget, policy, counter, lifecycle)
         body: dict[str, Any] = {
@@ -407,7 +417,8 @@ def record_model_call(
 
 def rebuild_context(db: Database, thread: str | None = None) -> list[ContextRebuildReport]:
     """Drop and rebuild the context snapshots of ``thread`` (default: every thread) from the
-    entries, one write transaction per thread under its lock. Raises UnknownThreadError;
+    entries, one write transaction per thread under its lock; sealed when the database's
+    signer is the thread's key (else unsealed, so never trusted). Raises UnknownThreadError;
     ContextHistoryError for a thread whose entries do not fold (its rows are left as they
     were)."""
     if thread is None:
@@ -419,7 +430,8 @@ def rebuild_context(db: Database, thread: str | None = None) -> list[ContextRebu
     reports = []
     for thread_id in ids:
         with write_transaction(db.engine) as conn:
-            _origin, frontier = read_head(conn, thread_id)
-            count = rebuild_thread_context(conn, thread_id, frontier.size)
+            _origin, frontier, bound = read_bound_head(conn, thread_id)
+            signer = db.signer if db.signer is not None and db.signer.vkey() == bound else None
+            count = rebuild_thread_context(conn, thread_id, frontier.size, signer)
         reports.append(ContextRebuildReport(thread_id, frontier.size, count))
     return reports

@@ -23,13 +23,36 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.dialects import postgresql, sqlite
 
 from registre.attest.entry import Entry, sign_entry
-from registre.attest.keys import Signer
+from registre.attest.keys import Signer, Verifier
 from registre.attest.merkle import HASH_SIZE, CompactRange
-from registre.ledger.errors import ForeignThreadError, StoreCorruptError, UnknownThreadError
+from registre.ledger.core.database import utc_now
+from registre.ledger.errors import (
+    ForeignThreadError,
+    StoreCorruptError,
+    ThreadKeyError,
+    UnknownThreadError,
+)
+from registre.ledger.store.published import (
+    DatabaseBehindError,
+    published_problem,
+    read_published,
+)
+from registre.ledger.store.schema import tables
 
-__all__ = ["AppendItem", "append_entries", "batch_has_kind", "read_head", "split_frontier"]
+__all__ = [
+    "AppendItem",
+    "append_entries",
+    "batch_has_kind",
+    "read_bound_head",
+    "read_head",
+    "require_not_behind",
+    "require_thread_key",
+    "split_frontier",
+    "store_public_key",
+]
 
 AppendItem = tuple[str, Any, str]
 """``(kind, body, actor)``: one entry to append."""
@@ -49,7 +72,7 @@ def batch_has_kind(items: Sequence[AppendItem], kinds: Collection[str]) -> bool:
 # append together, and an append is the operation whose rate matters. They name the tables
 # and columns of ledger.store.schema; "?" becomes "%s" for psycopg.
 _SQL = {
-    "lock_head": "SELECT origin, size, root, frontier FROM thread WHERE id = ?",
+    "lock_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
     "insert_entry": (
         "INSERT INTO entry (thread, seq, leaf, leaf_hash, kind, time) VALUES (?, ?, ?, ?, ?, ?)"
     ),
@@ -79,6 +102,12 @@ def split_frontier(blob: bytes) -> list[bytes]:
 def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
     """Lock the thread row and return ``(origin, frontier)``; the frontier's root must equal
     the stored root (StoreCorruptError otherwise); UnknownThreadError if there is no thread."""
+    origin, frontier, _vkey = read_bound_head(conn, thread)
+    return origin, frontier
+
+
+def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, str | None]:
+    """:func:`read_head` and the vkey the thread is bound to (None: not bound yet)."""
     cursor = conn.connection.cursor()
     try:
         cursor.execute(_statements(conn)["lock_head"], (thread,))
@@ -87,13 +116,61 @@ def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
         cursor.close()
     if row is None:
         raise UnknownThreadError(f"no thread {thread!r}")
-    origin, size, root, frontier_blob = row
-    frontier = CompactRange.restore(int(size), split_frontier(bytes(frontier_blob)))
+    origin, size, root, frontier_blob, vkey = row
+    if type(size) is not int or not isinstance(root, bytes | memoryview):
+        raise StoreCorruptError(
+            f"thread {thread}: the stored head has a size or root of the wrong type"
+        )
+    if not isinstance(frontier_blob, bytes | memoryview):
+        raise StoreCorruptError(f"thread {thread}: the stored frontier is not bytes")
+    frontier = CompactRange.restore(size, split_frontier(bytes(frontier_blob)))
     if frontier.root() != bytes(root):
         raise StoreCorruptError(
             f"thread {thread}: the stored head root does not match the stored frontier"
         )
-    return str(origin), frontier
+    return str(origin), frontier, None if vkey is None else str(vkey)
+
+
+def require_thread_key(conn: Connection, thread: str, bound: str | None, signer: Signer) -> None:
+    """Refuse ``signer`` unless it is the key ``thread`` is bound to (ThreadKeyError). A
+    thread of an older database with no bound key (``bound`` None) is bound to ``signer``
+    now, in the caller's transaction, and the key stored. There is no rotation: a thread is
+    signed by one key for its whole life (specs/storage.md section 2)."""
+    vkey = signer.vkey()
+    if bound == vkey:
+        return
+    if bound is not None:
+        other = bound.rsplit("+", 1)[0]
+        raise ThreadKeyError(
+            f"thread {thread} is bound to the key {other}, which created it; this key is "
+            f"{signer.name}+{signer.key_id.hex()}: a second key for the log name is refused"
+        ).with_hint("sign with the thread's own key file (--key-file / REGISTRE_KEY)")
+    conn.execute(tables.thread.update().where(tables.thread.c.id == thread).values(vkey=vkey))
+    store_public_key(conn, signer.verifier())
+
+
+def require_not_behind(
+    conn: Connection, thread: str, origin: str, size: int, root_at: bytes | None = None
+) -> None:
+    """DatabaseBehindError if ``thread`` (head ``size``; ``root_at``: its root at the
+    published size, when the caller computed it) is behind the checkpoint recorded outside
+    the database (:mod:`registre.ledger.store.published`)."""
+    problem = published_problem(read_published(conn).get(origin), size, root_at)
+    if problem is not None:
+        raise DatabaseBehindError(f"thread {thread}: {problem}; nothing was written")
+
+
+def store_public_key(conn: Connection, verifier: Verifier, added: str | None = None) -> None:
+    """Record ``verifier`` in ``public_key`` (once; concurrent writers are fine), in the
+    caller's transaction -- the one that makes it sign something the ledger accepts."""
+    row = {
+        "vkey": verifier.vkey(),
+        "name": verifier.name,
+        "key_id": verifier.key_id.hex(),
+        "added": added or utc_now(),
+    }
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    conn.execute(insert(tables.public_key).values(row).on_conflict_do_nothing())
 
 
 def append_entries(
@@ -114,12 +191,14 @@ def append_entries(
     thread's log name) and StoreCorruptError; any exception leaves the transaction to roll
     back.
     """
-    origin, frontier = read_head(conn, thread)
+    origin, frontier, bound = read_bound_head(conn, thread)
     if origin != f"{signer.name}/{thread}":
         raise ForeignThreadError(
             f"thread {thread} belongs to log {origin.rsplit('/', 1)[0]!r}; the key "
             f"{signer.name!r} cannot append to it"
         )
+    require_thread_key(conn, thread, bound, signer)
+    require_not_behind(conn, thread, origin, frontier.size)
     old_size = frontier.size
     entries: list[Entry] = []
     entry_rows: list[tuple[Any, ...]] = []

@@ -15,11 +15,10 @@ from types import TracebackType
 from typing import Self
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError
 
 from registre.attest.keys import Signer, Verifier
 from registre.ledger.errors import NoSignerError
-from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.lifecycle_cache import LifecycleCache
 from registre.ledger.store.schema import tables
 
@@ -59,7 +58,10 @@ class Database:
         if self.signer is None:
             raise NoSignerError(
                 "this needs the operator key, and the ledger was opened without one"
-            ).with_hint("pass --key-file (or REGISTRE_KEY), or run `registre init` to create one")
+            ).with_hint(
+                "pass --key-file (or REGISTRE_KEY; an encrypted key also needs "
+                "REGISTRE_KEY_PASSPHRASE), or run `registre init` to create one"
+            )
         return self.signer
 
     def keys(self) -> list[Verifier]:
@@ -84,30 +86,6 @@ class Database:
         with read_transaction(self.engine) as conn:
             ids = conn.execute(select(tables.thread.c.id).order_by(tables.thread.c.id))
             return [str(thread_id) for thread_id in ids.scalars()]
-
-    def register_key(self, verifier: Verifier) -> None:
-        """Record ``verifier`` among the stored keys (once; concurrent openers are fine). A
-        key already stored is only read, so a read-only ledger opens with it."""
-        vkey = verifier.vkey()
-        with read_transaction(self.engine) as conn:
-            if conn.execute(select(_public_key.c.vkey).where(_public_key.c.vkey == vkey)).first():
-                return
-        try:
-            with write_transaction(self.engine) as conn:
-                known = conn.execute(
-                    select(_public_key.c.vkey).where(_public_key.c.vkey == vkey)
-                ).first()
-                if known is None:
-                    conn.execute(
-                        _public_key.insert().values(
-                            vkey=vkey,
-                            name=verifier.name,
-                            key_id=verifier.key_id.hex(),
-                            added=utc_now(),
-                        )
-                    )
-        except IntegrityError:
-            pass  # registered by a concurrent opener (PostgreSQL)
 
 
 def utc_now() -> str:

@@ -26,11 +26,18 @@ from registre.attest.entry import Entry, open_entry
 from registre.attest.merkle import root_at
 from registre.attest.note import DuplicateSignatureError, append_signature
 from registre.attest.proofs import consistency_proof, inclusion_proof
-from registre.ledger.core.append import AppendItem, append_entries, read_head
+from registre.ledger.core.append import (
+    AppendItem,
+    append_entries,
+    read_bound_head,
+    require_not_behind,
+    require_thread_key,
+)
 from registre.ledger.core.database import Database, utc_now
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.store.nodes import StoredHashSource
+from registre.ledger.store.published import read_published, record_published
 from registre.ledger.store.schema import tables
 
 __all__ = [
@@ -159,26 +166,34 @@ class ThreadCore:
 
     def checkpoint(self, size: int | None = None) -> StoredCheckpoint:
         """The signed checkpoint at ``size`` (default: the head), signing and storing it if
-        this size has none yet. Raises NoSignerError (when one must be signed) and
-        EntryNotFoundError for a size beyond the head."""
+        this size has none yet, and records it outside the database
+        (:mod:`registre.ledger.store.published`). Raises NoSignerError (when one must be
+        signed), ThreadKeyError (another key than the thread's), DatabaseBehindError (the
+        database is behind a checkpoint already signed) and EntryNotFoundError for a size
+        beyond the head."""
         with write_transaction(self._db.engine) as conn:
-            _origin, frontier = read_head(conn, self.id)
+            _origin, frontier, bound = read_bound_head(conn, self.id)
             size = frontier.size if size is None else size
             self._check_size(size, frontier.size)
             stored = conn.execute(_CHECKPOINT_AT, {"thread": self.id, "size": size}).one_or_none()
             if stored is not None:
                 return StoredCheckpoint(self.id, size, bytes(stored.root), str(stored.note))
             signer = self._db.require_signer()
-            if size == frontier.size:
-                root = frontier.root()
-            else:
-                root = root_at(StoredHashSource(conn, self.id, frontier.size), size)
+            require_thread_key(conn, self.id, bound, signer)
+            source = StoredHashSource(conn, self.id, frontier.size)
+            published = read_published(conn).get(self.origin)
+            at_published = None
+            if published is not None and published.size <= frontier.size:
+                at_published = root_at(source, published.size)
+            require_not_behind(conn, self.id, self.origin, frontier.size, at_published)
+            root = frontier.root() if size == frontier.size else root_at(source, size)
             note = sign_checkpoint(Checkpoint(self.origin, size, root), signer)
             conn.execute(
                 _checkpoint.insert().values(
                     thread=self.id, size=size, root=root, note=note, created=utc_now()
                 )
             )
+            record_published(conn, self.origin, size, root)
             return StoredCheckpoint(self.id, size, root, note)
 
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> StoredCheckpoint:

@@ -27,10 +27,23 @@ Like every derived table it is a cache: rows can be deleted and rebuilt from the
 (:func:`rebuild_thread_context`, ``registre rebuild``), and ``registre verify --db`` folds the
 entries itself and compares every row. Leaves are parsed here, not signature-checked (as for
 the lifecycle cache): the entry table is append-only and ``verify --db`` checks it.
+
+**Seals** (schema version 5). A cache that the next model call is built from must not be
+trusted because it is in the database: a snapshot edited through SQL (a pin's text turned into
+an instruction) would otherwise be folded into a projection that registre then signs. Each row
+carries ``seal``, the thread key's Ed25519 signature of :func:`seal_message` (thread, seq,
+boundary and the SHA-256 of the snapshot text, under a domain prefix that no entry, note or
+checkpoint starts with). :func:`fold_context` uses a snapshot only if its seal verifies under
+the key it is given (the writer's own key when it signs; the thread's bound key for reads);
+any other row -- edited, forged, unsealed (written by an older registre, or rebuilt without
+the key) -- is ignored and the fold is rebuilt from the entries: slower, never wrong.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -38,6 +51,8 @@ from typing import Any, Final
 from sqlalchemy import BigInteger, Connection, Table, bindparam, select
 from sqlmodel import Field
 
+from registre.attest.errors import RegistreError
+from registre.attest.keys import Signer, Verifier
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.schema import LedgerModel, tables
 from registre.lifecycle import LifecycleFormatError, ReplayMismatchError
@@ -52,8 +67,10 @@ from registre.lifecycle.model import LIVE, UNPINNED
 
 __all__ = [
     "CONTEXT_SNAPSHOT",
+    "SEAL_DOMAIN",
     "ContextHistoryError",
     "ContextSnapshotRow",
+    "bound_key",
     "context_entries",
     "delete_snapshots",
     "fold_context",
@@ -61,8 +78,11 @@ __all__ = [
     "fold_on",
     "insert_snapshots",
     "rebuild_thread_context",
+    "seal_message",
+    "seal_verifies",
     "snapshot_json",
     "snapshot_row",
+    "stored_seal",
     "stored_snapshot",
     "stored_snapshots",
 ]
@@ -75,6 +95,8 @@ class ContextSnapshotRow(LedgerModel, table=True):
     seq: int = Field(primary_key=True, sa_type=BigInteger)  # the context.compaction entry
     boundary: int = Field(sa_type=BigInteger)  # first seq of the tail after it
     snapshot: str  # compact JSON: the stored form (module docstring)
+    # version 5: base64 Ed25519 signature by the thread's key (ledger.store.snapshot_seal)
+    seal: str | None = Field(default=None, nullable=True)
 
 
 CONTEXT_SNAPSHOT: Final[Table] = ContextSnapshotRow.__table__  # type: ignore[attr-defined]
@@ -91,7 +113,12 @@ _LEAVES = (
     .limit(bindparam("batch"))
 )
 _LATEST = (
-    select(CONTEXT_SNAPSHOT.c.seq, CONTEXT_SNAPSHOT.c.snapshot)
+    select(
+        CONTEXT_SNAPSHOT.c.seq,
+        CONTEXT_SNAPSHOT.c.boundary,
+        CONTEXT_SNAPSHOT.c.snapshot,
+        CONTEXT_SNAPSHOT.c.seal,
+    )
     .where(
         CONTEXT_SNAPSHOT.c.thread == bindparam("thread"),
         CONTEXT_SNAPSHOT.c.seq <= bindparam("at"),
@@ -99,7 +126,9 @@ _LATEST = (
     .order_by(CONTEXT_SNAPSHOT.c.seq.desc())
     .limit(1)
 )
-_ONE = select(CONTEXT_SNAPSHOT.c.boundary, CONTEXT_SNAPSHOT.c.snapshot).where(
+_ONE = select(
+    CONTEXT_SNAPSHOT.c.boundary, CONTEXT_SNAPSHOT.c.snapshot, CONTEXT_SNAPSHOT.c.seal
+).where(
     CONTEXT_SNAPSHOT.c.thread == bindparam("thread"), CONTEXT_SNAPSHOT.c.seq == bindparam("seq")
 )
 _ALL = (
@@ -112,6 +141,8 @@ _ALL = (
     .limit(bindparam("batch"))
 )
 _PLACEHOLDER_KIND: Final = "definition"
+_BOUND_KEY = select(tables.thread.c.vkey).where(tables.thread.c.id == bindparam("thread"))
+SEAL_DOMAIN: Final = b"\x00registre/context-snapshot-seal/v1\n"
 
 
 class ContextHistoryError(StoreCorruptError):
@@ -167,16 +198,63 @@ def _encode(snapshot: Mapping[str, Any]) -> str:
     return json.dumps(snapshot, ensure_ascii=False, separators=(",", ":"))
 
 
+# --- seals ------------------------------------------------------------------------------------
+
+
+def seal_message(thread: str, seq: int, boundary: int, snapshot: str) -> bytes:
+    """What a snapshot's seal signs: :data:`SEAL_DOMAIN` (a NUL first byte: no entry, note or
+    checkpoint starts so), then ``thread``, ``seq``, ``boundary`` and the hex SHA-256 of the
+    snapshot text, one per line."""
+    digest = hashlib.sha256(snapshot.encode("utf-8")).hexdigest()
+    return SEAL_DOMAIN + f"{thread}\n{seq}\n{boundary}\n{digest}\n".encode()
+
+
+def _seal(signer: Signer, thread: str, seq: int, boundary: int, snapshot: str) -> str:
+    signature = signer.sign(seal_message(thread, seq, boundary, snapshot))
+    return base64.b64encode(signature).decode("ascii")
+
+
+def seal_verifies(
+    key: Verifier, thread: str, seq: int, boundary: object, snapshot: object, seal: object
+) -> bool:
+    """Whether ``seal`` is ``key``'s seal of the row (thread, seq, boundary, snapshot).
+    Values of the wrong type (a hostile row) do not verify."""
+    if type(boundary) is not int or not isinstance(snapshot, str) or not isinstance(seal, str):
+        return False
+    try:
+        signature = base64.b64decode(seal.encode("ascii"), validate=True)
+        key.verify(seal_message(thread, seq, boundary, snapshot), signature)
+    except (UnicodeEncodeError, binascii.Error, RegistreError):
+        return False
+    return True
+
+
+def bound_key(conn: Connection, thread: str) -> Verifier | None:
+    """The key ``thread`` is bound to (``thread.vkey``), or None if unbound or unreadable."""
+    vkey = conn.execute(_BOUND_KEY, {"thread": thread}).scalar()
+    if not isinstance(vkey, str):
+        return None
+    try:
+        return Verifier.from_vkey(vkey)
+    except RegistreError:
+        return None
+
+
 # --- rows -------------------------------------------------------------------------------------
 
 
-def snapshot_row(thread: str, seq: int, state: ContextState) -> dict[str, Any]:
-    """The row storing ``state``, the fold just after the compaction at ``seq``."""
+def snapshot_row(
+    thread: str, seq: int, state: ContextState, signer: Signer | None = None
+) -> dict[str, Any]:
+    """The row storing ``state``, the fold just after the compaction at ``seq``, sealed by
+    ``signer`` (the thread's key) when given; an unsealed row is never trusted."""
+    text = _encode(snapshot_json(state))
     return {
         "thread": thread,
         "seq": seq,
         "boundary": state.boundary,
-        "snapshot": _encode(snapshot_json(state)),
+        "snapshot": text,
+        "seal": None if signer is None else _seal(signer, thread, seq, state.boundary, text),
     }
 
 
@@ -190,6 +268,13 @@ def stored_snapshot(conn: Connection, thread: str, seq: int) -> dict[str, Any] |
     """The stored snapshot at ``seq`` as JSON data, or None if there is no row."""
     row = conn.execute(_ONE, {"thread": thread, "seq": seq}).one_or_none()
     return None if row is None else _decode(thread, seq, row.snapshot)
+
+
+def stored_seal(conn: Connection, thread: str, seq: int) -> tuple[object, object, object] | None:
+    """The raw ``(boundary, snapshot, seal)`` of the row at ``seq``, or None: what
+    :func:`seal_verifies` takes."""
+    row = conn.execute(_ONE, {"thread": thread, "seq": seq}).one_or_none()
+    return None if row is None else (row.boundary, row.snapshot, row.seal)
 
 
 def stored_snapshots(
@@ -259,16 +344,23 @@ def _context_entry(thread: str, seq: int, leaf: object) -> ContextEntry:
 # --- folding --------------------------------------------------------------------------------
 
 
-def fold_context(conn: Connection, thread: str, at: int) -> ContextState:
+def fold_context(
+    conn: Connection, thread: str, at: int, key: Verifier | None = None
+) -> ContextState:
     """The context fold of ``thread``'s entries ``0..at`` (``at`` >= -1, at most the last
-    entry), from the latest stored snapshot at or before ``at`` (module docstring).
-    ContextHistoryError if the stored entries do not fold; StoreCorruptError for a snapshot
-    that does not restore."""
+    entry), from the latest stored snapshot at or before ``at`` if its seal verifies under
+    ``key`` (default: the thread's bound key), else from the entries alone (module
+    docstring). ContextHistoryError if the stored entries do not fold; StoreCorruptError for
+    a sealed snapshot that does not restore."""
     found = conn.execute(_LATEST, {"thread": thread, "at": at}).one_or_none() if at >= 0 else None
-    if found is None:
-        return fold_on(ContextState(), context_entries(conn, thread, 0, at + 1), thread)
-    seq = int(found.seq)
-    return fold_from_snapshot(conn, thread, seq, _decode(thread, seq, found.snapshot), at)
+    if found is not None:
+        key = key if key is not None else bound_key(conn, thread)
+        seq = int(found.seq)
+        if key is not None and seal_verifies(
+            key, thread, seq, found.boundary, found.snapshot, found.seal
+        ):
+            return fold_from_snapshot(conn, thread, seq, _decode(thread, seq, found.snapshot), at)
+    return fold_on(ContextState(), context_entries(conn, thread, 0, at + 1), thread)
 
 
 def fold_from_snapshot(
@@ -320,16 +412,19 @@ def _refused_unpin(entry: ContextEntry) -> bool:
     return not (isinstance(outcome, Mapping) and outcome.get("accepted") is True)
 
 
-def rebuild_thread_context(conn: Connection, thread: str, size: int) -> int:
+def rebuild_thread_context(
+    conn: Connection, thread: str, size: int, signer: Signer | None = None
+) -> int:
     """Replace ``thread``'s snapshot rows by those the fold of entries ``0..size-1`` gives,
-    in the caller's write transaction (holding the thread's lock); return how many were
-    written. ContextHistoryError leaves the rows as they were (the fold runs first)."""
+    sealed by ``signer`` when given (the caller checks it is the thread's key), in the
+    caller's write transaction (holding the thread's lock); return how many were written.
+    ContextHistoryError leaves the rows as they were (the fold runs first)."""
     state = ContextState()
     rows: list[dict[str, Any]] = []
     for entry in context_entries(conn, thread, 0, size):
         fold_on(state, (entry,), thread)
         if entry.kind == "context.compaction":
-            rows.append(snapshot_row(thread, entry.seq, state))
+            rows.append(snapshot_row(thread, entry.seq, state, signer))
     delete_snapshots(conn, thread)
     insert_snapshots(conn, rows)
     return len(rows)

@@ -50,6 +50,7 @@ from sqlalchemy.pool import StaticPool
 from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
 from registre.ledger.store.faults import NotALedgerError, database_fault, describe_url
 from registre.ledger.store.migrations import MIGRATIONS
+from registre.ledger.store.row_checks import row_check_ddl
 from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
 from registre.ledger.store.triggers import trigger_ddl
 
@@ -411,9 +412,13 @@ def prepare_schema(engine: Engine, *, create: bool) -> int:
                     f"{_describe(engine)} holds no registre ledger"
                 ).with_hint("run `registre init`")
             metadata.create_all(conn)
-            for statement in trigger_ddl(engine.dialect.name, version=SCHEMA_VERSION):
+            dialect = engine.dialect.name
+            for statement in [
+                *trigger_ddl(dialect, version=SCHEMA_VERSION),
+                *row_check_ddl(dialect),
+            ]:
                 conn.exec_driver_sql(statement)
-            _record_version(conn, SCHEMA_VERSION, "initial schema: tables and triggers")
+            _record_version(conn, SCHEMA_VERSION, "initial schema: tables, triggers, row checks")
             return 0
     if found > SCHEMA_VERSION:
         raise SchemaVersionError(

@@ -10,9 +10,10 @@ an upgrade never fails on history.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, inspect, select
 
 from registre.ledger.store.context_snapshots import (
     CONTEXT_SNAPSHOT,
@@ -22,10 +23,11 @@ from registre.ledger.store.context_snapshots import (
 )
 from registre.ledger.store.derived import DERIVED_TABLES, LIFECYCLE_ENTRY_INDEX
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, rebuild_thread
+from registre.ledger.store.row_checks import row_check_ddl
 from registre.ledger.store.schema import metadata, tables
-from registre.ledger.store.triggers import upgrade_checkpoint_triggers_ddl
+from registre.ledger.store.triggers import upgrade_checkpoint_triggers_ddl, upgrade_thread_key_ddl
 
-__all__ = ["MIGRATIONS", "add_context_snapshots", "add_lifecycle_tables"]
+__all__ = ["MIGRATIONS", "add_context_snapshots", "add_lifecycle_tables", "bind_thread_keys"]
 
 
 def _checkpoint_notes_grow(conn: Connection) -> str:
@@ -76,8 +78,79 @@ def add_context_snapshots(conn: Connection) -> str:
     return description
 
 
+def bind_thread_keys(conn: Connection) -> str:
+    """Schema version 4 -> 5: ``thread.vkey`` (each thread bound to the key that signed its
+    entry 0: the stored key of the log's name with the entry's key id), the thread trigger
+    that keeps it, ``context_snapshot.seal`` (existing snapshots stay unsealed, so never
+    trusted, until ``registre rebuild`` seals them with the key), and the row checks
+    (:mod:`registre.ledger.store.row_checks`; on PostgreSQL ``NOT VALID``: ``verify --db``
+    reports rows already there). A thread whose signer cannot be told stays unbound until
+    its next append."""
+    dialect = conn.dialect.name
+    for table, column in (("thread", "vkey"), ("context_snapshot", "seal")):
+        # version 3 -> 4 creates context_snapshot from today's model, with its seal
+        if column not in {c["name"] for c in inspect(conn).get_columns(table)}:
+            conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    for statement in upgrade_thread_key_ddl(dialect):
+        conn.exec_driver_sql(statement)
+    for statement in _missing_row_checks(conn):
+        conn.exec_driver_sql(statement)
+    keys = conn.execute(
+        select(tables.public_key.c.vkey, tables.public_key.c.name, tables.public_key.c.key_id)
+    ).all()
+    threads = conn.execute(select(tables.thread.c.id, tables.thread.c.origin)).all()
+    bound = 0
+    for thread in threads:
+        leaf = conn.execute(
+            select(tables.entry.c.leaf).where(
+                tables.entry.c.thread == thread.id, tables.entry.c.seq == 0
+            )
+        ).scalar()
+        key_id = _signing_key_id(leaf)
+        name = str(thread.origin).rsplit("/", 1)[0]
+        matches = [str(k.vkey) for k in keys if k.key_id == key_id and k.name == name]
+        if len(matches) == 1:
+            conn.execute(
+                tables.thread.update()
+                .where(tables.thread.c.id == thread.id)
+                .values(vkey=matches[0])
+            )
+            bound += 1
+    return f"thread keys, snapshot seals, row checks; {bound} of {len(threads)} thread(s) bound"
+
+
+def _missing_row_checks(conn: Connection) -> list[str]:
+    """The row-check statements for checks this database does not have yet (a database
+    made by a newer registre and marked older by a test has some)."""
+    if conn.dialect.name == "sqlite":
+        return [
+            statement.replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1)
+            for statement in row_check_ddl("sqlite")
+        ]
+    existing = set(
+        conn.exec_driver_sql(
+            "SELECT conname FROM pg_constraint JOIN pg_namespace ON connamespace = "
+            "pg_namespace.oid WHERE nspname = current_schema()"
+        ).scalars()
+    )
+    return [
+        statement
+        for statement in row_check_ddl("postgresql", upgrade=True)
+        if statement.split(" ADD CONSTRAINT ", 1)[1].split(" ", 1)[0] not in existing
+    ]
+
+
+def _signing_key_id(leaf: object) -> str | None:
+    try:
+        key = json.loads(bytes(leaf))["entry"]["key"]  # type: ignore[call-overload]
+    except (TypeError, ValueError, KeyError):
+        return None
+    return key if isinstance(key, str) else None
+
+
 MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     1: _checkpoint_notes_grow,
     2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
     3: add_context_snapshots,  # derived context snapshots, filled from the entries
+    4: bind_thread_keys,  # thread keys, snapshot seals, row checks
 }

@@ -3,8 +3,9 @@ normative description; this module is its code.
 
 * ``schema_version`` -- one row per applied schema version; the highest is current.
 * ``public_key`` -- the operator verifier keys that signed entries and checkpoints.
-* ``thread`` -- one row per thread: its origin and its head (size, root, frontier). The only
-  table whose rows change, and then only forward (a trigger refuses a smaller size).
+* ``thread`` -- one row per thread: its origin, its head (size, root, frontier) and the key it
+  is bound to (``vkey``, version 5). The only table whose rows change, and then only forward
+  (a trigger refuses a smaller size or another key).
 * ``entry`` -- leaf ``seq`` of a thread: the leaf bytes exactly as signed, their leaf hash,
   and copies of ``kind`` and ``time`` for listing (the leaf is authoritative).
 * ``subtree`` -- the hash of every complete subtree (level, index) the thread's tree has
@@ -42,10 +43,11 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # 2: checkpoint notes may grow by cosignature lines (triggers only)
 # 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
 # 4: derived context snapshots, one per compaction (ledger.store.context_snapshots)
+# 5: thread.vkey (a thread is bound to its key), context_snapshot.seal, row checks
 
 
 class LedgerModel(SQLModel, registry=registry()):
@@ -78,6 +80,9 @@ class ThreadRow(LedgerModel, table=True):
     root: bytes = Field(sa_type=LargeBinary)  # 32 bytes
     frontier: bytes = Field(sa_type=LargeBinary)  # CompactRange.hashes(), concatenated
     created: str
+    # version 5: the vkey of the key bound to the thread (it created it); NULL only for a
+    # thread of an older database that has no entry yet (bound by its first append)
+    vkey: str | None = Field(default=None, nullable=True)
 
 
 class EntryRow(LedgerModel, table=True):

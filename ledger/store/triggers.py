@@ -4,7 +4,8 @@
   DELETE is refused; on PostgreSQL TRUNCATE too (SQLite has no TRUNCATE; its
   ``DELETE FROM t`` is refused like any DELETE).
 * ``thread``: DELETE (and TRUNCATE) refused; UPDATE refused unless it keeps ``id`` and
-  ``origin`` and does not make ``size`` smaller -- the head only moves forward.
+  ``origin`` and does not make ``size`` smaller -- the head only moves forward -- and (schema
+  version 5) keeps ``vkey`` once it is set: a thread stays bound to the key that created it.
 * ``checkpoint`` (schema version 2): UPDATE refused unless it keeps every column but ``note``
   and the new note starts with the old one -- witness cosignature lines are appended, the
   signed checkpoint is never changed (:func:`checkpoint_note_grows_ddl`).
@@ -16,12 +17,16 @@ which ``registre verify --db`` then finds by sequence number.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "APPEND_ONLY_TABLES",
     "REFUSAL_MARK",
     "checkpoint_note_grows_ddl",
     "trigger_ddl",
+    "trigger_names",
     "upgrade_checkpoint_triggers_ddl",
+    "upgrade_thread_key_ddl",
 ]
 
 APPEND_ONLY_TABLES = ("entry", "subtree", "checkpoint", "public_key", "schema_version")
@@ -31,11 +36,12 @@ REFUSAL_MARK = "registre: append-only"
 def trigger_ddl(dialect: str, *, version: int = 2) -> list[str]:
     """The statements that install the triggers of schema ``version`` on a database of
     ``dialect``. Version 1 refused every UPDATE of ``checkpoint``; version 2 lets its note
-    grow (kept so that upgrades can be tested from a version-1 database)."""
+    grow (kept so that upgrades can be tested from a version-1 database); version 5 also
+    keeps a thread's key once it is bound (``thread.vkey``)."""
     if dialect == "sqlite":
-        statements = _sqlite(grow_notes=version >= 2)
+        statements = _sqlite(grow_notes=version >= 2, bind_key=version >= 5)
     elif dialect == "postgresql":
-        statements = _postgresql(grow_notes=version >= 2)
+        statements = _postgresql(grow_notes=version >= 2, bind_key=version >= 5)
     else:
         raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
     if version >= 2:
@@ -85,7 +91,50 @@ def upgrade_checkpoint_triggers_ddl(dialect: str) -> list[str]:
     raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
 
 
-def _sqlite(*, grow_notes: bool) -> list[str]:
+def upgrade_thread_key_ddl(dialect: str) -> list[str]:
+    """Schema version 4 -> 5: the thread trigger also refuses changing a bound ``vkey``."""
+    if dialect == "sqlite":
+        return ["DROP TRIGGER thread_head_forward", _sqlite_thread_forward(bind_key=True)]
+    if dialect == "postgresql":
+        return [
+            _pg_thread_forward(bind_key=True).replace(
+                "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"
+            )
+        ]
+    raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
+
+
+def trigger_names(dialect: str) -> list[str]:
+    """The names of the triggers of the current schema on ``dialect``."""
+    statements = trigger_ddl(dialect, version=5)
+    return [m.group(1) for s in statements if (m := re.match(r"CREATE TRIGGER (\w+)", s))]
+
+
+def _key_kept(new: str, old: str, distinct: str) -> str:
+    return f" OR ({old}.vkey IS NOT NULL AND {new}.vkey {distinct} {old}.vkey)"
+
+
+def _sqlite_thread_forward(*, bind_key: bool) -> str:
+    return (
+        "CREATE TRIGGER thread_head_forward BEFORE UPDATE ON thread "
+        "WHEN NEW.id IS NOT OLD.id OR NEW.origin IS NOT OLD.origin OR NEW.size < OLD.size"
+        + (_key_kept("NEW", "OLD", "IS NOT") if bind_key else "")
+        + f" BEGIN SELECT RAISE(ABORT, '{REFUSAL_MARK}: a thread head only moves forward'); END"
+    )
+
+
+def _pg_thread_forward(*, bind_key: bool) -> str:
+    return (
+        "CREATE FUNCTION registre_thread_forward() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN IF NEW.id IS DISTINCT FROM OLD.id OR NEW.origin IS DISTINCT FROM OLD.origin "
+        "OR NEW.size < OLD.size"
+        + (_key_kept("NEW", "OLD", "IS DISTINCT FROM") if bind_key else "")
+        + f" THEN RAISE EXCEPTION '{REFUSAL_MARK}: a thread head only moves forward'; END IF; "
+        "RETURN NEW; END $$"
+    )
+
+
+def _sqlite(*, grow_notes: bool, bind_key: bool = False) -> list[str]:
     statements = []
     for table in APPEND_ONLY_TABLES:
         for operation in ("UPDATE", "DELETE"):
@@ -100,24 +149,16 @@ def _sqlite(*, grow_notes: bool) -> list[str]:
         "CREATE TRIGGER thread_refuse_delete BEFORE DELETE ON thread BEGIN SELECT "
         f"RAISE(ABORT, '{REFUSAL_MARK}: DELETE on thread refused'); END"
     )
-    statements.append(
-        "CREATE TRIGGER thread_head_forward BEFORE UPDATE ON thread "
-        "WHEN NEW.id IS NOT OLD.id OR NEW.origin IS NOT OLD.origin OR NEW.size < OLD.size "
-        f"BEGIN SELECT RAISE(ABORT, '{REFUSAL_MARK}: a thread head only moves forward'); END"
-    )
+    statements.append(_sqlite_thread_forward(bind_key=bind_key))
     return statements
 
 
-def _postgresql(*, grow_notes: bool) -> list[str]:
+def _postgresql(*, grow_notes: bool, bind_key: bool = False) -> list[str]:
     # Run through the driver with (empty) parameters: a literal % is written %%.
     statements = [
         "CREATE FUNCTION registre_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ "
         f"BEGIN RAISE EXCEPTION '{REFUSAL_MARK}: %% on %% refused', TG_OP, TG_TABLE_NAME; END $$",
-        "CREATE FUNCTION registre_thread_forward() RETURNS trigger LANGUAGE plpgsql AS $$ "
-        "BEGIN IF NEW.id IS DISTINCT FROM OLD.id OR NEW.origin IS DISTINCT FROM OLD.origin "
-        "OR NEW.size < OLD.size THEN "
-        f"RAISE EXCEPTION '{REFUSAL_MARK}: a thread head only moves forward'; END IF; "
-        "RETURN NEW; END $$",
+        _pg_thread_forward(bind_key=bind_key),
     ]
     for table in APPEND_ONLY_TABLES:
         operations = "DELETE" if grow_notes and table == "checkpoint" else "UPDATE OR DELETE"

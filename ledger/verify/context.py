@@ -37,6 +37,7 @@ from sqlalchemy import Connection
 
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, VerificationError
+from registre.attest.keys import Verifier
 from registre.attest.projection import claims_block, verify_model_call
 from registre.ledger.context.store import LeafTexts, connection_reader, lifecycle_at
 from registre.ledger.errors import rebuild_hint
@@ -45,7 +46,9 @@ from registre.ledger.store.context_snapshots import (
     context_entries,
     fold_from_snapshot,
     fold_on,
+    seal_verifies,
     snapshot_json,
+    stored_seal,
     stored_snapshot,
     stored_snapshots,
 )
@@ -74,9 +77,14 @@ class ContextCheck:
     """Step 10 for one thread, inside ``verify --db``'s read snapshot (module docstring)."""
 
     def __init__(
-        self, conn: Connection, thread: str, counters: Iterable[TokenCounter] = ()
+        self,
+        conn: Connection,
+        thread: str,
+        counters: Iterable[TokenCounter] = (),
+        key: Verifier | None = None,
     ) -> None:
         self._conn = conn
+        self._key = key  # the thread's key: a sealed snapshot's seal must verify under it
         self._thread = thread
         self._counters = counter_registry(counters)
         self._state: ContextState | None = None
@@ -157,11 +165,23 @@ class ContextCheck:
                 (name for name in expected if stored.get(name) != expected[name]), "format"
             )
             problem = f"differs from the fold of the entries in {field!r}"
+        elif not self._seal_ok(seq):
+            problem = "carries a seal that does not verify under the thread's key"
         else:
             return
         raise ContextSnapshotMismatchError(
             self._thread, seq, f"the context snapshot of the compaction {problem}"
         ).with_hint(rebuild_hint(self._thread))
+
+    def _seal_ok(self, seq: int) -> bool:
+        """An unsealed row is never trusted by a reader, so it is fine; a sealed one must be
+        sealed by the thread's key."""
+        found = stored_seal(self._conn, self._thread, seq)
+        if found is None or found[2] is None:
+            return True
+        boundary, snapshot, seal = found
+        key = self._key
+        return key is not None and seal_verifies(key, self._thread, seq, boundary, snapshot, seal)
 
     # --- folding ------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, select
+from sqlalchemy.exc import DataError, ProgrammingError
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.checkpoint import open_checkpoint
@@ -60,6 +61,7 @@ from registre.ledger.store.lifecycle_fold import (
     compare_derived,
 )
 from registre.ledger.store.nodes import StoredHashSource
+from registre.ledger.store.published import PublishedHead, published_problem, read_published
 from registre.ledger.store.schema import tables
 from registre.ledger.verify.context import ContextCheck
 from registre.ledger.verify.errors import (
@@ -69,11 +71,14 @@ from registre.ledger.verify.errors import (
     EntryRejectedError,
     HeadMismatchError,
     LeafHashMismatchError,
+    RolledBackError,
+    StoredColumnTypeError,
     StoredLifecycleReplayError,
     StoredPrevRootMismatchError,
     StoredSeqGapError,
     SubtreeMismatchError,
 )
+from registre.ledger.verify.rows import check_protections, stray_rows
 from registre.lifecycle.context import TokenCounter
 
 __all__ = ["ThreadReport", "verify_database"]
@@ -129,29 +134,94 @@ def verify_database(
     ``thread``.
     """
     trusted = list(keys) if keys is not None else db.stored_keys()
+    try:
+        return _verify_all(db, thread, trusted, batch, counters)
+    except (DataError, ProgrammingError) as exc:
+        # PostgreSQL refusing a query on a column whose type was changed (a TEXT seq)
+        problem = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise StoredColumnTypeError(
+            f"the database's columns are not of the types registre declares: {problem}"
+        ) from None
+
+
+def _verify_all(
+    db: Database,
+    thread: str | None,
+    trusted: list[Verifier],
+    batch: int,
+    counters: Sequence[TokenCounter],
+) -> list[ThreadReport]:
     with read_transaction(db.engine, snapshot=True) as conn:
         query = select(
-            _thread.c.id, _thread.c.origin, _thread.c.size, _thread.c.root, _thread.c.frontier
+            _thread.c.id,
+            _thread.c.origin,
+            _thread.c.size,
+            _thread.c.root,
+            _thread.c.frontier,
+            _thread.c.vkey,
         ).order_by(_thread.c.id)
         if thread is not None:
             query = query.where(_thread.c.id == thread)
         heads = conn.execute(query).all()
         if thread is not None and not heads:
             raise UnknownThreadError(f"no thread {thread!r} in this database")
-        return [
-            _verify_thread(
-                conn,
-                trusted,
-                str(h.id),
-                str(h.origin),
-                int(h.size),
-                bytes(h.root),
-                bytes(h.frontier),
-                batch,
-                counters,
-            )
-            for h in heads
-        ]
+        published = read_published(conn)
+        reports = []
+        for h in heads:
+            head = _head(h)
+            thread_keys = _thread_keys(head, trusted)
+            report = _verify_thread(conn, thread_keys, *head[:5], batch, counters)
+            _check_published(conn, report, published.get(report.origin))
+            reports.append(report)
+        stray_rows(conn, thread)  # 11. no row outside a thread's tree
+        check_protections(conn)  # 12. the triggers and row checks are in place
+        return reports
+
+
+_Head = tuple[str, str, int, bytes, bytes, str | None]
+
+
+def _head(row: Row[Any, Any, Any, Any, Any, Any]) -> _Head:
+    """The thread row's values, each of the type the schema declares (HeadMismatchError for a
+    hostile one: a TEXT root, a TEXT size)."""
+    thread = row.id if isinstance(row.id, str) else repr(row.id)
+    if not isinstance(row.origin, str) or type(row.size) is not int or row.size < 0:
+        raise HeadMismatchError(thread, None, "the head row's origin or size is not of its type")
+    root = _blob(row.root, thread, None, "head root")
+    frontier = _blob(row.frontier, thread, None, "head frontier")
+    vkey = row.vkey
+    if vkey is not None and not isinstance(vkey, str):
+        raise HeadMismatchError(thread, None, "the thread's bound key is not text")
+    return thread, row.origin, row.size, root, frontier, vkey
+
+
+def _thread_keys(head: _Head, trusted: list[Verifier]) -> list[Verifier]:
+    """The keys that may have signed this thread: its bound key, which must be trusted;
+    every trusted key of its log name for a thread not bound yet (an older database)."""
+    thread, _origin, _size, _root, _frontier, vkey = head
+    if vkey is None:
+        return trusted
+    bound = [key for key in trusted if key.vkey() == vkey]
+    if not bound:
+        name = vkey.rsplit("+", 1)[0]
+        raise HeadMismatchError(
+            thread, None, f"the thread is bound to the key {name}, which is not trusted"
+        ).with_hint("pin the operator's verifier key with --vkey")
+    return bound
+
+
+def _check_published(
+    conn: Connection, report: ThreadReport, published: PublishedHead | None
+) -> None:
+    """The thread is not behind the checkpoint recorded outside the database (rollback)."""
+    if published is None:
+        return
+    at = None
+    if published.size <= report.size:
+        at = root_at(StoredHashSource(conn, report.thread, report.size), published.size)
+    problem = published_problem(published, report.size, at)
+    if problem is not None:
+        raise RolledBackError(report.thread, None, problem)
 
 
 def _verify_thread(
@@ -174,7 +244,7 @@ def _verify_thread(
         )
     tree = CompactRange()
     fold = ThreadFold(thread, keep_rows=True)
-    context = ContextCheck(conn, thread, counters)
+    context = ContextCheck(conn, thread, counters, log_keys[0] if len(log_keys) == 1 else None)
     while True:
         rows = conn.execute(_ROWS, {"thread": thread, "start": tree.size, "batch": batch}).all()
         if not rows:
@@ -232,7 +302,9 @@ def _check_row(
     completed: dict[tuple[int, int], bytes],
 ) -> Entry:
     seq = tree.size
-    stored_seq = int(row.seq)
+    stored_seq = row.seq
+    if type(stored_seq) is not int:
+        raise EntryMismatchError(thread, seq, f"stored seq is a {type(stored_seq).__name__}")
     leaf = _blob(row.leaf, thread, seq, "leaf")
     # 2. sequence continuity, within the head
     if stored_seq != seq:
@@ -264,7 +336,7 @@ def _check_row(
     return entry
 
 
-def _blob(value: object, thread: str, seq: int, what: str) -> bytes:
+def _blob(value: object, thread: str, seq: int | None, what: str) -> bytes:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     raise EntryMismatchError(thread, seq, f"stored {what} is a {type(value).__name__}, not bytes")
@@ -282,7 +354,12 @@ def _check_subtrees(
             rows = conn.execute(
                 _SUBTREES, {"thread": thread, "level": level, "low": low, "high": high}
             )
-            stored.update(((level, int(r.idx)), bytes(r.hash)) for r in rows)
+            for r in rows:
+                if type(r.idx) is not int:
+                    raise SubtreeMismatchError(
+                        thread, None, "a stored subtree index is not an integer"
+                    )
+                stored[(level, r.idx)] = _blob(r.hash, thread, None, "subtree hash")
     for (level, index), node in expected.items():
         found = stored.pop((level, index), None)
         if found != node:
@@ -312,10 +389,13 @@ def _check_checkpoints(
         if not rows:
             return count
         for row in rows:
-            after = int(row.size)
-            _check_checkpoint(
-                thread, origin, size, log_keys, source, after, bytes(row.root), str(row.note)
-            )
+            if type(row.size) is not int or not isinstance(row.note, str):
+                raise CheckpointMismatchError(
+                    thread, None, "a stored checkpoint row has a size or note of the wrong type"
+                )
+            after = row.size
+            root = _blob(row.root, thread, None, f"root of the checkpoint at size {after}")
+            _check_checkpoint(thread, origin, size, log_keys, source, after, root, row.note)
             count += 1
 
 

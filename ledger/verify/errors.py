@@ -19,6 +19,8 @@ __all__ = [
     "LeafHashMismatchError",
     "LedgerTamperedError",
     "ModelCallDigestError",
+    "RolledBackError",
+    "StoredColumnTypeError",
     "StoredLifecycleReplayError",
     "StoredPrevRootMismatchError",
     "StoredSeqGapError",
@@ -67,6 +69,20 @@ class HeadMismatchError(LedgerTamperedError):
 
 class CheckpointMismatchError(LedgerTamperedError):
     """A stored checkpoint that does not verify or does not match the recomputed tree."""
+
+
+class RolledBackError(LedgerTamperedError):
+    """A thread behind the checkpoint recorded outside the database: the database was
+    restored from an older copy or replaced (``<database>.published``, specs/storage.md)."""
+
+    hint = "restore the newest copy of the database, with its -wal file"
+
+
+class StoredColumnTypeError(VerificationError):
+    """A table whose column was given another type (PostgreSQL: ``ALTER COLUMN seq TYPE
+    text``): the queries of ``verify --db`` cannot even run on it."""
+
+    hint = "restore the database from a copy made by registre (`registre backup`)"
 
 
 class StoredLifecycleReplayError(LedgerTamperedError):

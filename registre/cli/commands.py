@@ -25,6 +25,7 @@ __all__ = ["COMMANDS", "COMMAND_TABLE", "LazyGroup", "cli", "load_command"]
 
 COMMAND_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("append", "append", "append_command", "Sign and append one entry to THREAD."),
+    ("backup", "backup", "backup_command", "Copy a live SQLite ledger to one file, WAL included."),
     ("bench", "bench", "bench_command", "Benchmark registre on long synthetic investigations."),
     ("checkpoint", "checkpoint", "checkpoint_command", "Sign (or print) THREAD's checkpoint."),
     ("compact", "compact", "compact_command", "Fold THREAD's oldest context into a summary."),

@@ -95,7 +95,7 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
     vkey_path.write_text(signer.vkey() + "\n", encoding="utf-8")
     click.echo(f"    verifier key (what an auditor pins): {signer.vkey()}")
 
-    for stale in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+    for stale in (db_path, *(Path(f"{db_path}{end}") for end in ("-wal", "-shm", ".published"))):
         stale.unlink(missing_ok=True)
     bundle_path = workdir / "bundle.zip"
     config = BenchConfig(out=workdir, quality_samples=30, naive_samples=6, pointer_samples=200)

@@ -17,6 +17,7 @@ from registre.cli.options import (
     DEFAULT_LOG_NAME,
     key_passphrase,
     ledger_options,
+    load_signer,
     resolve_db,
     resolve_key_file,
 )
@@ -37,7 +38,9 @@ def init_command(name: str | None, db: str | None, key_file: Path | None) -> Non
     """Create the ledger database and the operator key (reusing what exists)."""
     path = resolve_key_file(key_file)
     if path.exists():
-        signer = Signer.load(path, key_passphrase())
+        loaded = load_signer(path, required=True)
+        assert loaded is not None
+        signer = loaded
         if name is not None and name != signer.name:
             raise RefusedError(
                 f"the key at {path} is named {signer.name!r}, not {name!r}; a log keeps its name"

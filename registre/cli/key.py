@@ -1,23 +1,26 @@
-"""`registre key show|export`: the operator's verifier key, for auditors to pin."""
+"""`registre key show|export|upgrade`: the operator's verifier key, for auditors to pin, and
+rewriting a first-format key file in the current one (which states its verifier key, so that
+damage to the file is refused instead of loading as another key)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 
 import click
 
 from registre.attest.errors import RefusedError
 from registre.cli.files import write_atomically
-from registre.cli.options import key_file_option, load_signer
+from registre.cli.options import key_file_option, key_passphrase, load_signer, resolve_key_file
 
 __all__ = ["key_group"]
 
 
 @click.group("key")
 def key_group() -> None:
-    """Show or export the operator's verifier key."""
+    """Show, export or upgrade the operator's key."""
 
 
 @key_group.command("show")
@@ -68,3 +71,20 @@ def export(key_file: Path | None, fmt: str, output: Path | None) -> None:
         raise RefusedError(f"{output} exists; refusing to overwrite it")
     write_atomically(output, [text])
     click.echo(f"wrote {output}")
+
+
+@key_group.command("upgrade")
+@key_file_option
+def upgrade(key_file: Path | None) -> None:
+    """Rewrite a first-format key file in the current format (same key, same passphrase)."""
+    path = resolve_key_file(key_file)
+    signer = load_signer(key_file, required=True)
+    assert signer is not None
+    lines = path.read_text("utf-8").split("\n", 3)
+    if len(lines) > 2 and lines[2].startswith("registre-key-vkey: "):
+        click.echo(f"{path} is already in the current format")
+        return
+    new = path.with_name(path.name + ".upgrade")
+    signer.save(new, key_passphrase())  # 0600 from the first instant; refuses to overwrite
+    os.replace(new, path)
+    click.echo(f"upgraded {path}: it now states its verifier key {signer.vkey()}")

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,7 +41,7 @@ import click
 from registre.attest.bodies import MAX_BODY_BYTES
 from registre.attest.canonical import parse_strict
 from registre.attest.errors import BadKeyError, MalformedError, RefusedError
-from registre.attest.keys import Signer
+from registre.attest.keys import KeyPassphraseError, LegacyKeyFileWarning, Signer
 from registre.ledger.core.thread_core import StoredCheckpoint
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError
@@ -190,7 +191,11 @@ def key_passphrase() -> bytes | None:
 
 def load_signer(key_file: Path | None, *, required: bool) -> Signer | None:
     """The operator key. A missing default key file is None unless ``required``; a key file
-    named explicitly must exist. Raises BadKeyError for a missing or unreadable key."""
+    named explicitly must exist. An encrypted key without REGISTRE_KEY_PASSPHRASE is None
+    unless ``required`` (commands that only read need no passphrase). A first-format key file
+    loads with one ``registre: warning:`` line. Raises BadKeyError for a missing, unreadable,
+    corrupted or world-readable key (KeyFilePermissionError: the hint gives the chmod), and
+    KeyPassphraseError naming REGISTRE_KEY_PASSPHRASE."""
     path = resolve_key_file(key_file)
     if not path.exists():
         if required or key_file is not None:
@@ -198,7 +203,21 @@ def load_signer(key_file: Path | None, *, required: bool) -> Signer | None:
                 "run `registre init`, or pass --key-file (env REGISTRE_KEY)"
             )
         return None
-    return Signer.load(path, key_passphrase())
+    passphrase = key_passphrase()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", LegacyKeyFileWarning)
+            signer = Signer.load(path, passphrase)
+    except KeyPassphraseError as exc:
+        if passphrase is None and not required:
+            return None  # a read: the key would only add its verifier key
+        raise KeyPassphraseError(f"{exc} (from {KEY_PASSPHRASE_ENV})").with_hint(
+            f"set {KEY_PASSPHRASE_ENV} to the key file's passphrase"
+        ) from None
+    for warning in caught:
+        if issubclass(warning.category, LegacyKeyFileWarning):
+            click.echo(f"registre: warning: {warning.message}", err=True)
+    return signer
 
 
 def open_ledger(db: str | None, key_file: Path | None, *, need_key: bool = False) -> Ledger:

@@ -21,7 +21,11 @@ from registre.attest.errors import BadKeyError, WeakKeyError
 from registre.attest.keys import (
     ALG_COSIGNATURE_V1,
     ALG_ED25519,
+    KeyFileCorruptedError,
+    KeyFilePermissionError,
     KeyFileRefusedError,
+    KeyPassphraseError,
+    LegacyKeyFileWarning,
     SignatureInvalidError,
     Signer,
     Verifier,
@@ -436,6 +440,7 @@ def test_key_file_not_ed25519_fail(tmp_path: Path) -> None:
     )
     path = tmp_path / "p256.key"
     path.write_bytes(b"registre-key-name: k\nregistre-key-type: ed25519\n" + pem)
+    path.chmod(0o600)
     with pytest.raises(BadKeyError, match="Ed25519"):
         Signer.load(path)
 
@@ -451,3 +456,84 @@ def test_key_file_bad_name_fail(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("registre-key-name: k", "registre-key-name: a b"))
     with pytest.raises(BadKeyError, match="whitespace"):
         Signer.load(path)
+
+
+# --- key files carry their verifier key (issue 14: a one-bit flip must not load) -----------
+
+
+def _flip_bit(path: Path, offset: int, bit: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def test_key_file_states_its_verifier_key(tmp_path: Path) -> None:
+    signer = Signer.generate("k")
+    signer.save(tmp_path / "k.key")
+    lines = (tmp_path / "k.key").read_text().split("\n")
+    assert lines[2] == f"registre-key-vkey: {signer.vkey()}"
+    assert Signer.load(tmp_path / "k.key").vkey() == signer.vkey()
+
+
+def test_key_file_bit_flip_fail(tmp_path: Path) -> None:
+    """Every single-bit flip of an unencrypted key file is refused or loads the same key:
+    none loads as another valid key (before, a flip in the PEM gave another seed)."""
+    signer = Signer.from_seed("k", bytes(range(32)))
+    original = tmp_path / "original.key"
+    signer.save(original)
+    data = original.read_bytes()
+    other_keys = 0
+    for offset in range(len(data)):
+        for bit in range(8):
+            path = tmp_path / f"flip-{offset}-{bit}.key"
+            path.write_bytes(data)
+            path.chmod(0o600)
+            _flip_bit(path, offset, bit)
+            try:
+                loaded = Signer.load(path)
+            except BadKeyError:
+                path.unlink()
+                continue
+            other_keys += loaded.vkey() != signer.vkey()
+            path.unlink()
+    assert other_keys == 0
+
+
+def test_key_file_seed_flip_fail(tmp_path: Path) -> None:
+    path = tmp_path / "k.key"
+    Signer.from_seed("k", bytes(range(32))).save(path)
+    text = path.read_text()
+    pem_start = text.index("-----BEGIN")
+    body = pem_start + text[pem_start:].index("\n") + 1
+    # the seed is the tail of the base64 body: change one character of it
+    index = body + 40
+    replacement = "A" if text[index] != "A" else "B"
+    path.write_text(text[:index] + replacement + text[index + 1 :])
+    with pytest.raises(KeyFileCorruptedError, match="does not give the verifier key"):
+        Signer.load(path)
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o666, 0o640, 0o604])
+def test_key_file_readable_by_others_fail(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "k.key"
+    Signer.generate("k").save(path)
+    path.chmod(mode)
+    with pytest.raises(KeyFilePermissionError, match=f"mode {mode:04o}") as failure:
+        Signer.load(path)
+    assert failure.value.hint == f"chmod 600 {path}"
+
+
+def test_first_format_key_file_loads_with_a_warning(tmp_path: Path) -> None:
+    signer = Signer.generate("k")
+    path = tmp_path / "k.key"
+    signer.save(path)
+    lines = path.read_text().split("\n")
+    path.write_text("\n".join(lines[:2] + lines[3:]))  # the format before the vkey line
+    with pytest.warns(LegacyKeyFileWarning, match="registre key upgrade"):
+        assert Signer.load(path).vkey() == signer.vkey()
+
+
+def test_encrypted_key_without_passphrase_fail(tmp_path: Path) -> None:
+    Signer.generate("k").save(tmp_path / "k.key", b"pw")
+    with pytest.raises(KeyPassphraseError):
+        Signer.load(tmp_path / "k.key")

@@ -21,10 +21,10 @@ NOT_COMMANDS = {"__init__", "commands", "options", "files"}
 SHARED = ("registre.cli.options", "registre.cli.files")
 
 TOP_LEVEL = [
-    *("append", "bench", "checkpoint", "compact", "conclude", "conclusions", "context", "demo"),
-    *("evidence", "expand", "export", "import", "init", "key", "log", "mcp", "pin", "prove"),
-    *("rebuild", "report", "source", "thread", "trace", "transcript", "unpin", "verify"),
-    "witness",
+    *("append", "backup", "bench", "checkpoint", "compact", "conclude", "conclusions"),
+    *("context", "demo", "evidence", "expand", "export", "import", "init", "key", "log", "mcp"),
+    *("pin", "prove", "rebuild", "report", "source", "thread", "trace", "transcript", "unpin"),
+    *("verify", "witness"),
 ]
 
 

@@ -34,9 +34,7 @@ def test_edited_entry_fail(initialised: str, run: Run, db_url: str) -> None:
 
 def test_other_pinned_key_fail(initialised: str, run: Run) -> None:
     other = Signer.generate("registre.local/log").vkey()
-    assert "not among the trusted keys" in one_line_error(
-        run("verify", "--db", "--vkey", other), code=1
-    )
+    assert "which is not trusted" in one_line_error(run("verify", "--db", "--vkey", other), code=1)
 
 
 def test_verify_bad_input_fail(initialised: str, run: Run, workdir: Path) -> None:

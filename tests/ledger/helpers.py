@@ -55,3 +55,44 @@ def drop_triggers(engine: Engine) -> None:
             for name, table in rows.all():
                 conn.execute(text(f"DROP TRIGGER {name} ON {table}"))
         conn.commit()
+
+
+def mark_older(engine: Engine, version: int, *statements: str) -> None:
+    """Make the database look as registre at schema ``version`` left it: run ``statements``
+    (dropping what that version did not have), replace the ``schema_version`` row, and put the
+    ``schema_version`` trigger back as it was, so the upgrade starts from intact protections."""
+    from registre.ledger.store.schema import SCHEMA_VERSION
+    from registre.ledger.store.triggers import trigger_ddl
+
+    sqlite = engine.dialect.name == "sqlite"
+    name = "schema_version_refuse_delete" if sqlite else "schema_version_refuse_change"
+    drop = f"DROP TRIGGER {name}" if sqlite else f"DROP TRIGGER {name} ON schema_version"
+    create = [
+        s for s in trigger_ddl(engine.dialect.name, version=SCHEMA_VERSION) if f" {name} " in s
+    ]
+    execute(
+        engine,
+        *statements,
+        drop,
+        f"DELETE FROM schema_version WHERE version = {SCHEMA_VERSION}",
+        "INSERT INTO schema_version (version, applied, description) "
+        f"VALUES ({version}, '2026-11-01T00:00:00Z', 'initial schema: tables and triggers')",
+        *create,
+    )
+
+
+def drop_row_checks(engine: Engine) -> None:
+    """Remove the row checks too (PostgreSQL CHECK constraints; on SQLite they are triggers,
+    which :func:`drop_triggers` removes)."""
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.connect() as conn:
+        names = conn.execute(
+            text(
+                "SELECT conname, conrelid::regclass FROM pg_constraint WHERE contype = 'c' "
+                "AND connamespace = current_schema()::regnamespace"
+            )
+        ).all()
+        for name, table in names:
+            conn.execute(text(f"ALTER TABLE {table} DROP CONSTRAINT {name}"))
+        conn.commit()

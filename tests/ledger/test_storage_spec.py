@@ -51,8 +51,8 @@ def test_worked_example_is_what_the_store_holds(db_url: str, fixed_times: None) 
         rows = dump(ledger.engine)
     assert [row[2] for row in rows["entry"]] == leaves
     assert [row[1:] for row in rows["subtree"]] == subtrees
-    ((_, _, size, head_root, frontier, _),) = rows["thread"]
-    assert (size, head_root, frontier) == (2, root, root)
+    ((_, _, size, head_root, frontier, _, bound),) = rows["thread"]
+    assert (size, head_root, frontier, bound) == (2, root, root, vkey)
 
 
 def test_worked_example_leaves_verify_with_the_published_key() -> None:

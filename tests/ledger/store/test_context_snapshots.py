@@ -17,7 +17,7 @@ from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import CompactionInvalidError
 from registre.lifecycle.context import Policy, SummaryLine, default_counter, project
 from tests.ledger.context_helpers import agent_loop, forge, opened, replayed, snapshot_rows, step
-from tests.ledger.helpers import execute
+from tests.ledger.helpers import mark_older
 from tests.lifecycle.context.threads import honest_body
 
 COUNTER = default_counter()
@@ -26,17 +26,10 @@ COUNTER = default_counter()
 def downgrade_to_version_3(ledger: Ledger) -> None:
     """Make the database look as registre at schema version 3 left it."""
     engine = ledger.engine
-    if engine.dialect.name == "sqlite":
-        triggers = ["DROP TRIGGER schema_version_refuse_delete"]
-    else:
-        triggers = ["DROP TRIGGER schema_version_refuse_change ON schema_version"]
-    execute(
+    mark_older(
         engine,
+        3,
         "DROP TABLE context_snapshot",
-        *triggers,
-        f"DELETE FROM schema_version WHERE version = {SCHEMA_VERSION}",
-        "INSERT INTO schema_version (version, applied, description) "
-        "VALUES (3, '2026-11-01T00:00:00Z', 'initial schema: tables and triggers')",
     )
 
 
@@ -67,7 +60,7 @@ def test_upgrade_from_version_3_fills_the_snapshots(
     with Ledger.open(db_url, signer) as upgraded:
         assert snapshot_rows(upgraded.engine, "t1") == rows
         with read_transaction(upgraded.engine) as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 4
+            assert schema_version(conn) == SCHEMA_VERSION == 5
             description = conn.execute(
                 text("SELECT description FROM schema_version WHERE version = 4")
             ).scalar()

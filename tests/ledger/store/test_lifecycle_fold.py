@@ -19,7 +19,7 @@ from registre.ledger.store.schema import SCHEMA_VERSION, tables
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import StoredLifecycleReplayError
-from tests.ledger.helpers import execute, turn
+from tests.ledger.helpers import execute, mark_older, turn
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, investigation, ref
 
 FORGED_FINAL = {
@@ -39,18 +39,11 @@ def downgrade_to_version_2(ledger: Ledger) -> None:
     """Make the database look as registre 0.x at schema version 2 left it."""
     engine = ledger.engine
     names = [table.name for table in DERIVED_TABLES]
-    if engine.dialect.name == "sqlite":
-        triggers = ["DROP TRIGGER schema_version_refuse_delete"]
-    else:
-        triggers = ["DROP TRIGGER schema_version_refuse_change ON schema_version"]
-    execute(
+    mark_older(
         engine,
+        2,
         "DROP INDEX entry_lifecycle",
         *(f"DROP TABLE {name}" for name in names),
-        *triggers,
-        f"DELETE FROM schema_version WHERE version = {SCHEMA_VERSION}",
-        "INSERT INTO schema_version (version, applied, description) "
-        "VALUES (2, '2026-11-01T00:00:00Z', 'initial schema: tables and triggers')",
     )
 
 
@@ -90,7 +83,7 @@ def test_upgrade_from_version_2_fills_the_tables(
     with Ledger.open(db_url, signer) as upgraded:
         assert derived_rows(upgraded, "t1") == before
         with read_transaction(upgraded.engine) as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 4
+            assert schema_version(conn) == SCHEMA_VERSION == 5
             description = conn.execute(
                 text("SELECT description FROM schema_version WHERE version = 3")
             ).scalar()

@@ -70,7 +70,11 @@ def store_leaf(ledger: Ledger, seq: int, data: bytes) -> None:
     )
 
 
-def test_clean_database_verifies(filled: Ledger) -> None:
+def test_clean_database_verifies(ledger: Ledger, thread: Thread) -> None:
+    thread.append_many([turn(f"entry {i}") for i in range(SIZE)])
+    thread.checkpoint(5)
+    thread.checkpoint()
+    filled = ledger  # with its triggers: verify --db checks them too
     second = filled.create_thread("t2")
     second.append(*turn("hello"))
     reports = verify_database(filled, batch=5)

@@ -1,0 +1,163 @@
+"""The highest signed checkpoint of each thread, recorded outside the database (THREATS row 32).
+
+A database file restored from an older copy (or a backup taken without its WAL) holds a
+shorter history than the one already published: left alone, registre would append to it and
+sign a second checkpoint at a size it already published, with another root -- a fork. So each
+checkpoint registre signs is also recorded in a small file beside a SQLite database,
+``<database>.published`` (JSON, written atomically), and the writer refuses
+(:class:`DatabaseBehindError`) to append to or sign for a thread whose head is smaller than the
+recorded size, or whose root at the recorded size is not the recorded root. ``verify --db``
+reports the same (:func:`published_problem`).
+
+The file is written inside the checkpoint's write transaction, after the note is signed, so
+it never records a size the database does not already hold; a crash before the commit leaves a
+record whose size and root the database still has. Sizes only grow.
+
+**PostgreSQL** databases get no file: a restore there is an administrator's act on the
+server, and the defence is the witnesses, which refuse a checkpoint that is not consistent
+with the one they cosigned (``specs/witness.md``). In-memory SQLite databases get none either.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Connection
+
+from registre.ledger.errors import StoreCorruptError
+
+__all__ = [
+    "DatabaseBehindError",
+    "PublishedHead",
+    "published_file",
+    "published_problem",
+    "read_published",
+    "record_published",
+]
+
+_SUFFIX = ".published"
+_MAX_BYTES = 16 * 1024 * 1024
+_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, PublishedHead]]] = {}
+
+
+class DatabaseBehindError(StoreCorruptError):
+    """The database is behind a checkpoint registre already signed for the thread: it was
+    restored from an older copy, or replaced. Nothing is appended or signed."""
+
+    hint = (
+        "restore the newest copy of the database (its -wal file too); if this database is "
+        "the one to keep, its published history was lost and the thread must not be extended"
+    )
+
+
+@dataclass(frozen=True)
+class PublishedHead:
+    """The largest checkpoint signed for ``origin``: ``size`` entries with root ``root``."""
+
+    origin: str
+    size: int
+    root: bytes
+
+
+def published_file(conn: Connection) -> Path | None:
+    """Where the published heads of this connection's database are kept (None: none are)."""
+    url = conn.engine.url
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    assert url.database is not None
+    return Path(url.database + _SUFFIX)
+
+
+def read_published(conn: Connection) -> dict[str, PublishedHead]:
+    """The recorded heads by origin ({} when there is no file). StoreCorruptError for a file
+    that is not one registre wrote."""
+    path = published_file(conn)
+    if path is None:
+        return {}
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise StoreCorruptError(f"cannot read {path}: {exc.strerror}") from None
+    stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    cached = _CACHE.get(path)
+    if cached is not None and cached[0] == stamp:
+        return dict(cached[1])
+    heads = _read(path)
+    _CACHE[path] = (stamp, heads)
+    return dict(heads)
+
+
+def _read(path: Path) -> dict[str, PublishedHead]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise StoreCorruptError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        document = json.loads(data)
+        heads = {
+            origin: PublishedHead(origin, int(head["size"]), base64.b64decode(head["root"]))
+            for origin, head in document["threads"].items()
+            if type(head["size"]) is int
+        }
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+        raise StoreCorruptError(f"{path} is not a published-checkpoint record") from exc
+    return heads
+
+
+def record_published(conn: Connection, origin: str, size: int, root: bytes) -> None:
+    """Record that the checkpoint (``size``, ``root``) was signed for ``origin``, unless a
+    larger one is recorded. Called in the checkpoint's write transaction (which holds the
+    database write lock on SQLite, so writers of the file are serialised)."""
+    path = published_file(conn)
+    if path is None:
+        return
+    heads = read_published(conn)
+    known = heads.get(origin)
+    if known is not None and known.size >= size:
+        return
+    heads[origin] = PublishedHead(origin, size, root)
+    document = {
+        "v": 1,
+        "about": "highest checkpoint registre signed per thread origin; see specs/storage.md",
+        "threads": {
+            head.origin: {"size": head.size, "root": base64.b64encode(head.root).decode()}
+            for head in sorted(heads.values(), key=lambda h: h.origin)
+        },
+    }
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def published_problem(
+    published: PublishedHead | None, size: int, root_at_published: bytes | None
+) -> str | None:
+    """What is wrong with a thread whose head is ``size`` and whose root at the published
+    size is ``root_at_published`` (None if not computed), or None if nothing is."""
+    if published is None:
+        return None
+    if size < published.size:
+        return (
+            f"the database holds {size} entries, but a checkpoint at size {published.size} "
+            "was already signed: the database was restored from an older copy"
+        )
+    if root_at_published is not None and root_at_published != published.root:
+        return (
+            f"the root at size {published.size} is not the one of the checkpoint already "
+            "signed at that size: the database was replaced by another history"
+        )
+    return None
