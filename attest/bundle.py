@@ -65,6 +65,7 @@ __all__ = [
     "MemberDigestMismatchError",
     "MissingMemberError",
     "ProofsFormatError",
+    "UncheckedCheckpointError",
     "UnexpectedMemberError",
     "build_proofs",
     "bundle_bytes",
@@ -121,6 +122,11 @@ class MemberDigestMismatchError(VerificationError):
 
 class ManifestMismatchError(VerificationError):
     """A manifest whose counts or sizes disagree with the members they describe."""
+
+
+class UncheckedCheckpointError(ManifestMismatchError):
+    """A checkpoint member that is not one of the manifest's ``checkpoint_sizes``, so the
+    verifier would never open it."""
 
 
 def checkpoint_member(size: int) -> str:
@@ -359,11 +365,14 @@ def read_bundle(
     1.1-1.3 the container (:func:`registre.attest.bundle_zip.read_zip`: bounded, safe names, no
     links,
         no duplicates, stored/deflate only, sizes enforced while streaming, CRC-32);
-    1.4 every name is one the format defines (:class:`UnexpectedMemberError`);
+    1.4 every name, present or listed in the manifest, is one the format defines
+        (:class:`UnexpectedMemberError`);
     1.5 ``manifest.json`` is present and strict JSON following its schema
         (:class:`MissingMemberError`, a JSONFormatError, :class:`ManifestFormatError`);
     1.6 the members are exactly those the manifest lists, plus ``proofs.json`` exactly for a
         partial bundle (:class:`MissingMemberError`, :class:`MemberDigestMismatchError`);
+        every checkpoint member, present or listed, is one of ``checkpoint_sizes``
+        (:class:`UncheckedCheckpointError`), so step 2 opens every one;
     1.7 every member's byte size and SHA-256 equal the manifest's
         (:class:`MemberDigestMismatchError`);
     1.8 ``entries.jsonl`` is one non-empty line per leaf, ``entry_count`` of them; the
@@ -378,18 +387,13 @@ def read_bundle(
     members = read_zip(source, limits)
     # 1.4 only names the format defines
     for name in members:
-        if name not in (MANIFEST_MEMBER, ENTRIES_MEMBER, PROOFS_MEMBER) and not (
-            _CHECKPOINT_NAME.fullmatch(name)
-        ):
-            raise UnexpectedMemberError(
-                f"member {name!r} is not part of the bundle format ({FORMAT}): expected "
-                f"{MANIFEST_MEMBER}, {ENTRIES_MEMBER}, {PROOFS_MEMBER} and "
-                f"{CHECKPOINT_DIR}<size as 20 digits>.note"
-            )
+        _check_member_name(name, "member")
     # 1.5 the manifest
     if MANIFEST_MEMBER not in members:
         raise MissingMemberError(f"the bundle has no {MANIFEST_MEMBER}")
     manifest = _parse_manifest(members[MANIFEST_MEMBER])
+    for name in manifest.members:  # 1.4 also for the names the manifest lists
+        _check_member_name(name, "the manifest lists member")
     # 1.6 exactly the members the manifest lists
     listed = set(manifest.members)
     present = set(members) - {MANIFEST_MEMBER}
@@ -403,6 +407,14 @@ def read_bundle(
         raise MemberDigestMismatchError(
             f"member {name!r} is not listed in the manifest, so nothing vouches for it"
         )
+    # 1.6 every checkpoint member is one step 2 opens (those of checkpoint_sizes)
+    checked_notes = {checkpoint_member(size) for size in manifest.checkpoint_sizes}
+    for name in sorted(present):
+        if _CHECKPOINT_NAME.fullmatch(name) and name not in checked_notes:
+            raise UncheckedCheckpointError(
+                f"checkpoint member {name!r} is not among the manifest's checkpoint_sizes "
+                f"{list(manifest.checkpoint_sizes)}: it would never be verified"
+            )
     if manifest.disclosure == "full" and PROOFS_MEMBER in present:
         raise ManifestMismatchError(f"a full bundle carries no {PROOFS_MEMBER}")
     # 1.7 sizes and digests
@@ -434,6 +446,17 @@ def read_bundle(
     if manifest.disclosure == "partial":
         proofs = parse_proofs(members[PROOFS_MEMBER], len(leaves), len(manifest.checkpoint_sizes))
     return Bundle(manifest, leaves, checkpoints, proofs)
+
+
+def _check_member_name(name: str, what: str) -> None:
+    if name not in (MANIFEST_MEMBER, ENTRIES_MEMBER, PROOFS_MEMBER) and not (
+        _CHECKPOINT_NAME.fullmatch(name)
+    ):
+        raise UnexpectedMemberError(
+            f"{what} {name!r}, which is not part of the bundle format ({FORMAT}): expected "
+            f"{MANIFEST_MEMBER}, {ENTRIES_MEMBER}, {PROOFS_MEMBER} and "
+            f"{CHECKPOINT_DIR}<size as 20 digits>.note"
+        )
 
 
 def _split_entries(data: bytes) -> list[bytes]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,11 +38,13 @@ from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
 from registre.attest.errors import (
     ConsistencyProofError,
+    RefusedError,
     RegistreError,
     RootMismatchError,
     VerificationError,
 )
 from registre.attest.keys import Verifier
+from registre.attest.lifecycle_chain import ChainProgress, check_lifecycle_chain
 from registre.attest.merkle import CompactRange, leaf_hash
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.attest.verify_context import context_hooks
@@ -66,12 +69,16 @@ from registre.attest.verify_semantics import (
     SemanticsProgress,
     check_claims,
     check_semantics,
+    status_at_head,
 )
 
 __all__ = [
     "CheckpointConsistencyError",
     "CheckpointNameError",
     "CheckpointRootMismatchError",
+    "CheckpointTooOldError",
+    "FreshnessUnprovenError",
+    "PartialBundleRefusedError",
     "TreeRootMismatchError",
     "TreeSizeMismatchError",
     "TrustPolicy",
@@ -99,6 +106,18 @@ class CheckpointConsistencyError(ConsistencyProofError):
     """An earlier checkpoint not proved consistent with the head (partial bundles)."""
 
 
+class PartialBundleRefusedError(RefusedError):
+    """A partial bundle given to a verifier that requires full ones (``--require-full``)."""
+
+
+class CheckpointTooOldError(VerificationError):
+    """A head whose newest pinned-witness cosignature is older than ``--max-age``."""
+
+
+class FreshnessUnprovenError(VerificationError):
+    """``--max-age`` asked for, but no pinned witness cosigned the head, so nothing dates it."""
+
+
 @dataclass(frozen=True)
 class TrustPolicy:
     """What the verifier trusts: the log's key, pinned witnesses and how many must cosign."""
@@ -106,6 +125,10 @@ class TrustPolicy:
     log_key: Verifier
     witnesses: tuple[CosignatureVerifier, ...] = ()
     quorum: int = 0
+    require_full: bool = False
+    """Refuse partial bundles (:class:`PartialBundleRefusedError`, exit 2)."""
+    max_age: int | None = None
+    """Seconds: refuse a head whose newest pinned-witness cosignature is older."""
 
 
 def verify_bundle(
@@ -116,6 +139,7 @@ def verify_bundle(
     jobs: int = 1,
     hooks: SemanticHooks | None = None,
     limits: ZipLimits = DEFAULT_LIMITS,
+    now: int | None = None,
 ) -> VerifyReport:
     """Run steps 1-7 on the bundle ``source`` (zip bytes or a path); see the module docstring.
 
@@ -124,10 +148,12 @@ def verify_bundle(
     ``jobs`` processes share the signature checks of step 3. ``hooks`` replay the working
     context in step 6 (default: :func:`registre.attest.verify_context.context_hooks`; pass
     ``SemanticHooks()`` to skip, and the report will say those checks were not made).
+    ``now`` (Unix seconds; default: the clock) is the time cosignature ages are taken at.
     """
     name = "<bytes>" if isinstance(source, bytes | bytearray | memoryview) else os.fspath(source)
     chosen = context_hooks() if hooks is None else hooks
     run = _Verification(source, policy, state_file, jobs, chosen, limits)
+    run.now = int(time.time()) if now is None else now
     return run.run(str(name))
 
 
@@ -150,7 +176,11 @@ class _Verification:
         self.hooks = hooks
         self.limits = limits
         self.seq: int | None = None
+        self.now = 0
         # filled in as the steps run
+        self.full = True
+        """Checked as a full bundle: no proofs.json, or every seq 0..n-1 disclosed."""
+        self.lifecycle_complete = False
         self.bundle: Bundle
         self.head: Checkpoint
         self.checkpoints: dict[int, Checkpoint] = {}
@@ -201,6 +231,23 @@ class _Verification:
             "and as declared, CRC-32 intact"
         )
         result.checked.append("every member's size and SHA-256 equal the manifest's")
+        # 1.10 a bundle disclosing every seq 0..n-1 is checked as full, whatever its label
+        proofs = bundle.proofs
+        self.full = proofs is None or [p.seq for p in proofs.inclusion] == list(
+            range(manifest.tree_size)
+        )
+        if proofs is not None and self.full:
+            report.disclosure = "full"
+            result.checked.append(
+                f'labelled "partial" but discloses every seq 0..{manifest.tree_size - 1}: '
+                "checked as a full bundle"
+            )
+        # 1.11 a verifier that requires full bundles refuses the others
+        if self.policy.require_full and not self.full:
+            raise PartialBundleRefusedError(
+                f"the bundle discloses {manifest.entry_count} of the {manifest.tree_size} "
+                "entries of its head, and full bundles are required (--require-full)"
+            ).with_hint("ask the exporter for a full bundle (`registre export THREAD`)")
         named = manifest.informational.get("log_key")
         if named is not None and named != self.policy.log_key.vkey():
             report.notes.append(
@@ -233,7 +280,8 @@ class _Verification:
                 )
             self.checkpoints[size] = opened.checkpoint
             if is_head:
-                cosigners = [f"{name} (time {time})" for name, time in opened.cosignatures]
+                cosigners = [f"{name} (time {when})" for name, when in opened.cosignatures]
+                self._freshness(result, [when for _name, when in opened.cosignatures])
         self.head = self.checkpoints[head_size]
         result.checked.append(
             f"{len(self.checkpoints)} checkpoint(s) signed by {policy.log_key.name}+"
@@ -247,13 +295,37 @@ class _Verification:
         else:
             result.not_checked.append("witness cosignatures: no quorum was asked for")
 
+    def _freshness(self, result: StepResult, times: Sequence[int]) -> None:
+        """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``."""
+        max_age = self.policy.max_age
+        if not times:
+            if max_age is not None:
+                raise FreshnessUnprovenError(
+                    f"--max-age {max_age}s asks how recent the head is, but no pinned witness "
+                    "cosigned it: nothing dates the checkpoint"
+                ).with_hint("pin the log's witnesses with --witness")
+            return
+        newest = max(times)
+        age = self.now - newest
+        self.report.cosignature_age = age
+        if max_age is not None and age > max_age:
+            raise CheckpointTooOldError(
+                f"the head's newest pinned-witness cosignature is {_duration(age)} old (time "
+                f"{newest}), older than --max-age {_duration(max_age)}: the log may have "
+                "grown since, and this bundle may not show its present state"
+            ).with_hint("ask the exporter for a bundle against a freshly cosigned checkpoint")
+        result.checked.append(
+            f"newest pinned-witness cosignature {_duration(age)} old (time {newest})"
+            + (f", within --max-age {_duration(max_age)}" if max_age is not None else "")
+        )
+
     # 3. entries ------------------------------------------------------------------------
 
     def _step3_entries(self, result: StepResult) -> None:
         bundle = self.bundle
         leaves = bundle.leaves
-        full = bundle.proofs is None
-        if bundle.proofs is None:
+        full = self.full
+        if full:
             seqs: Sequence[int] = range(len(leaves))
         else:
             seqs = [proof.seq for proof in bundle.proofs.inclusion]
@@ -281,13 +353,23 @@ class _Verification:
             result.checked.append(
                 f"seqs 0..{len(leaves) - 1} without gap or duplicate; every prev.root recomputed"
             )
+            # 3.5 every signed lifecycle head recomputed
+            chain = ChainProgress()
+            try:
+                sentence, _head = check_lifecycle_chain(
+                    self.entries.marks, full=True, tree_size=len(leaves), progress=chain
+                )
+            finally:
+                self.seq = chain.seq
+            self.lifecycle_complete = True
+            result.checked.append(sentence)
         else:
             result.checked.append("seqs as disclosed in proofs.json (prev roots: step 4)")
 
     # 4. tree ---------------------------------------------------------------------------
 
     def _step4_tree(self, result: StepResult) -> None:
-        if self.bundle.proofs is None:
+        if self.full:
             self._tree_full(result)
         else:
             self._tree_partial(result)
@@ -360,6 +442,22 @@ class _Verification:
         result.not_checked.append(
             f"{head.size - len(bundle.leaves)} undisclosed entries (only their hashes are used)"
         )
+        # 4.6 a bundle disclosing lifecycle entries discloses all those of the tree
+        marks = self.entries.marks
+        if any(mark.lifecycle for mark in marks):
+            chain = ChainProgress()
+            try:
+                sentence, _head = check_lifecycle_chain(
+                    marks, full=False, tree_size=head.size, progress=chain
+                )
+            finally:
+                self.seq = chain.seq
+            self.lifecycle_complete = True
+            result.checked.append(sentence)
+        else:
+            result.not_checked.append(
+                "the lifecycle: no lifecycle entry disclosed, so no claim or status is proved"
+            )
 
     # 5. history ------------------------------------------------------------------------
 
@@ -375,7 +473,7 @@ class _Verification:
             state.origins.get(origin),
             new,
             origin=origin,
-            root_at=self._root_at if self.bundle.proofs is None else None,
+            root_at=self._root_at if self.full else None,
             proofs={} if self.bundle.proofs is None else self.bundle.proofs.consistency,
         )
         result.checked.append(sentence)
@@ -396,10 +494,11 @@ class _Verification:
         try:
             self.semantics = check_semantics(
                 self.entries.records,
-                full=self.bundle.proofs is None,
+                full=self.full,
                 leaves=self.bundle.leaves,
                 hooks=self.hooks,
                 progress=progress,
+                lifecycle_complete=self.lifecycle_complete,
             )
         finally:
             self.seq = progress.seq
@@ -419,6 +518,27 @@ class _Verification:
             f"{claims.passages} source passage(s) registered by {claims.source_reads} "
             "source.read entr(ies) in the bundle"
         )
+        # 7.2 the status at the checkpoint of every conclusion and of everything it cites
+        state = self.semantics.state
+        if state is None:
+            if claims.conclusions:
+                result.not_checked.append(
+                    "the status of the cited ids at the checkpoint: the lifecycle was not replayed"
+                )
+            return
+        inactive = status_at_head(self.semantics.events, state)
+        self.report.inactive = [item.describe() for item in inactive]
+        size = self.head.size
+        if not inactive:
+            result.checked.append(f"every cited id is active and fresh at size {size}")
+            return
+        result.checked.append(
+            f"stale or inactive at size {size}: " + ", ".join(item.describe() for item in inactive)
+        )
+        stale_finals = [item.describe() for item in inactive if item.final]
+        if stale_finals:
+            result.status = "stale"
+            self.report.stale_finals = stale_finals
 
 
 def _proof(
@@ -431,6 +551,22 @@ def _proof(
             "a partial bundle must prove what it does not disclose"
         )
     return proof
+
+
+def _duration(seconds: int) -> str:
+    """``seconds`` as ``3d 4h``, ``2h 5m``, ``40s`` (negative: in the future)."""
+    if seconds < 0:
+        return f"{_duration(-seconds)} in the future"
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
 
 
 def _b64(value: bytes) -> str:

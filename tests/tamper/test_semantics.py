@@ -12,15 +12,14 @@ import hashlib
 from typing import Any
 
 from registre.attest.bodies import BodySchemaError
+from registre.attest.lifecycle_chain import LifecycleOmittedError
 from registre.attest.projection import ContextDigestMismatchError, projection_digest
 from registre.attest.verify_semantics import (
-    ClaimCitesInactiveError,
     CompactionFoldsFutureError,
     LifecycleReplayError,
     ModelCallPrefixError,
     PinSetDigestError,
     PinSourceError,
-    UnresolvedClaimError,
 )
 from registre.lifecycle import (
     Accepted,
@@ -69,8 +68,10 @@ def test_final_citing_retracted_evidence_partial_fail() -> None:
     event = Event(FinalRequest("Q3 reconciles", ("ev-1",)), Accepted("cc-1"))
     forged.append(event.kind, event_to_body(event))
     forged.turn("after")
-    passes(forged.partial_bundle([0, 1, 2]))
-    fails(forged.partial_bundle([0, 1, 2, 3]), ClaimCitesInactiveError, step=7, seq=3)
+    # the whole lifecycle is disclosed, so the partial bundle is replayed (6.1) ...
+    fails(forged.partial_bundle([0, 1, 2, 3, 4]), LifecycleReplayError, step=6, seq=3)
+    # ... and leaving the forged final out is seen by the signed lifecycle head (4.6)
+    fails(forged.partial_bundle([0, 1, 2, 4]), LifecycleOmittedError, step=4, seq=4)
 
 
 def test_evidence_id_forged_fail() -> None:
@@ -239,6 +240,6 @@ def test_model_call_from_the_future_fail() -> None:
 def test_final_without_its_sources_fail() -> None:
     """A partial bundle disclosing a final and its evidence, but not the source read."""
     thread = build_thread(12)  # 1 read, 2 upsert, 3 compute, 5 final
-    passes(thread.partial_bundle([1, 2, 3, 5]))
-    fails(thread.partial_bundle([2, 3, 5]), UnresolvedClaimError, step=7, seq=3)
-    fails(thread.partial_bundle([1, 2, 5]), UnresolvedClaimError, step=7, seq=5)
+    passes(thread.partial_bundle([1, 2, 3, 4, 5, 11]))
+    fails(thread.partial_bundle([2, 3, 4, 5, 11]), LifecycleOmittedError, step=4, seq=2)
+    fails(thread.partial_bundle([1, 2, 4, 5, 11]), LifecycleOmittedError, step=4, seq=4)
