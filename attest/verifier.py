@@ -261,6 +261,7 @@ class _Verification:
         bundle, policy = self.bundle, self.policy
         head_size = bundle.manifest.tree_size
         cosigners: list[str] = []
+        times: list[int] = []
         for size, note in bundle.checkpoints.items():
             is_head = size == head_size
             # 2.1 the pinned log key signed it, for this origin (witnesses: 2.4)
@@ -281,7 +282,7 @@ class _Verification:
             self.checkpoints[size] = opened.checkpoint
             if is_head:
                 cosigners = [f"{name} (time {when})" for name, when in opened.cosignatures]
-                self._freshness(result, [when for _name, when in opened.cosignatures])
+                times = [when for _name, when in opened.cosignatures]
         self.head = self.checkpoints[head_size]
         result.checked.append(
             f"{len(self.checkpoints)} checkpoint(s) signed by {policy.log_key.name}+"
@@ -294,6 +295,8 @@ class _Verification:
             )
         else:
             result.not_checked.append("witness cosignatures: no quorum was asked for")
+        # 2.5 how recent the head is, by its newest pinned-witness cosignature
+        self._freshness(result, times)
 
     def _freshness(self, result: StepResult, times: Sequence[int]) -> None:
         """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``."""

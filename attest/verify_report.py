@@ -3,8 +3,9 @@
 A :class:`VerifyReport` lists the seven steps of ``specs/verify.md`` in order, each
 ``passed``, ``failed`` or ``not run`` (a step after a failure, or step 5 without a state
 file: ``skipped``; step 7 ``stale`` when a final it proves is not current), with what it
-checked and -- just as prominently -- what it could not check. :meth:`VerifyReport.to_json` is the ``--json`` form (stable keys, documented in
-``specs/verify.md``); :meth:`VerifyReport.render` the readable one.
+checked and -- just as prominently -- what it could not check. :meth:`VerifyReport.to_json`
+is the ``--json`` form (stable keys, documented in ``specs/verify.md``);
+:meth:`VerifyReport.render` the readable one.
 """
 
 from __future__ import annotations
