@@ -77,8 +77,13 @@ def test_export_claim_then_verify(concluded: str, run: Run, workdir: Path) -> No
     assert result.code == 0 and report["verified"] and report["disclosure"] == "partial"
     assert report["steps"][6]["checked"] == [
         "2 conclusion(s) (1 final) resolve to 2 source passage(s) registered by 2 source.read "
-        "entr(ies) in the bundle"
+        "entr(ies) in the bundle",
+        "stale or inactive at size 9: cc-1 stale, final cc-2 stale, ev-2 superseded by ev-3",
     ]
+    # the final it proves is stale at the checkpoint: verified, but not a plain "passed"
+    assert report["steps"][6]["status"] == "stale"
+    assert report["stale_finals"] == ["final cc-2 stale"]
+    assert "STALE (at the checkpoint: final cc-2 stale)" in report["result"]
 
 
 def test_export_at_checkpoint(initialised: str, run: Run, workdir: Path) -> None:
