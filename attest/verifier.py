@@ -17,7 +17,8 @@ verifier key, witness keys and a quorum) and, optionally, its own state file. It
 6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics`;
 7. **claims** -- :func:`registre.attest.verify_semantics.check_claims`;
 
-and writes the state file (atomically) only once all seven passed. It returns a
+and records the new head in the state file only once all seven passed (5.4: locked,
+re-read, re-checked, merged, written atomically). It returns a
 :class:`~registre.attest.verify_report.VerifyReport`; at the first failure it raises that check's
 own :class:`~registre.attest.errors.RegistreError` subclass with the report attached
 (:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
@@ -57,10 +58,9 @@ from registre.attest.verify_entries import (
 from registre.attest.verify_history import (
     MissingProofError,
     TrustedHead,
-    TrustedState,
     check_history,
     load_state,
-    save_state,
+    update_state,
 )
 from registre.attest.verify_report import Failure, StepResult, VerifyReport, attach
 from registre.attest.verify_semantics import (
@@ -186,7 +186,8 @@ class _Verification:
         self.checkpoints: dict[int, Checkpoint] = {}
         self.entries: EntriesChecked
         self.semantics: SemanticsChecked
-        self.new_state: TrustedState | None = None
+        self.trusted: TrustedHead | None = None
+        """The head the state file trusted for this (key, origin) when step 5 read it."""
 
     def run(self, name: str) -> VerifyReport:
         self.report = VerifyReport(bundle=name)
@@ -213,9 +214,48 @@ class _Verification:
                 raise
             if result.status == "not run":
                 result.status = "passed"
-        if self.state_file is not None and self.new_state is not None:
-            save_state(self.state_file, self.new_state)
+        if self.state_file is not None:
+            self._record_state(self.state_file)
         return self.report
+
+    def _record_state(self, state_file: str | os.PathLike[str]) -> None:
+        """After step 7: record the head (5.4), re-checked against the state as it is now."""
+        result = self.report.step(5)
+        try:
+            update_state(
+                state_file,
+                self.policy.log_key.vkey(),
+                self.bundle.origin,
+                self._new_head(),
+                self._recheck,
+            )
+        except RegistreError as error:
+            result.status = "failed"
+            self.report.failure = Failure(
+                5, None, type(error).__name__, str(error), error.exit_code
+            )
+            attach(error, self.report)
+            raise
+
+    def _new_head(self) -> TrustedHead:
+        return TrustedHead(self.head.size, self.head.root)
+
+    def _recheck(self, current: TrustedHead | None) -> None:
+        """5.4: the head now in the state file, if another verification moved it since 5.1."""
+        if current != self.trusted:
+            self.report.step(5).checked.append(
+                "re-checked against the head another verification recorded meanwhile: "
+                + self._history(current)
+            )
+
+    def _history(self, trusted: TrustedHead | None) -> str:
+        return check_history(
+            trusted,
+            self._new_head(),
+            origin=self.bundle.origin,
+            root_at=self._root_at if self.full else None,
+            proofs={} if self.bundle.proofs is None else self.bundle.proofs.consistency,
+        )
 
     # 1. container ----------------------------------------------------------------------
 
@@ -328,7 +368,7 @@ class _Verification:
         bundle = self.bundle
         leaves = bundle.leaves
         full = self.full
-        if full:
+        if full or bundle.proofs is None:
             seqs: Sequence[int] = range(len(leaves))
         else:
             seqs = [proof.seq for proof in bundle.proofs.inclusion]
@@ -470,18 +510,8 @@ class _Verification:
             result.not_checked.append("rollback and fork protection: no state file given (--state)")
             return
         state = load_state(self.state_file)
-        origin, head = self.bundle.origin, self.head
-        new = TrustedHead(head.size, head.root)
-        sentence = check_history(
-            state.origins.get(origin),
-            new,
-            origin=origin,
-            root_at=self._root_at if self.full else None,
-            proofs={} if self.bundle.proofs is None else self.bundle.proofs.consistency,
-        )
-        result.checked.append(sentence)
-        if state.origins.get(origin) != new:
-            self.new_state = state.updated(origin, new)
+        self.trusted = state.trusted(self.policy.log_key.vkey(), self.bundle.origin)
+        result.checked.append(self._history(self.trusted))
 
     def _root_at(self, size: int) -> bytes:
         """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size)."""

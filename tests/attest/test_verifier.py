@@ -106,7 +106,8 @@ def test_verifies_a_file_and_records_the_state(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     report = verify_bundle(path, policy(), state_file=state)
     assert report.bundle == str(path) and report.step(5).status == "passed"
-    assert json.loads(state.read_text())["origins"]["registre.test/log/thread-1"]["size"] == 12
+    logs = json.loads(state.read_text())["logs"]
+    assert logs[policy().log_key.vkey()]["registre.test/log/thread-1"]["size"] == 12
 
 
 def test_unsound_witness_policy_is_refused() -> None:

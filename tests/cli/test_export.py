@@ -154,10 +154,8 @@ def test_key_file_state_and_witnesses(
     (workdir / "log.vkey").write_text(initialised + "\n")
     args = ["verify", str(exported), "--key-file", "log.vkey", "--state", "state.json"]
     assert run(*args).code == 0
-    assert (
-        json.loads((workdir / "state.json").read_text())["origins"]["registre.local/log/t1"]["size"]
-        == 3
-    )
+    logs = json.loads((workdir / "state.json").read_text())["logs"]
+    assert logs[initialised]["registre.local/log/t1"]["size"] == 3
     # a cosigned checkpoint: the witness quorum is checked from the bundle's note
     with Ledger.open(db_url) as ledger:
         thread = ledger.thread("t1")
