@@ -4,8 +4,8 @@
   byte, with every stored checkpoint up to that size (notes with their cosignatures);
 * :func:`export_claim` -- a **partial** bundle disclosing only the chain of one conclusion
   (:func:`registre.ledger.exchange.claim_chain.claim_chain`: with every lifecycle entry of the
-  tree and its last entry, so the verifier can prove nothing was hidden), with an inclusion proof for each
-  disclosed entry and the consistency proofs the verifier needs
+  tree and its last entry, so the verifier can prove nothing was hidden), with an inclusion
+  proof for each disclosed entry and the consistency proofs the verifier needs
   (:func:`registre.attest.bundle.build_proofs`).
 
 Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
