@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from registre.attest.bundle import checkpoint_member
@@ -13,9 +14,11 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
 from registre.attest.merkle import root_at
 from registre.attest.note import NoteSignature, parse_note
+from registre.attest.verifier import CheckpointTooOldError, FreshnessUnprovenError
 from registre.attest.verify_history import ForkError, MissingProofError, RollbackError
+from registre.attest.verify_report import report_of
 from registre.attest.verify_semantics import ModelCall, SemanticHooks
-from tests.bundles import ATTACKER, LOG, WITNESSES, Thread, build_thread, policy, rezip
+from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, Thread, build_thread, policy, rezip
 from tests.tamper.helpers import fails, passes
 
 
@@ -195,3 +198,31 @@ def test_claim_after_trusted_empty_checkpoint_falsely_refused_fail(tmp_path: Pat
     thread = build_thread(12)
     passes(thread.partial_bundle([1, 2, 3, 4, 5, 11]), state_file=state)
     assert '"size":12' in state.read_text()
+
+
+# --- issue 13 item 6: freshness -------------------------------------------------------
+
+
+def test_old_cosigned_checkpoint_replayed_fail() -> None:
+    """An old checkpoint with its old cosignatures verifies with the witness pinned; with
+    --max-age it is refused, and the report always states the newest cosignature's age."""
+    bundle = turns(8).full_bundle(witnesses=WITNESSES[:1])
+    trust = policy(witnesses=1, quorum=1)
+    fresh = passes(bundle, trust, now=COSIGN_TIME + 90)
+    assert fresh.cosignature_age == 90
+    assert f"newest pinned-witness cosignature 1m 30s old (time {COSIGN_TIME})" in (
+        fresh.step(2).checked
+    )
+    aged = replace(trust, max_age=3600)
+    report = passes(bundle, aged, now=COSIGN_TIME + 3600)
+    assert "within --max-age 1h 0m" in " ".join(report.step(2).checked)
+    error = fails(bundle, CheckpointTooOldError, aged, step=2, now=COSIGN_TIME + 30 * 86400)
+    assert "30d 0h old" in str(error) and error.hint is not None
+    failed = report_of(error)
+    assert failed is not None and failed.cosignature_age == 30 * 86400
+
+
+def test_max_age_without_pinned_witness_fail() -> None:
+    """--max-age cannot be met by a checkpoint no pinned witness cosigned."""
+    bundle = turns(8).full_bundle(witnesses=WITNESSES[1:2])  # cosigned, but not by a pinned one
+    fails(bundle, FreshnessUnprovenError, replace(policy(), max_age=3600), step=2)
