@@ -4,18 +4,24 @@
 verifier key, witness keys and a quorum) and, optionally, its own state file. It runs
 
 1. **container** -- :func:`registre.attest.bundle.read_bundle`: a safe zip, every member as the
-   manifest records it;
+   manifest records it; (1.10) a bundle disclosing every seq ``0..n-1`` is checked as full
+   whatever its label; (1.11) ``require_full`` refuses the other partial bundles;
 2. **checkpoints** -- every checkpoint signed by the pinned log key, for the bundle's origin,
    which is a thread of that log; named by its signed size; the head (largest) cosigned by a
-   quorum of pinned witnesses;
+   quorum of pinned witnesses; (2.5) the age of its newest pinned cosignature, within
+   ``max_age``;
 3. **entries** -- :func:`registre.attest.verify_entries.check_entries`: canonical bytes, signature
-   by the pinned key, origin, seq, prev binding;
+   by the pinned key, origin, seq, prev binding; (3.5, full) every lifecycle head recomputed;
 4. **tree** -- the head's size and root recomputed (full) or every disclosed entry's inclusion proof
    against it, each entry's ``prev.root`` and each earlier checkpoint proved consistent with
-   it (partial); every size comes from a signed checkpoint or a signed entry;
+   it (partial); every size comes from a signed checkpoint or a signed entry; (4.6, partial)
+   the lifecycle complete (:func:`registre.attest.lifecycle_chain.check_lifecycle_chain`);
 5. **history** -- :func:`registre.attest.verify_history.check_history` against the state file;
-6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics`;
-7. **claims** -- :func:`registre.attest.verify_semantics.check_claims`;
+6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics` (the lifecycle
+   replayed whenever the bundle holds all of it);
+7. **claims** -- :func:`registre.attest.verify_semantics.check_claims`, and (7.2) the status at
+   the checkpoint of everything the conclusions cite
+   (:func:`registre.attest.verify_semantics.status_at_head`);
 
 and records the new head in the state file only once all seven passed (5.4: locked,
 re-read, re-checked, merged, written atomically). It returns a

@@ -33,7 +33,9 @@ conclusion -> the evidence and computes it cites -> the references that evidence
 ``source.read`` entry that registered each -- all present in the bundle and earlier than what
 cites them (:class:`UnresolvedClaimError`), and nothing it cites was retracted or superseded
 by an entry of the bundle before it (:class:`ClaimCitesInactiveError`). The chain is built
-from the recorded outcomes, so it is checked for partial bundles too.
+from the recorded outcomes, so it is checked for partial bundles too. 7.2: when the lifecycle
+was replayed, :func:`status_at_head` names every disclosed conclusion and cited id that is
+stale, superseded or retracted at the checkpoint.
 """
 
 from __future__ import annotations

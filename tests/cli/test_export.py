@@ -204,6 +204,13 @@ def test_bundle_and_database_options_do_not_mix(exported: Path, initialised: str
     assert "--key applies to a bundle" in one_line_error(
         run("verify", "--db", "--key", initialised)
     )
+    assert "--require-full applies to a bundle" in one_line_error(
+        run("verify", "--db", "--require-full")
+    )
+    assert "--max-age applies to a bundle" in one_line_error(
+        run("verify", "--db", "--max-age", "1d")
+    )
     # REGISTRE_DB in the environment does not count as --db
     assert run("verify", str(exported), "--key", initialised).code == 0
+    assert run("verify", str(exported), "--key", initialised, "--require-full").code == 0
     assert run("verify", "--db").code == 0  # the database check is unchanged
