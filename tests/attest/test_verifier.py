@@ -165,3 +165,27 @@ def test_hooks_are_not_run_on_partial_bundles() -> None:
     not_checked = " ".join(report.step(6).not_checked)
     assert "a partial bundle lacks the prefix" in not_checked
     assert "pin-set digest(s): needs the full history" in not_checked
+
+
+@settings(deadline=None)
+@given(n=st.integers(11, 24), data=st.data())
+def test_partial_bundle_passes_iff_it_holds_the_whole_lifecycle(
+    n: int, data: st.DataObject
+) -> None:
+    """Any selection of a thread's entries: one disclosing a lifecycle entry verifies exactly
+    when it discloses all of them and the tree's last entry (step 4.6); one disclosing none
+    verifies and proves no status."""
+    thread = story(n)
+    seqs = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n - 1)))
+    bundle = thread.partial_bundle(seqs)
+    lifecycle = set(CHAIN)
+    if not lifecycle & set(seqs):
+        report = passes(bundle)
+        assert "no lifecycle entry disclosed" in " ".join(report.step(4).not_checked)
+    elif lifecycle <= set(seqs) and n - 1 in seqs:
+        report = passes(bundle)
+        assert "5 lifecycle event(s) replayed" in " ".join(report.step(6).checked)
+    else:
+        with pytest.raises(VerificationError) as info:
+            verify_bundle(bundle, policy())
+        assert type(info.value).__name__ in ("LifecycleOmittedError", "LifecycleAnchorMissingError")
