@@ -61,6 +61,11 @@ from registre.attest.verify_entries import (
     PrevRootMismatchError,
     check_entries,
 )
+from registre.attest.verify_freshness import (
+    CheckpointTooOldError,
+    FreshnessUnprovenError,
+    check_freshness,
+)
 from registre.attest.verify_history import (
     MissingProofError,
     TrustedHead,
@@ -114,14 +119,6 @@ class CheckpointConsistencyError(ConsistencyProofError):
 
 class PartialBundleRefusedError(RefusedError):
     """A partial bundle given to a verifier that requires full ones (``--require-full``)."""
-
-
-class CheckpointTooOldError(VerificationError):
-    """A head whose newest pinned-witness cosignature is older than ``--max-age``."""
-
-
-class FreshnessUnprovenError(VerificationError):
-    """``--max-age`` asked for, but no pinned witness cosigned the head, so nothing dates it."""
 
 
 @dataclass(frozen=True)
@@ -345,28 +342,13 @@ class _Verification:
         self._freshness(result, times)
 
     def _freshness(self, result: StepResult, times: Sequence[int]) -> None:
-        """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``."""
-        max_age = self.policy.max_age
-        if not times:
-            if max_age is not None:
-                raise FreshnessUnprovenError(
-                    f"--max-age {max_age}s asks how recent the head is, but no pinned witness "
-                    "cosigned it: nothing dates the checkpoint"
-                ).with_hint("pin the log's witnesses with --witness")
-            return
-        newest = max(times)
-        age = self.now - newest
-        self.report.cosignature_age = age
-        if max_age is not None and age > max_age:
-            raise CheckpointTooOldError(
-                f"the head's newest pinned-witness cosignature is {_duration(age)} old (time "
-                f"{newest}), older than --max-age {_duration(max_age)}: the log may have "
-                "grown since, and this bundle may not show its present state"
-            ).with_hint("ask the exporter for a bundle against a freshly cosigned checkpoint")
-        result.checked.append(
-            f"newest pinned-witness cosignature {_duration(age)} old (time {newest})"
-            + (f", within --max-age {_duration(max_age)}" if max_age is not None else "")
-        )
+        """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``.
+        The age goes into the report before a refusal, so a failed report states it too."""
+        if times:
+            self.report.cosignature_age = self.now - max(times)
+        _age, sentence = check_freshness(times, now=self.now, max_age=self.policy.max_age)
+        if sentence is not None:
+            result.checked.append(sentence)
 
     # 3. entries ------------------------------------------------------------------------
 
@@ -590,22 +572,6 @@ def _proof(
             "a partial bundle must prove what it does not disclose"
         )
     return proof
-
-
-def _duration(seconds: int) -> str:
-    """``seconds`` as ``3d 4h``, ``2h 5m``, ``40s`` (negative: in the future)."""
-    if seconds < 0:
-        return f"{_duration(-seconds)} in the future"
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {secs}s"
-    return f"{secs}s"
 
 
 def _b64(value: bytes) -> str:
