@@ -10,6 +10,7 @@ an ``attest: hint:`` line when the error carries a ``hint``.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -25,7 +26,7 @@ from registre.attest.keys import Verifier
 from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.attest.verify_report import VerifyReport, report_of
 
-__all__ = ["ReportedFailure", "cli", "main", "run_verify", "verify_options"]
+__all__ = ["ReportedFailure", "cli", "main", "parse_duration", "run_verify", "verify_options"]
 
 _PROGRAM = "attest"
 
@@ -33,6 +34,31 @@ _PROGRAM = "attest"
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """registre's offline tools for auditors."""
+
+
+_DURATION = re.compile(r"(?:(\d{1,9})([smhdw]))+")
+_DURATION_PART = re.compile(r"(\d{1,9})([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in ``text``: a number of seconds (``3600``) or parts with units ``s m h d w``
+    (``90m``, ``12h``, ``1d12h``). ValueError for anything else."""
+    text = text.strip()
+    if text.isdigit() and len(text) <= 12:
+        return int(text)
+    if not _DURATION.fullmatch(text):
+        raise ValueError(f"{text!r} is not a duration such as 3600, 90m, 12h, 7d or 1d12h")
+    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+def _duration_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 _VERIFY_OPTIONS = (
@@ -59,6 +85,19 @@ _VERIFY_OPTIONS = (
         "state_file",
         type=click.Path(dir_okay=False, path_type=Path),
         help="Trusted-state file: refuse rollbacks and forks, record the new head if verified.",
+    ),
+    click.option(
+        "--require-full",
+        is_flag=True,
+        help="Refuse partial bundles (exit 2): only a bundle of every entry is accepted.",
+    ),
+    click.option(
+        "--max-age",
+        callback=_duration_option,
+        default=None,
+        metavar="DURATION",
+        help="Refuse a head whose newest pinned-witness cosignature is older than this "
+        "(seconds, or e.g. 90m, 12h, 7d).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
     click.option(
@@ -117,11 +156,15 @@ def run_verify(
     as_json: bool = False,
     jobs: int = 1,
     max_ratio: int = DEFAULT_LIMITS.max_ratio,
+    require_full: bool = False,
+    max_age: int | None = None,
 ) -> VerifyReport:
     """Verify ``bundle`` with the trust the options pin and print the report (text, or JSON
     with ``as_json``) to standard output; return it.
 
-    Raises click.UsageError unless exactly one of ``key_text`` and ``key_file`` is given,
+    ``require_full`` refuses partial bundles; ``max_age`` (seconds) refuses a head whose newest
+    pinned-witness cosignature is older. Raises click.UsageError unless exactly one of
+    ``key_text`` and ``key_file`` is given,
     BadKeyError (and the other MalformedErrors) for unusable keys, and -- after printing the
     report -- :class:`ReportedFailure` when a check fails. Input so broken that no report was
     started raises its own RegistreError.
@@ -130,6 +173,8 @@ def run_verify(
         log_key=_log_key(key_text, key_file),
         witnesses=tuple(CosignatureVerifier.from_vkey(text) for text in witness_keys),
         quorum=len(witness_keys) if quorum is None else quorum,
+        require_full=require_full,
+        max_age=max_age,
     )
     try:
         limits = replace(DEFAULT_LIMITS, max_ratio=max_ratio)

@@ -76,6 +76,7 @@ __all__ = [
     "MemberDigestMismatchError",
     "MissingMemberError",
     "ProofsFormatError",
+    "UncheckedCheckpointError",
     "UnexpectedMemberError",
     "build_proofs",
     "bundle_bytes",
@@ -151,6 +152,11 @@ class MemberDigestMismatchError(VerificationError):
 
 class ManifestMismatchError(VerificationError):
     """A manifest whose counts or sizes disagree with the members they describe."""
+
+
+class UncheckedCheckpointError(ManifestMismatchError):
+    """A checkpoint member that is not one of the manifest's ``checkpoint_sizes``, so the
+    verifier would never open it."""
 
 
 def checkpoint_member(size: int) -> str:
@@ -389,11 +395,14 @@ def read_bundle(
     1.1-1.3 the container (:func:`registre.attest.bundle_zip.open_zip`: every byte accounted
         for, bounded counts, sizes and compression ratio, safe names, no links, no
         duplicates, stored/deflate only, sizes enforced while streaming, CRC-32);
-    1.4 every name is one the format defines (:class:`UnexpectedMemberError`);
+    1.4 every name, present or listed in the manifest, is one the format defines
+        (:class:`UnexpectedMemberError`);
     1.5 ``manifest.json`` is present and strict JSON following its schema
         (:class:`MissingMemberError`, a JSONFormatError, :class:`ManifestFormatError`);
     1.6 the members are exactly those the manifest lists, plus ``proofs.json`` exactly for a
         partial bundle (:class:`MissingMemberError`, :class:`MemberDigestMismatchError`);
+        every checkpoint member, present or listed, is one of ``checkpoint_sizes``
+        (:class:`UncheckedCheckpointError`), so step 2 opens every one;
     1.7 every member's byte size and SHA-256 equal the manifest's
         (:class:`MemberDigestMismatchError`): the size the zip declares is compared before
         the member is inflated, a checkpoint over :data:`MAX_NOTE_BYTES` is refused then
@@ -429,14 +438,7 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
     refused before inflating when its declared size is not the manifest's."""
     # 1.4 only names the format defines
     for name in archive.names:
-        if name not in (MANIFEST_MEMBER, ENTRIES_MEMBER, PROOFS_MEMBER) and not (
-            _CHECKPOINT_NAME.fullmatch(name)
-        ):
-            raise UnexpectedMemberError(
-                f"member {name!r} is not part of the bundle format ({FORMAT}): expected "
-                f"{MANIFEST_MEMBER}, {ENTRIES_MEMBER}, {PROOFS_MEMBER} and "
-                f"{CHECKPOINT_DIR}<size as 20 digits>.note"
-            )
+        _check_member_name(name, "member")
     # 1.5 the manifest
     if MANIFEST_MEMBER not in archive.names:
         raise MissingMemberError(f"the bundle has no {MANIFEST_MEMBER}")
@@ -444,6 +446,8 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
         archive.read(MANIFEST_MEMBER, max_bytes=MAX_MANIFEST_BYTES),
         max_values=_MANIFEST_BASE_VALUES + _MANIFEST_VALUES_PER_MEMBER * len(archive.names),
     )
+    for name in manifest.members:  # 1.4 also for the names the manifest lists
+        _check_member_name(name, "the manifest lists member")
     # 1.6 exactly the members the manifest lists
     listed = set(manifest.members)
     present = set(archive.names) - {MANIFEST_MEMBER}
@@ -457,6 +461,14 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
         raise MemberDigestMismatchError(
             f"member {name!r} is not listed in the manifest, so nothing vouches for it"
         )
+    # 1.6 every checkpoint member is one step 2 opens (those of checkpoint_sizes)
+    checked_notes = {checkpoint_member(size) for size in manifest.checkpoint_sizes}
+    for name in sorted(present):
+        if _CHECKPOINT_NAME.fullmatch(name) and name not in checked_notes:
+            raise UncheckedCheckpointError(
+                f"checkpoint member {name!r} is not among the manifest's checkpoint_sizes "
+                f"{list(manifest.checkpoint_sizes)}: it would never be verified"
+            )
     if manifest.disclosure == "full" and PROOFS_MEMBER in present:
         raise ManifestMismatchError(f"a full bundle carries no {PROOFS_MEMBER}")
     # 1.7 sizes (before inflating) and digests; 1.8 entries.jsonl split while it streams
@@ -486,6 +498,17 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
                 f"{digest}: the member was changed"
             )
     return manifest, members, leaves
+
+
+def _check_member_name(name: str, what: str) -> None:
+    if name not in (MANIFEST_MEMBER, ENTRIES_MEMBER, PROOFS_MEMBER) and not (
+        _CHECKPOINT_NAME.fullmatch(name)
+    ):
+        raise UnexpectedMemberError(
+            f"{what} {name!r}, which is not part of the bundle format ({FORMAT}): expected "
+            f"{MANIFEST_MEMBER}, {ENTRIES_MEMBER}, {PROOFS_MEMBER} and "
+            f"{CHECKPOINT_DIR}<size as 20 digits>.note"
+        )
 
 
 def _split_entries(chunks: Iterable[bytes], hasher: Any, budget: int) -> list[bytes]:

@@ -3,7 +3,8 @@
 An entry is the envelope ::
 
     {"v": 1, "log": ORIGIN, "thread": ID, "seq": i, "time": RFC3339-UTC, "kind": K,
-     "actor": A, "body": {...}, "prev": {"size": i, "root": B64}, "key": KEYID}
+     "actor": A, "body": {...}, "prev": {"size": i, "root": B64}, "key": KEYID,
+     "lifecycle": {"count": k, "head": B64}}
 
 * ``log`` is the origin ``LOGNAME/THREAD``; LOGNAME is the name of the operator key.
 * ``prev`` is the tree head *before* this entry: ``prev.size == seq`` and ``prev.root`` is the
@@ -14,6 +15,9 @@ An entry is the envelope ::
   string ``name+hex8+base64``. It is a hint for finding the key, never an identity: the
   signature decides.
 * ``time`` is ``YYYY-MM-DDTHH:MM:SS[.fraction]Z`` (UTC); it is the writer's claim only.
+* ``lifecycle`` (optional: entries signed before it existed lack it) commits to the
+  lifecycle sub-log of entries ``0 .. seq-1`` (:mod:`registre.attest.lifecycle_chain`), so a
+  partial bundle can prove it discloses every lifecycle entry of its tree.
 
 The writer signs ``b"registre/entry/v1\\n" ‖ canonical_bytes(envelope)`` with Ed25519; the
 leaf (what the Merkle tree hashes and the store keeps byte for byte) is
@@ -39,6 +43,7 @@ from registre.attest.bodies import MAX_BODY_BYTES, validate_body
 from registre.attest.canonical import canonical_bytes, parse_canonical
 from registre.attest.errors import MalformedError, OriginMismatchError, VerificationError
 from registre.attest.keys import SignatureInvalidError, Signer, Verifier
+from registre.attest.lifecycle_chain import LifecycleHead
 from registre.attest.merkle import HASH_SIZE, leaf_hash
 
 __all__ = [
@@ -80,6 +85,7 @@ fixed-size time, root, key id and signature). Readers refuse a longer leaf befor
 _ENVELOPE_FIELDS = frozenset(
     {"v", "log", "thread", "seq", "time", "kind", "actor", "body", "prev", "key"}
 )
+_OPTIONAL_FIELDS = frozenset({"lifecycle"})
 _THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _TIME = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{1,9})?Z")
 _KEY_ID = re.compile(r"[0-9a-f]{8}")
@@ -140,6 +146,7 @@ class Entry:
     signature: bytes = field(repr=False)
     leaf: bytes = field(repr=False)
     leaf_hash: bytes = field(repr=False)
+    lifecycle: LifecycleHead | None = None
 
     def envelope(self) -> dict[str, Any]:
         """The signed envelope as a JSON value (``canonical_bytes`` of it is what was signed)."""
@@ -154,6 +161,7 @@ class Entry:
             self.prev_size,
             self.prev_root,
             self.key,
+            self.lifecycle,
         )
 
 
@@ -204,6 +212,7 @@ def sign_entry(
     prev_root: bytes,
     time: str | None = None,
     body_checked: bool = False,
+    lifecycle: LifecycleHead | None = None,
 ) -> Entry:
     """Validate every field, then sign and return the entry for leaf ``seq`` of ``thread``.
 
@@ -230,7 +239,7 @@ def sign_entry(
         raise EntryFormatError(f"body must be a JSON object, got {type(body).__name__}")
     log = f"{signer.name}/{thread}"
     key = signer.key_id.hex()
-    envelope = _envelope(log, thread, seq, time, kind, actor, body, seq, prev_root, key)
+    envelope = _envelope(log, thread, seq, time, kind, actor, body, seq, prev_root, key, lifecycle)
     signed = _canonical_envelope(envelope)
     if len(signed) > MAX_LEAF_BYTES - 200:  # the signature wrapper adds ~110 bytes
         raise EntryFormatError(
@@ -252,6 +261,7 @@ def sign_entry(
         signature,
         leaf,
         leaf_hash(leaf),
+        lifecycle,
     )
 
 
@@ -262,8 +272,9 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
        :data:`MAX_LEAF_BYTES` (else ``InputTooLargeError`` before parsing), strict JSON in
        RFC 8785 canonical form, or that module's MalformedError.
     2. Structure and types: ``{"entry", "sig"}`` exactly; the ten envelope fields exactly,
-       each of its type; ``v == 1``; ``prev.size == seq``; base64 root of 32 bytes and
-       signature of 64 bytes in canonical base64; key id 8 lowercase hex; RFC 3339 UTC time;
+       each of its type, plus the optional ``lifecycle`` head; ``v == 1``;
+       ``prev.size == seq``; base64 root of 32 bytes and signature of 64 bytes in
+       canonical base64; key id 8 lowercase hex; RFC 3339 UTC time;
        valid thread id and actor -> EntryFormatError (or a subclass).
     3. Known key: a trusted key with this key id -> UnknownEntryKeyError; whose name makes
        ``log == NAME/thread`` -> EntryOriginError.
@@ -320,8 +331,9 @@ def _envelope(
     prev_size: int,
     prev_root: bytes,
     key: str,
+    lifecycle: LifecycleHead | None = None,
 ) -> dict[str, Any]:
-    return {
+    envelope: dict[str, Any] = {
         "v": ENTRY_VERSION,
         "log": log,
         "thread": thread,
@@ -333,6 +345,9 @@ def _envelope(
         "prev": {"size": prev_size, "root": base64.b64encode(prev_root).decode("ascii")},
         "key": key,
     }
+    if lifecycle is not None:
+        envelope["lifecycle"] = lifecycle.to_json()
+    return envelope
 
 
 def _canonical_envelope(envelope: dict[str, Any]) -> bytes:
@@ -372,7 +387,7 @@ def _split_leaf(value: object) -> tuple[dict[str, Any], bytes]:
 
 def _read_envelope(env: dict[str, Any], signature: bytes, leaf: bytes) -> Entry:
     missing = sorted(_ENVELOPE_FIELDS - set(env))
-    extra = sorted(set(env) - _ENVELOPE_FIELDS)
+    extra = sorted(set(env) - _ENVELOPE_FIELDS - _OPTIONAL_FIELDS)
     if missing or extra:
         raise EntryFormatError(f"envelope fields: missing {missing}, unexpected {extra}")
     if type(env["v"]) is not int or env["v"] != ENTRY_VERSION:
@@ -398,6 +413,12 @@ def _read_envelope(env: dict[str, Any], signature: bytes, leaf: bytes) -> Entry:
             f'"prev.size" must equal seq ({seq}): prev is the tree head before this entry'
         )
     prev_root = _b64_field(prev["root"], "prev.root", HASH_SIZE)
+    lifecycle = None
+    if "lifecycle" in env:
+        try:
+            lifecycle = LifecycleHead.from_json(env["lifecycle"])
+        except MalformedError as exc:
+            raise EntryFormatError(str(exc)) from None
     return Entry(
         env["log"],
         env["thread"],
@@ -412,6 +433,7 @@ def _read_envelope(env: dict[str, Any], signature: bytes, leaf: bytes) -> Entry:
         signature,
         leaf,
         leaf_hash(leaf),
+        lifecycle,
     )
 
 

@@ -4,20 +4,27 @@
 verifier key, witness keys and a quorum) and, optionally, its own state file. It runs
 
 1. **container** -- :func:`registre.attest.bundle.read_bundle`: a safe zip, every member as the
-   manifest records it;
+   manifest records it; (1.10) a bundle disclosing every seq ``0..n-1`` is checked as full
+   whatever its label; (1.11) ``require_full`` refuses the other partial bundles;
 2. **checkpoints** -- every checkpoint signed by the pinned log key, for the bundle's origin,
    which is a thread of that log; named by its signed size; the head (largest) cosigned by a
-   quorum of pinned witnesses;
+   quorum of pinned witnesses; (2.5) the age of its newest pinned cosignature, within
+   ``max_age``;
 3. **entries** -- :func:`registre.attest.verify_entries.check_entries`: canonical bytes, signature
-   by the pinned key, origin, seq, prev binding;
+   by the pinned key, origin, seq, prev binding; (3.5, full) every lifecycle head recomputed;
 4. **tree** -- the head's size and root recomputed (full) or every disclosed entry's inclusion proof
    against it, each entry's ``prev.root`` and each earlier checkpoint proved consistent with
-   it (partial); every size comes from a signed checkpoint or a signed entry;
+   it (partial); every size comes from a signed checkpoint or a signed entry; (4.6, partial)
+   the lifecycle complete (:func:`registre.attest.lifecycle_chain.check_lifecycle_chain`);
 5. **history** -- :func:`registre.attest.verify_history.check_history` against the state file;
-6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics`;
-7. **claims** -- :func:`registre.attest.verify_semantics.check_claims`;
+6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics` (the lifecycle
+   replayed whenever the bundle holds all of it);
+7. **claims** -- :func:`registre.attest.verify_semantics.check_claims`, and (7.2) the status at
+   the checkpoint of everything the conclusions cite
+   (:func:`registre.attest.verify_semantics.status_at_head`);
 
-and writes the state file (atomically) only once all seven passed. It returns a
+and records the new head in the state file only once all seven passed (5.4: locked,
+re-read, re-checked, merged, written atomically). It returns a
 :class:`~registre.attest.verify_report.VerifyReport`; at the first failure it raises that check's
 own :class:`~registre.attest.errors.RegistreError` subclass with the report attached
 (:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,11 +45,13 @@ from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
 from registre.attest.errors import (
     ConsistencyProofError,
+    RefusedError,
     RegistreError,
     RootMismatchError,
     VerificationError,
 )
 from registre.attest.keys import Verifier
+from registre.attest.lifecycle_chain import ChainProgress, check_lifecycle_chain
 from registre.attest.merkle import CompactRange, leaf_hash
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.attest.verify_context import context_hooks
@@ -51,13 +61,17 @@ from registre.attest.verify_entries import (
     PrevRootMismatchError,
     check_entries,
 )
+from registre.attest.verify_freshness import (
+    CheckpointTooOldError,
+    FreshnessUnprovenError,
+    check_freshness,
+)
 from registre.attest.verify_history import (
     MissingProofError,
     TrustedHead,
-    TrustedState,
     check_history,
     load_state,
-    save_state,
+    update_state,
 )
 from registre.attest.verify_report import Failure, StepResult, VerifyReport, attach
 from registre.attest.verify_semantics import (
@@ -66,12 +80,16 @@ from registre.attest.verify_semantics import (
     SemanticsProgress,
     check_claims,
     check_semantics,
+    status_at_head,
 )
 
 __all__ = [
     "CheckpointConsistencyError",
     "CheckpointNameError",
     "CheckpointRootMismatchError",
+    "CheckpointTooOldError",
+    "FreshnessUnprovenError",
+    "PartialBundleRefusedError",
     "TreeRootMismatchError",
     "TreeSizeMismatchError",
     "TrustPolicy",
@@ -99,6 +117,10 @@ class CheckpointConsistencyError(ConsistencyProofError):
     """An earlier checkpoint not proved consistent with the head (partial bundles)."""
 
 
+class PartialBundleRefusedError(RefusedError):
+    """A partial bundle given to a verifier that requires full ones (``--require-full``)."""
+
+
 @dataclass(frozen=True)
 class TrustPolicy:
     """What the verifier trusts: the log's key, pinned witnesses and how many must cosign."""
@@ -106,6 +128,10 @@ class TrustPolicy:
     log_key: Verifier
     witnesses: tuple[CosignatureVerifier, ...] = ()
     quorum: int = 0
+    require_full: bool = False
+    """Refuse partial bundles (:class:`PartialBundleRefusedError`, exit 2)."""
+    max_age: int | None = None
+    """Seconds: refuse a head whose newest pinned-witness cosignature is older."""
 
 
 def verify_bundle(
@@ -116,6 +142,7 @@ def verify_bundle(
     jobs: int = 1,
     hooks: SemanticHooks | None = None,
     limits: ZipLimits = DEFAULT_LIMITS,
+    now: int | None = None,
 ) -> VerifyReport:
     """Run steps 1-7 on the bundle ``source`` (zip bytes or a path); see the module docstring.
 
@@ -124,10 +151,12 @@ def verify_bundle(
     ``jobs`` processes share the signature checks of step 3. ``hooks`` replay the working
     context in step 6 (default: :func:`registre.attest.verify_context.context_hooks`; pass
     ``SemanticHooks()`` to skip, and the report will say those checks were not made).
+    ``now`` (Unix seconds; default: the clock) is the time cosignature ages are taken at.
     """
     name = "<bytes>" if isinstance(source, bytes | bytearray | memoryview) else os.fspath(source)
     chosen = context_hooks() if hooks is None else hooks
     run = _Verification(source, policy, state_file, jobs, chosen, limits)
+    run.now = int(time.time()) if now is None else now
     return run.run(str(name))
 
 
@@ -150,13 +179,18 @@ class _Verification:
         self.hooks = hooks
         self.limits = limits
         self.seq: int | None = None
+        self.now = 0
         # filled in as the steps run
+        self.full = True
+        """Checked as a full bundle: no proofs.json, or every seq 0..n-1 disclosed."""
+        self.lifecycle_complete = False
         self.bundle: Bundle
         self.head: Checkpoint
         self.checkpoints: dict[int, Checkpoint] = {}
         self.entries: EntriesChecked
         self.semantics: SemanticsChecked
-        self.new_state: TrustedState | None = None
+        self.trusted: TrustedHead | None = None
+        """The head the state file trusted for this (key, origin) when step 5 read it."""
 
     def run(self, name: str) -> VerifyReport:
         self.report = VerifyReport(bundle=name)
@@ -183,9 +217,48 @@ class _Verification:
                 raise
             if result.status == "not run":
                 result.status = "passed"
-        if self.state_file is not None and self.new_state is not None:
-            save_state(self.state_file, self.new_state)
+        if self.state_file is not None:
+            self._record_state(self.state_file)
         return self.report
+
+    def _record_state(self, state_file: str | os.PathLike[str]) -> None:
+        """After step 7: record the head (5.4), re-checked against the state as it is now."""
+        result = self.report.step(5)
+        try:
+            update_state(
+                state_file,
+                self.policy.log_key.vkey(),
+                self.bundle.origin,
+                self._new_head(),
+                self._recheck,
+            )
+        except RegistreError as error:
+            result.status = "failed"
+            self.report.failure = Failure(
+                5, None, type(error).__name__, str(error), error.exit_code
+            )
+            attach(error, self.report)
+            raise
+
+    def _new_head(self) -> TrustedHead:
+        return TrustedHead(self.head.size, self.head.root)
+
+    def _recheck(self, current: TrustedHead | None) -> None:
+        """5.4: the head now in the state file, if another verification moved it since 5.1."""
+        if current != self.trusted:
+            self.report.step(5).checked.append(
+                "re-checked against the head another verification recorded meanwhile: "
+                + self._history(current)
+            )
+
+    def _history(self, trusted: TrustedHead | None) -> str:
+        return check_history(
+            trusted,
+            self._new_head(),
+            origin=self.bundle.origin,
+            root_at=self._root_at if self.full else None,
+            proofs={} if self.bundle.proofs is None else self.bundle.proofs.consistency,
+        )
 
     # 1. container ----------------------------------------------------------------------
 
@@ -201,6 +274,23 @@ class _Verification:
             "and as declared, CRC-32 intact"
         )
         result.checked.append("every member's size and SHA-256 equal the manifest's")
+        # 1.10 a bundle disclosing every seq 0..n-1 is checked as full, whatever its label
+        proofs = bundle.proofs
+        self.full = proofs is None or [p.seq for p in proofs.inclusion] == list(
+            range(manifest.tree_size)
+        )
+        if proofs is not None and self.full:
+            report.disclosure = "full"
+            result.checked.append(
+                f'labelled "partial" but discloses every seq 0..{manifest.tree_size - 1}: '
+                "checked as a full bundle"
+            )
+        # 1.11 a verifier that requires full bundles refuses the others
+        if self.policy.require_full and not self.full:
+            raise PartialBundleRefusedError(
+                f"the bundle discloses {manifest.entry_count} of the {manifest.tree_size} "
+                "entries of its head, and full bundles are required (--require-full)"
+            ).with_hint("ask the exporter for a full bundle (`registre export THREAD`)")
         named = manifest.informational.get("log_key")
         if named is not None and named != self.policy.log_key.vkey():
             report.notes.append(
@@ -214,6 +304,7 @@ class _Verification:
         bundle, policy = self.bundle, self.policy
         head_size = bundle.manifest.tree_size
         cosigners: list[str] = []
+        times: list[int] = []
         for size, note in bundle.checkpoints.items():
             is_head = size == head_size
             # 2.1 the pinned log key signed it, for this origin (witnesses: 2.4)
@@ -233,7 +324,8 @@ class _Verification:
                 )
             self.checkpoints[size] = opened.checkpoint
             if is_head:
-                cosigners = [f"{name} (time {time})" for name, time in opened.cosignatures]
+                cosigners = [f"{name} (time {when})" for name, when in opened.cosignatures]
+                times = [when for _name, when in opened.cosignatures]
         self.head = self.checkpoints[head_size]
         result.checked.append(
             f"{len(self.checkpoints)} checkpoint(s) signed by {policy.log_key.name}+"
@@ -246,14 +338,25 @@ class _Verification:
             )
         else:
             result.not_checked.append("witness cosignatures: no quorum was asked for")
+        # 2.5 how recent the head is, by its newest pinned-witness cosignature
+        self._freshness(result, times)
+
+    def _freshness(self, result: StepResult, times: Sequence[int]) -> None:
+        """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``.
+        The age goes into the report before a refusal, so a failed report states it too."""
+        if times:
+            self.report.cosignature_age = self.now - max(times)
+        _age, sentence = check_freshness(times, now=self.now, max_age=self.policy.max_age)
+        if sentence is not None:
+            result.checked.append(sentence)
 
     # 3. entries ------------------------------------------------------------------------
 
     def _step3_entries(self, result: StepResult) -> None:
         bundle = self.bundle
         leaves = bundle.leaves
-        full = bundle.proofs is None
-        if bundle.proofs is None:
+        full = self.full
+        if full or bundle.proofs is None:
             seqs: Sequence[int] = range(len(leaves))
         else:
             seqs = [proof.seq for proof in bundle.proofs.inclusion]
@@ -281,13 +384,23 @@ class _Verification:
             result.checked.append(
                 f"seqs 0..{len(leaves) - 1} without gap or duplicate; every prev.root recomputed"
             )
+            # 3.5 every signed lifecycle head recomputed
+            chain = ChainProgress()
+            try:
+                sentence, _head = check_lifecycle_chain(
+                    self.entries.marks, full=True, tree_size=len(leaves), progress=chain
+                )
+            finally:
+                self.seq = chain.seq
+            self.lifecycle_complete = True
+            result.checked.append(sentence)
         else:
             result.checked.append("seqs as disclosed in proofs.json (prev roots: step 4)")
 
     # 4. tree ---------------------------------------------------------------------------
 
     def _step4_tree(self, result: StepResult) -> None:
-        if self.bundle.proofs is None:
+        if self.full:
             self._tree_full(result)
         else:
             self._tree_partial(result)
@@ -360,6 +473,22 @@ class _Verification:
         result.not_checked.append(
             f"{head.size - len(bundle.leaves)} undisclosed entries (only their hashes are used)"
         )
+        # 4.6 a bundle disclosing lifecycle entries discloses all those of the tree
+        marks = self.entries.marks
+        if any(mark.lifecycle for mark in marks):
+            chain = ChainProgress()
+            try:
+                sentence, _head = check_lifecycle_chain(
+                    marks, full=False, tree_size=head.size, progress=chain
+                )
+            finally:
+                self.seq = chain.seq
+            self.lifecycle_complete = True
+            result.checked.append(sentence)
+        else:
+            result.not_checked.append(
+                "the lifecycle: no lifecycle entry disclosed, so no claim or status is proved"
+            )
 
     # 5. history ------------------------------------------------------------------------
 
@@ -369,18 +498,8 @@ class _Verification:
             result.not_checked.append("rollback and fork protection: no state file given (--state)")
             return
         state = load_state(self.state_file)
-        origin, head = self.bundle.origin, self.head
-        new = TrustedHead(head.size, head.root)
-        sentence = check_history(
-            state.origins.get(origin),
-            new,
-            origin=origin,
-            root_at=self._root_at if self.bundle.proofs is None else None,
-            proofs={} if self.bundle.proofs is None else self.bundle.proofs.consistency,
-        )
-        result.checked.append(sentence)
-        if state.origins.get(origin) != new:
-            self.new_state = state.updated(origin, new)
+        self.trusted = state.trusted(self.policy.log_key.vkey(), self.bundle.origin)
+        result.checked.append(self._history(self.trusted))
 
     def _root_at(self, size: int) -> bytes:
         """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size)."""
@@ -396,10 +515,11 @@ class _Verification:
         try:
             self.semantics = check_semantics(
                 self.entries.records,
-                full=self.bundle.proofs is None,
+                full=self.full,
                 leaves=self.bundle.leaves,
                 hooks=self.hooks,
                 progress=progress,
+                lifecycle_complete=self.lifecycle_complete,
             )
         finally:
             self.seq = progress.seq
@@ -419,6 +539,27 @@ class _Verification:
             f"{claims.passages} source passage(s) registered by {claims.source_reads} "
             "source.read entr(ies) in the bundle"
         )
+        # 7.2 the status at the checkpoint of every conclusion and of everything it cites
+        state = self.semantics.state
+        if state is None:
+            if claims.conclusions:
+                result.not_checked.append(
+                    "the status of the cited ids at the checkpoint: the lifecycle was not replayed"
+                )
+            return
+        inactive = status_at_head(self.semantics.events, state)
+        self.report.inactive = [item.describe() for item in inactive]
+        size = self.head.size
+        if not inactive:
+            result.checked.append(f"every cited id is active and fresh at size {size}")
+            return
+        result.checked.append(
+            f"stale or inactive at size {size}: " + ", ".join(item.describe() for item in inactive)
+        )
+        stale_finals = [item.describe() for item in inactive if item.final]
+        if stale_finals:
+            result.status = "stale"
+            self.report.stale_finals = stale_finals
 
 
 def _proof(

@@ -10,7 +10,10 @@ For each leaf, in line order (``specs/verify.md`` step 3):
     (:class:`SeqGapError`, :class:`SeqDuplicateError`, :class:`SeqOrderError`), the seq
     ``proofs.json`` discloses for the line in a partial one (:class:`DisclosedSeqMismatchError`);
 3.4 in a full bundle, its ``prev.root`` is the root recomputed over the leaves before it
-    (:class:`PrevRootMismatchError`); a partial bundle proves it in step 4 instead.
+    (:class:`PrevRootMismatchError`); a partial bundle proves it in step 4 instead;
+3.5 in a full bundle, its signed lifecycle head is the chain over the lifecycle entries
+    before it (:func:`registre.attest.lifecycle_chain.check_lifecycle_chain`, run by the
+    verifier over :attr:`EntriesChecked.marks`); a partial bundle's is step 4.6.
 
 The work is spread over ``jobs`` processes (chunks of leaves; the signature check dominates).
 Every chunk stops at its first failure; the first failing chunk in line order is then re-run
@@ -53,6 +56,7 @@ from registre.attest.entry import (
 )
 from registre.attest.errors import OriginMismatchError, RegistreError, VerificationError
 from registre.attest.keys import Verifier
+from registre.attest.lifecycle_chain import ChainMark
 from registre.attest.merkle import CompactRange, leaf_hash
 from registre.attest.strict_json import MAX_SAFE_INTEGER
 
@@ -246,7 +250,7 @@ class EntriesChecked:
     ``kinds`` counts entries per kind; ``records`` are the semantic entries in seq order.
     Full bundles: ``leaf_hashes`` in seq order and ``roots`` at the sizes asked for.
     Partial bundles: ``prev_roots``, each entry's signed ``prev.root`` in line order, which
-    step 4 proves.
+    step 4 proves. ``marks``: per line, what the lifecycle chain check (3.5, 4.6) needs.
     """
 
     kinds: dict[str, int] = field(default_factory=dict)
@@ -254,6 +258,7 @@ class EntriesChecked:
     leaf_hashes: list[bytes] = field(default_factory=list)
     roots: dict[int, bytes] = field(default_factory=dict)
     prev_roots: list[bytes] = field(default_factory=list)
+    marks: list[ChainMark] = field(default_factory=list)
 
 
 @dataclass
@@ -315,6 +320,9 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
         else:
             tree.append(entry.leaf_hash)
         kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
+        checked.marks.append(
+            ChainMark(entry.seq, entry.kind in LIFECYCLE_KINDS, entry.leaf_hash, entry.lifecycle)
+        )
         if entry.kind in SEMANTIC_KINDS:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
     return _ChunkResult(checked)
@@ -372,6 +380,7 @@ def check_entries(
             merged.kinds[kind] = merged.kinds.get(kind, 0) + count
         merged.records.extend(result.checked.records)
         merged.prev_roots.extend(result.checked.prev_roots)
+        merged.marks.extend(result.checked.marks)
     merged.kinds = dict(sorted(merged.kinds.items()))
     return merged
 

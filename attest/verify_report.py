@@ -2,9 +2,10 @@
 
 A :class:`VerifyReport` lists the seven steps of ``specs/verify.md`` in order, each
 ``passed``, ``failed`` or ``not run`` (a step after a failure, or step 5 without a state
-file: ``skipped``), with what it checked and -- just as prominently -- what it could not
-check. :meth:`VerifyReport.to_json` is the ``--json`` form (stable keys, documented in
-``specs/verify.md``); :meth:`VerifyReport.render` the readable one.
+file: ``skipped``; step 7 ``stale`` when a final it proves is not current), with what it
+checked and -- just as prominently -- what it could not check. :meth:`VerifyReport.to_json`
+is the ``--json`` form (stable keys, documented in ``specs/verify.md``);
+:meth:`VerifyReport.render` the readable one.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ STEP_NAMES: dict[int, str] = {
     7: "claims",
 }
 
-StepStatus = Literal["passed", "failed", "skipped", "not run"]
+StepStatus = Literal["passed", "stale", "failed", "skipped", "not run"]
+"""``stale``: step 7 passed, but a final conclusion it proves is not current at the checkpoint
+(stale, superseded or retracted); the bundle verifies, and the verdict says STALE."""
 
 
 @dataclass
@@ -92,12 +95,36 @@ class VerifyReport:
     steps: list[StepResult] = field(default_factory=lambda: [StepResult(n) for n in STEP_NAMES])
     failure: Failure | None = None
     notes: list[str] = field(default_factory=list)
+    cosignature_age: int | None = None
+    """Seconds between the newest pinned-witness cosignature of the head and the check."""
+    inactive: list[str] = field(default_factory=list)
+    """Every disclosed conclusion or cited id not active and fresh at the checkpoint."""
+    stale_finals: list[str] = field(default_factory=list)
+    """The final conclusions among :attr:`inactive` (step 7 is then ``stale``)."""
 
     @property
     def verified(self) -> bool:
         return self.failure is None and all(
-            step.status in ("passed", "skipped") for step in self.steps
+            step.status in ("passed", "stale", "skipped") for step in self.steps
         )
+
+    @property
+    def partial(self) -> bool:
+        """Verified as a partial bundle: some entries of the head were not disclosed."""
+        return self.disclosure == "partial"
+
+    def verdict(self) -> str:
+        """The one-line result: ``VERIFIED``, or ``NOT VERIFIED``, followed by ``PARTIAL`` and
+        what was not checked, and ``STALE`` and the final conclusions that are not current."""
+        if not self.verified:
+            return "NOT VERIFIED"
+        words = ["VERIFIED"]
+        if self.partial:
+            not_checked = [item for step in self.steps for item in step.not_checked]
+            words.append("PARTIAL (not checked: " + "; ".join(not_checked) + ")")
+        if self.stale_finals:
+            words.append("STALE (at the checkpoint: " + ", ".join(self.stale_finals) + ")")
+        return ", ".join(words)
 
     def step(self, number: int) -> StepResult:
         return self.steps[number - 1]
@@ -124,12 +151,15 @@ class VerifyReport:
                 "exit_code": self.failure.exit_code,
             },
             "notes": list(self.notes),
+            "result": self.verdict(),
+            "cosignature_age": self.cosignature_age,
+            "inactive": list(self.inactive),
+            "stale_finals": list(self.stale_finals),
         }
 
     def render(self) -> str:
         """The report as text for a person."""
-        verdict = "VERIFIED" if self.verified else "NOT VERIFIED"
-        lines = [f"registre bundle verification: {verdict}", f"bundle: {self.bundle}"]
+        lines = [f"registre bundle verification: {self.verdict()}", f"bundle: {self.bundle}"]
         if self.origin is not None:
             lines.append(
                 f"origin: {self.origin} ({self.disclosure} bundle, {self.entries} entries, "

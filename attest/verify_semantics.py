@@ -3,17 +3,19 @@
 Step 6, semantics, over the entries of :data:`registre.attest.verify_entries.SEMANTIC_KINDS` in seq
 order:
 
-6.1 lifecycle (full bundles): every ``source.read``, ``evidence.*``, ``conclusion.*``,
-    ``context.pin`` and ``context.unpin`` event is re-decided by ``registre.lifecycle.apply`` from
-    the empty state, and its recorded outcome must be the one the rules give
-    (:class:`LifecycleReplayError`). A partial bundle cannot be replayed: the ids and
-    decisions depend on entries it does not disclose; the report says so;
+6.1 lifecycle (full bundles, and partial bundles that proved in step 4.6 that they disclose
+    every lifecycle entry of their tree): every ``source.read``, ``evidence.*``,
+    ``conclusion.*``, ``context.pin`` and ``context.unpin`` event is re-decided by
+    ``registre.lifecycle.apply`` from the empty state, and its recorded outcome must be the one
+    the rules give (:class:`LifecycleReplayError`). Any other partial bundle cannot be
+    replayed: the ids and decisions depend on entries it does not disclose; the report says so;
 6.2 a pin's ``seq`` names an earlier entry (:class:`PinSourceError`);
 6.3 a compaction folds (and stubs) only entries before it (:class:`CompactionFoldsFutureError`);
     that its summary pointers lie inside the folded range is the body schema's rule,
     checked in step 3.1;
-6.4 full bundles: a compaction's ``pin_set_sha256`` is :func:`registre.lifecycle.pin_set_sha256` of
-    the pins live at that point of the replay, so every live pin was carried verbatim
+6.4 when the lifecycle was replayed: a compaction's ``pin_set_sha256`` is
+    :func:`registre.lifecycle.pin_set_sha256` of the pins live at that point of the replay,
+    so every live pin was carried verbatim
     (:class:`PinSetDigestError`);
 6.5 full bundles: the rest of a compaction's rules against the working-context fold
     (``specs/context.md``: fold boundaries, tool calls kept with their results, recent turns,
@@ -31,7 +33,9 @@ conclusion -> the evidence and computes it cites -> the references that evidence
 ``source.read`` entry that registered each -- all present in the bundle and earlier than what
 cites them (:class:`UnresolvedClaimError`), and nothing it cites was retracted or superseded
 by an entry of the bundle before it (:class:`ClaimCitesInactiveError`). The chain is built
-from the recorded outcomes, so it is checked for partial bundles too.
+from the recorded outcomes, so it is checked for partial bundles too. 7.2: when the lifecycle
+was replayed, :func:`status_at_head` names every disclosed conclusion and cited id that is
+stale, superseded or retracted at the checkpoint.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ __all__ = [
     "ClaimsChecked",
     "Compaction",
     "CompactionFoldsFutureError",
+    "IdStatus",
     "LifecycleReplayError",
     "ModelCall",
     "ModelCallPrefixError",
@@ -79,6 +84,7 @@ __all__ = [
     "UnresolvedClaimError",
     "check_claims",
     "check_semantics",
+    "status_at_head",
 ]
 
 
@@ -163,6 +169,8 @@ class SemanticsChecked:
     events: list[tuple[int, Event]] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
     not_checked: list[str] = field(default_factory=list)
+    state: LifecycleState | None = None
+    """The lifecycle state after every event of the tree (set when it was replayed)."""
 
 
 def check_semantics(
@@ -172,8 +180,12 @@ def check_semantics(
     leaves: Sequence[bytes],
     hooks: SemanticHooks,
     progress: SemanticsProgress,
+    lifecycle_complete: bool | None = None,
 ) -> SemanticsChecked:
-    """Step 6 over ``records`` (seq order). ``leaves`` is the whole thread when ``full``."""
+    """Step 6 over ``records`` (seq order). ``leaves`` is the whole thread when ``full``.
+    ``lifecycle_complete`` (default: ``full``): the records hold every lifecycle entry of the
+    tree, so 6.1 and 6.4 run; ``result.state`` is then the lifecycle at the tree's head."""
+    replay = full if lifecycle_complete is None else lifecycle_complete or full
     result = SemanticsChecked()
     state = LifecycleState.empty()
     counts = {"lifecycle": 0, "pins": 0, "compactions": 0, "model calls": 0}
@@ -184,11 +196,11 @@ def check_semantics(
         if record.kind == "context.compaction":
             counts["compactions"] += 1
             _check_compaction_range(record)  # 6.3
-            if full:
+            if replay:
                 _check_pin_digest(record, pin_set_sha256(state))  # 6.4
-                if hooks.compaction is not None:  # 6.5
-                    prefix = leaves[: record.seq]
-                    hooks.compaction(Compaction(record.seq, record.actor, body, prefix, state))
+            if full and hooks.compaction is not None:  # 6.5
+                prefix = leaves[: record.seq]
+                hooks.compaction(Compaction(record.seq, record.actor, body, prefix, state))
         elif record.kind == "model.call":
             counts["model calls"] += 1
             _check_model_call(record)  # 6.6
@@ -202,12 +214,14 @@ def check_semantics(
             if isinstance(event.request, PinRequest):
                 counts["pins"] += 1
                 _check_pin_source(record.seq, event.request)  # 6.2
-            if full:  # 6.1
+            if replay:  # 6.1
                 state = _replay(state, event, record.seq)
                 last_lifecycle = record.seq
             result.events.append((record.seq, event))
     progress.seq = None
-    _describe(result, counts, full, hooks)
+    _describe(result, counts, full, replay, hooks)
+    if replay:
+        result.state = state
     return result
 
 
@@ -265,11 +279,15 @@ def _check_model_call(record: EntryRecord) -> None:
 
 
 def _describe(
-    result: SemanticsChecked, counts: dict[str, int], full: bool, hooks: SemanticHooks
+    result: SemanticsChecked,
+    counts: dict[str, int],
+    full: bool,
+    replay: bool,
+    hooks: SemanticHooks,
 ) -> None:
     checked, not_checked = result.checked, result.not_checked
     compactions, calls = counts["compactions"], counts["model calls"]
-    if full:
+    if replay:
         checked.append(f"{counts['lifecycle']} lifecycle event(s) replayed from the empty state")
     elif counts["lifecycle"]:
         not_checked.append(
@@ -278,7 +296,7 @@ def _describe(
         )
     checked.append(f"{counts['pins']} pin(s) point at earlier entries")
     checked.append(f"{compactions} compaction(s) fold and stub only earlier entries")
-    if compactions and full:
+    if compactions and replay:
         checked.append(f"{compactions} compaction pin-set digest(s) = the live pins replayed")
     elif compactions:
         not_checked.append(f"{compactions} compaction pin-set digest(s): needs the full history")
@@ -328,6 +346,55 @@ class _Index:
     conclusions: dict[str, _Admitted] = field(default_factory=dict)
     finals: set[str] = field(default_factory=set)
     inactive: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IdStatus:
+    """An id a disclosed conclusion cites (or a disclosed conclusion) that is not active and
+    fresh at the checkpoint: ``status`` is ``"stale"`` (it relies on evidence or a compute
+    that changed since), ``"superseded"`` (by ``successor``) or ``"retracted"``; ``final``
+    when it is a version of a final conclusion."""
+
+    id: str
+    status: str
+    final: bool = False
+    successor: str | None = None
+
+    def describe(self) -> str:
+        what = "final " if self.final else ""
+        if self.status == "superseded":
+            return f"{what}{self.id} superseded by {self.successor}"
+        return f"{what}{self.id} {self.status}"
+
+
+def status_at_head(events: Sequence[tuple[int, Event]], state: LifecycleState) -> list[IdStatus]:
+    """Step 7.2: every conclusion the bundle discloses, and every id they cite, that is not
+    active and fresh in ``state`` (the lifecycle replayed up to the checkpoint), by id."""
+    index = _index(events)
+    named: set[str] = set(index.conclusions)
+    for admitted in index.conclusions.values():
+        named.update(admitted.cites)
+    found: list[IdStatus] = []
+    for item in sorted(named, key=_id_key):
+        final = item in index.finals
+        if item.startswith("ev-"):
+            evidence = state.evidence(item)
+            if evidence is not None and evidence.status != "active":
+                found.append(IdStatus(item, evidence.status, final, evidence.successor))
+            continue
+        conclusion = state.conclusion(item)
+        if conclusion is None:
+            continue
+        if conclusion.status != "active":
+            found.append(IdStatus(item, conclusion.status, final, conclusion.successor))
+        elif conclusion.stale:
+            found.append(IdStatus(item, "stale", final))
+    return found
+
+
+def _id_key(item: str) -> tuple[str, int]:
+    prefix, _, number = item.partition("-")
+    return prefix, int(number) if number.isdigit() else -1
 
 
 def check_claims(events: Sequence[tuple[int, Event]], progress: SemanticsProgress) -> ClaimsChecked:

@@ -32,6 +32,7 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, open_entry, sign_entry
 from registre.attest.errors import RegistreError
 from registre.attest.keys import Signer
+from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
 from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
 from registre.attest.projection import projection_digest
 from registre.attest.verifier import TrustPolicy
@@ -115,6 +116,8 @@ class Thread:
     state: LifecycleState = field(default_factory=LifecycleState.empty)
     context: ContextState | None = field(default_factory=ContextState)
     texts: dict[int, str] = field(default_factory=dict)
+    lifecycle: LifecycleHead = EMPTY_LIFECYCLE
+    """The lifecycle head the next entry signs (``specs/entries.md`` section 1)."""
 
     @property
     def origin(self) -> str:
@@ -131,6 +134,7 @@ class Thread:
     def add(self, entry: Entry) -> Entry:
         """Append an entry signed elsewhere (e.g. with a wrong prev root, for an attack)."""
         self.entries.append(entry)
+        self.lifecycle = self.lifecycle.after(entry.kind, entry.leaf_hash)
         self.tree.append(entry.leaf_hash)
         self.frontier.append(entry.leaf_hash)
         if self.context is not None:
@@ -182,6 +186,7 @@ class Thread:
             body=dict(body),
             prev_root=self.frontier.root(),
             time=TIME,
+            lifecycle=self.lifecycle,
         )
         return self.add(entry)
 
@@ -210,6 +215,7 @@ class Thread:
                 "root": base64.b64encode(self.frontier.root()).decode("ascii"),
             },
             "key": self.signer.key_id.hex(),
+            "lifecycle": self.lifecycle.to_json(),
         }
         signed = canonical_bytes(envelope)
         signature = self.signer.sign(ENTRY_SIGNATURE_PREFIX + signed)
@@ -231,6 +237,7 @@ class Thread:
                 signature,
                 leaf,
                 leaf_hash(leaf),
+                self.lifecycle,
             )
         return self.add(entry)
 

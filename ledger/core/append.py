@@ -5,8 +5,11 @@ Inside one write transaction, :func:`append_entries`
 1. locks the thread row (SQLite: the ``BEGIN IMMEDIATE`` write lock taken by
    :func:`registre.ledger.store.engine.write_transaction`; PostgreSQL: ``SELECT ... FOR UPDATE``)
    and reads the head ``(size, root, frontier)``; the frontier must reproduce the root;
-2. for each item: signs the entry with ``seq = size`` and ``prev = (size, root)``, appends its
-   leaf hash to the frontier and collects the subtrees that completed;
+2. for each item: signs the entry with ``seq = size``, ``prev = (size, root)`` and the
+   lifecycle head of the entries before it (:mod:`registre.attest.lifecycle_chain`: read off the
+   previous entry, or -- the first append to a thread written before the field existed --
+   recomputed from its stored lifecycle entries), appends its leaf hash to the frontier and
+   collects the subtrees that completed;
 3. inserts the entries, the completed subtree hashes, and moves the head (size, root,
    frontier) -- only if it is still at the size read in step 1.
 
@@ -19,14 +22,18 @@ transaction rolls back with nothing written.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
 
+from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.entry import Entry, sign_entry
+from registre.attest.errors import MalformedError
 from registre.attest.keys import Signer, Verifier
+from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
 from registre.attest.merkle import HASH_SIZE, CompactRange
 from registre.ledger.core.database import utc_now
 from registre.ledger.errors import (
@@ -46,6 +53,7 @@ __all__ = [
     "AppendItem",
     "append_entries",
     "batch_has_kind",
+    "lifecycle_head",
     "read_bound_head",
     "read_head",
     "require_not_behind",
@@ -53,6 +61,7 @@ __all__ = [
     "split_frontier",
     "store_public_key",
 ]
+
 
 AppendItem = tuple[str, Any, str]
 """``(kind, body, actor)``: one entry to append."""
@@ -71,6 +80,7 @@ def batch_has_kind(items: Sequence[AppendItem], kinds: Collection[str]) -> bool:
 # transaction SQLAlchemy opened: Core's per-statement machinery costs more than the rest of an
 # append together, and an append is the operation whose rate matters. They name the tables
 # and columns of ledger.store.schema; "?" becomes "%s" for psycopg.
+_KINDS = tuple(sorted(LIFECYCLE_KINDS))
 _SQL = {
     "lock_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
     "insert_entry": (
@@ -78,6 +88,12 @@ _SQL = {
     ),
     "insert_subtree": "INSERT INTO subtree (thread, level, idx, hash) VALUES (?, ?, ?, ?)",
     "move_head": "UPDATE thread SET size = ?, root = ?, frontier = ? WHERE id = ? AND size = ?",
+    "last_entry": "SELECT kind, leaf, leaf_hash FROM entry WHERE thread = ? AND seq = ?",
+    "lifecycle_hashes": (
+        "SELECT leaf_hash FROM entry WHERE thread = ? AND seq < ? AND kind IN ("
+        + ", ".join("?" for _ in _KINDS)
+        + ") ORDER BY seq"
+    ),
 }
 _DIALECT_SQL: dict[str, dict[str, str]] = {
     "sqlite": _SQL,
@@ -173,6 +189,40 @@ def store_public_key(conn: Connection, verifier: Verifier, added: str | None = N
     conn.execute(insert(tables.public_key).values(row).on_conflict_do_nothing())
 
 
+def lifecycle_head(conn: Connection, thread: str, size: int) -> LifecycleHead:
+    """The lifecycle head of the first ``size`` entries of ``thread`` (inside the append's
+    transaction, after :func:`read_head`): the previous entry's signed head extended by that
+    entry when it is a lifecycle entry; for a previous entry signed before the field existed
+    (a legacy thread), the chain recomputed over the stored lifecycle entries -- once: the
+    entry appended now carries it. StoreCorruptError if the previous entry is unreadable."""
+    if size == 0:
+        return EMPTY_LIFECYCLE
+    sql = _statements(conn)
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(sql["last_entry"], (thread, size - 1))
+        row = cursor.fetchone()
+        if row is None:
+            raise StoreCorruptError(f"thread {thread}: entry {size - 1} is missing")
+        kind, leaf, digest = str(row[0]), bytes(row[1]), bytes(row[2])
+        try:
+            signed = json.loads(leaf)["entry"].get("lifecycle")
+            previous = None if signed is None else LifecycleHead.from_json(signed)
+        except (ValueError, TypeError, KeyError, AttributeError, MalformedError) as exc:
+            raise StoreCorruptError(
+                f"thread {thread}: entry {size - 1} is not a readable leaf ({exc})"
+            ) from None
+        if previous is not None:
+            return previous.after(kind, digest)
+        cursor.execute(sql["lifecycle_hashes"], (thread, size, *_KINDS))
+        head = EMPTY_LIFECYCLE
+        for (hashed,) in cursor.fetchall():
+            head = head.extend(bytes(hashed))
+        return head
+    finally:
+        cursor.close()
+
+
 def append_entries(
     conn: Connection,
     signer: Signer,
@@ -204,6 +254,7 @@ def append_entries(
     entry_rows: list[tuple[Any, ...]] = []
     subtree_rows: list[tuple[Any, ...]] = []
     root = frontier.root()
+    lifecycle = lifecycle_head(conn, thread, old_size) if items else EMPTY_LIFECYCLE
     for offset, (kind, body, actor) in enumerate(items):
         entry = sign_entry(
             signer,
@@ -214,7 +265,9 @@ def append_entries(
             body=body,
             prev_root=root,
             body_checked=offset in checked,
+            lifecycle=lifecycle,
         )
+        lifecycle = lifecycle.after(entry.kind, entry.leaf_hash)
         entries.append(entry)
         entry_rows.append((thread, entry.seq, entry.leaf, entry.leaf_hash, kind, entry.time))
         for level, index, digest in frontier.append(entry.leaf_hash):

@@ -16,6 +16,13 @@ section 7.2), read from the derived lifecycle tables and the context fold.
    depends on: those whose summaries are live in the context at its ``at_seq``, and those
    still in that context's verbatim tail (the latest compaction always is one of the two).
 
+6. **the lifecycle** -- every lifecycle entry (``source.read``, ``evidence.*``,
+   ``conclusion.*``, ``context.pin``, ``context.unpin``) of the tree, and the tree's last
+   entry (seq ``tree_size - 1``, the *anchor*), whose signed lifecycle head
+   (:mod:`registre.attest.lifecycle_chain`) lets the verifier prove that nothing of the
+   lifecycle -- no later retraction or supersession -- was left out. Steps 1-3 are therefore
+   a subset of it; they are kept to say why each entry is there.
+
 A signed entry is disclosed whole: an ``evidence.upsert`` or ``source.read`` that also holds
 other statements or references discloses them too. Entries at or beyond ``tree_size`` are
 never selected (they are not in the checkpoint's tree), and a version created there is not
@@ -32,6 +39,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import bindparam, select
 
+from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.errors import RefusedError
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.views import (
@@ -66,6 +74,15 @@ _LAST_MODEL_CALL_BEFORE = (
     .order_by(_entry.c.seq.desc())
     .limit(1)
 )
+_LIFECYCLE_BEFORE = (
+    select(_entry.c.seq)
+    .where(
+        _entry.c.thread == bindparam("thread"),
+        _entry.c.kind.in_(sorted(LIFECYCLE_KINDS)),
+        _entry.c.seq < bindparam("before"),
+    )
+    .order_by(_entry.c.seq)
+)
 _LEAF = select(_entry.c.leaf).where(
     _entry.c.thread == bindparam("thread"), _entry.c.seq == bindparam("seq")
 )
@@ -89,6 +106,10 @@ class ClaimChain:
     compactions: tuple[int, ...]
     conclusion_ids: tuple[str, ...] = field(default=())
     evidence_ids: tuple[str, ...] = field(default=())
+    lifecycle: tuple[int, ...] = field(default=())
+    """Every lifecycle entry of the tree (step 6)."""
+    anchor: tuple[int, ...] = field(default=())
+    """The tree's last entry, whose lifecycle head proves :attr:`lifecycle` complete."""
 
     @property
     def seqs(self) -> tuple[int, ...]:
@@ -100,6 +121,8 @@ class ClaimChain:
                     *self.source_reads,
                     *self.model_calls,
                     *self.compactions,
+                    *self.lifecycle,
+                    *self.anchor,
                 }
             )
         )
@@ -130,6 +153,10 @@ def claim_chain(ledger: Ledger, thread_id: str, conclusion_id: str, tree_size: i
     calls = _model_calls(ledger, thread_id, first_admission, asked.seq)
     # 5. the compactions their projections depend on
     compactions = _compactions_behind(ledger, thread_id, calls)
+    # 6. the whole lifecycle of the tree, and its last entry
+    with read_transaction(engine) as conn:
+        params = {"thread": thread_id, "before": tree_size}
+        lifecycle = tuple(int(seq) for seq in conn.execute(_LIFECYCLE_BEFORE, params).scalars())
     return ClaimChain(
         conclusion=conclusion_id,
         tree_size=tree_size,
@@ -140,6 +167,8 @@ def claim_chain(ledger: Ledger, thread_id: str, conclusion_id: str, tree_size: i
         compactions=tuple(sorted(compactions)),
         conclusion_ids=tuple(sorted(walk.conclusions, key=_id_number)),
         evidence_ids=tuple(sorted(walk.evidence, key=_id_number)),
+        lifecycle=lifecycle,
+        anchor=(tree_size - 1,),
     )
 
 

@@ -3,8 +3,9 @@
 * :func:`export_thread` -- a **full** bundle: every entry up to a signed checkpoint, byte for
   byte, with every stored checkpoint up to that size (notes with their cosignatures);
 * :func:`export_claim` -- a **partial** bundle disclosing only the chain of one conclusion
-  (:func:`registre.ledger.exchange.claim_chain.claim_chain`), with an inclusion proof for each
-  disclosed entry and the consistency proofs the verifier needs
+  (:func:`registre.ledger.exchange.claim_chain.claim_chain`: with every lifecycle entry of the
+  tree and its last entry, so the verifier can prove nothing was hidden), with an inclusion
+  proof for each disclosed entry and the consistency proofs the verifier needs
   (:func:`registre.attest.bundle.build_proofs`).
 
 Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
@@ -28,6 +29,7 @@ itself is built in memory by :func:`registre.attest.bundle.bundle_bytes` (see th
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +57,7 @@ __all__ = [
     "EXPORT_BATCH",
     "MAX_BUNDLE_CHECKPOINTS",
     "CheckpointRequiredError",
+    "ClaimNotProvableError",
     "ExportResult",
     "choose_checkpoint",
     "export_claim",
@@ -88,6 +91,11 @@ _LEAVES_AT = (
     )
     .order_by(_entry.c.seq)
 )
+
+
+class ClaimNotProvableError(RefusedError):
+    """A claim bundle whose checkpoint ends on an entry signed before entries carried a
+    lifecycle head (a legacy thread): the bundle could not prove its lifecycle complete."""
 
 
 class CheckpointRequiredError(RefusedError):
@@ -223,7 +231,8 @@ def export_claim(
     (:func:`registre.ledger.exchange.claim_chain.claim_chain`) in the tree of ``checkpoint`` to
     ``path``, with an inclusion proof per entry and consistency proofs from every disclosed seq and
     every included checkpoint to the head. Raises what :func:`export_thread` raises, plus
-    UnknownItemError (no such conclusion) and ClaimBeyondCheckpointError."""
+    UnknownItemError (no such conclusion), ClaimBeyondCheckpointError and ClaimNotProvableError
+    (the checkpoint ends on a legacy entry without a lifecycle head)."""
     head, included, omitted = choose_checkpoint(ledger, thread_id, checkpoint)
     chain = claim_chain(ledger, thread_id, conclusion_id, head.size)
     seqs = list(chain.seqs)
@@ -241,6 +250,7 @@ def export_claim(
             seqs=seqs,
             consistency_from=[c.size for c in included],
         )
+    _check_anchor(thread_id, head.size, leaves[-1])
     for leaf, proof in zip(leaves, proofs.inclusion, strict=True):
         try:
             verify_inclusion(leaf_hash(leaf), proof.seq, head.size, proof.hashes, root)
@@ -346,6 +356,23 @@ class _StoredLeaves(Sequence[bytes]):
                 f"thread {self._thread}: the first {tree.size} stored entries do not hash to "
                 f"the root the checkpoint of size {tree.size} signs; nothing was exported"
             ).with_hint(_VERIFY_STORE_HINT)
+
+
+def _check_anchor(thread_id: str, size: int, leaf: bytes) -> None:
+    """The last entry of the head's tree must sign a lifecycle head (ClaimNotProvableError)."""
+    try:
+        signed = json.loads(leaf)["entry"].get("lifecycle")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        signed = None
+    if signed is None:
+        raise ClaimNotProvableError(
+            f"thread {thread_id}: entry {size - 1}, the last of the checkpoint of size {size}, "
+            "was signed before entries committed to the lifecycle, so a claim bundle could not "
+            "prove it discloses every retraction and supersession"
+        ).with_hint(
+            f"append an entry and run `registre checkpoint {thread_id}`, then export against "
+            "the new checkpoint, or export the whole thread (without --claim)"
+        )
 
 
 def _leaves_at(rows: Iterable[Any], seqs: Sequence[int]) -> list[bytes]:

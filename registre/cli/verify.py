@@ -1,11 +1,12 @@
 """`registre verify`: check an audit bundle, or a ledger database.
 
 * ``registre verify FILE.zip (--key VKEY | --key-file F) [--witness VKEY ... --quorum N]
-  [--state STATE.json] [--json] [--jobs N] [--max-ratio R]`` -- the regulator's offline check
-  of a bundle, in the numbered steps of ``specs/verify.md``. It is
-  ``python -m registre.attest verify`` (:func:`registre.attest.__main__.run_verify`, the same
-  options, report and exit codes): 0 verified, 1 a check failed (the report is printed, then
-  the first failure as one line on stderr), 2 unusable input.
+  [--state STATE.json] [--require-full] [--max-age DURATION] [--json] [--jobs N]
+  [--max-ratio R]`` -- the regulator's offline check of a bundle, in the numbered steps of
+  ``specs/verify.md``. It is ``python -m registre.attest verify``
+  (:func:`registre.attest.__main__.run_verify`, the same options, report and exit codes): 0
+  verified, 1 a check failed (the report is printed, then the first failure as one line on
+  stderr), 2 unusable input or a refused bundle.
 * ``registre verify --db [URL] [--thread T] [--vkey KEY ...]`` -- recomputes every leaf hash,
   signature, prev binding, stored subtree hash, thread head and stored checkpoint
   (:mod:`registre.ledger.verify.database`), streaming the entries. Exit 0 when everything checks
@@ -39,6 +40,8 @@ _BUNDLE_ONLY = {
     "quorum": "--quorum",
     "state_file": "--state",
     "as_json": "--json",
+    "require_full": "--require-full",
+    "max_age": "--max-age",
 }
 
 

@@ -12,9 +12,10 @@ from typing import NoReturn
 
 import pytest
 
+from registre.attest import verifier as verifier_module
 from registre.attest.__main__ import main
 from registre.attest.bundle_zip import ZipFormatError
-from tests.bundles import ATTACKER, LOG, WITNESSES, build_thread
+from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, build_thread
 from tests.tamper.helpers import entry_lines, with_entry_lines
 
 BLOCKED = ("registre.ledger", "registre.bench", "registre.cli", "sqlmodel", "sqlalchemy", "psycopg")
@@ -190,3 +191,31 @@ def test_verifies_with_database_layers_blocked(tmp_path: Path) -> None:
         check=False,
     )
     assert check.returncode != 0 and "blocked for this test: registre.ledger" in check.stderr
+
+
+def test_require_full_refuses_a_partial_bundle_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    partial = bundle_file(tmp_path, build_thread(12).partial_bundle([1, 2, 3, 4, 5, 11]))
+    code, out, _ = run(["verify", str(partial), "--key", LOG.vkey()], capsys)
+    assert code == 0 and out.startswith("registre bundle verification: VERIFIED, PARTIAL")
+    code, out, err = run(["verify", str(partial), "--key", LOG.vkey(), "--require-full"], capsys)
+    assert code == 2 and "NOT VERIFIED" in out
+    assert err.startswith("attest: error: step 1 (container): PartialBundleRefusedError:")
+    assert "attest: hint: ask the exporter for a full bundle" in err
+    full = bundle_file(tmp_path)
+    assert run(["verify", str(full), "--key", LOG.vkey(), "--require-full"], capsys)[0] == 0
+
+
+def test_max_age_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(verifier_module.time, "time", lambda: COSIGN_TIME + 2 * 86400)
+    path = str(bundle_file(tmp_path))
+    pinned = ["--witness", WITNESSES[0].vkey(), "--quorum", "1"]
+    code, out, err = run(["verify", path, "--key", LOG.vkey(), *pinned, "--max-age", "3d"], capsys)
+    assert code == 0 and "newest pinned-witness cosignature 2d 0h old" in out
+    code, out, err = run(["verify", path, "--key", LOG.vkey(), *pinned, "--max-age", "1d"], capsys)
+    assert code == 1 and "CheckpointTooOldError" in err and "2d 0h old" in err
+    code, _, err = run(["verify", path, "--key", LOG.vkey(), "--max-age", "soon"], capsys)
+    assert code == 2 and "is not a duration" in err

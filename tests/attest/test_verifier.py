@@ -14,18 +14,18 @@ from hypothesis import strategies as st
 
 from registre.attest.checkpoint import WitnessPolicyError
 from registre.attest.errors import VerificationError
+from registre.attest.lifecycle_chain import LifecycleOmittedError
 from registre.attest.verifier import verify_bundle
 from registre.attest.verify_report import STEP_NAMES, report_of
 from registre.attest.verify_semantics import (
     Compaction,
     ModelCall,
     SemanticHooks,
-    UnresolvedClaimError,
 )
 from tests.bundles import WITNESSES, Thread, build_thread, policy
 from tests.tamper.helpers import fails, passes
 
-CHAIN = [1, 2, 3, 5]  # source.read, evidence, compute, final of the story
+CHAIN = [1, 2, 3, 4, 5]  # the story's lifecycle: source.read, evidence, compute, pin, final
 
 
 @functools.cache
@@ -48,7 +48,7 @@ def test_genuine_bundles_of_any_shape_verify(n: int, data: st.DataObject, witnes
     full = passes(thread.full_bundle(checkpoint_sizes=sizes, witnesses=signed_by), trust)
     assert full.entries == full.tree_size == n
     extra = data.draw(st.sets(st.integers(10, n - 1), max_size=6))
-    chain = CHAIN if data.draw(st.booleans()) else []
+    chain = [*CHAIN, n - 1] if data.draw(st.booleans()) else []  # a claim: with the anchor
     seqs = sorted({*extra, *chain} or {n - 1})
     partial = passes(
         thread.partial_bundle(seqs, checkpoint_sizes=sizes, witnesses=signed_by), trust
@@ -71,7 +71,8 @@ def test_report_of_a_verified_bundle() -> None:
     assert [step["name"] for step in document["steps"]] == list(STEP_NAMES.values())
     assert set(document) == {
         "verified", "bundle", "origin", "disclosure", "tree_size", "entries",
-        "checkpoints", "kinds", "steps", "failure", "notes",
+        "checkpoints", "kinds", "steps", "failure", "notes", "result", "cosignature_age",
+        "inactive", "stale_finals",
     }  # fmt: skip
     text = report.render()
     assert text.startswith("registre bundle verification: VERIFIED")
@@ -80,20 +81,23 @@ def test_report_of_a_verified_bundle() -> None:
 
 def test_report_of_a_failed_bundle() -> None:
     thread = story(12)
-    error = fails(thread.partial_bundle([2, 3, 5]), UnresolvedClaimError, step=7, seq=3)
+    error = fails(thread.partial_bundle([2, 3, 5, 11]), LifecycleOmittedError, step=4, seq=2)
     report = report_of(error)
     assert report is not None and report.failure is not None
-    assert [step.status for step in report.steps][5:] == ["passed", "failed"]
-    assert report.failure.sentence().startswith("step 7 (claims), seq 3: UnresolvedClaimError:")
+    assert [step.status for step in report.steps][3:] == ["failed"] + ["not run"] * 3
+    assert report.failure.sentence().startswith("step 4 (tree), seq 2: LifecycleOmittedError:")
     assert report.to_json()["failure"]["exit_code"] == 1
     assert "NOT VERIFIED" in report.render()
 
 
 def test_partial_report_names_what_it_could_not_check() -> None:
-    report = passes(story(20).partial_bundle([*CHAIN, 15]))
+    report = passes(story(20).partial_bundle([*CHAIN, 15, 19]))
     tree = report.step(4)
-    assert "15 undisclosed entries" in " ".join(tree.not_checked)
-    assert "lifecycle replay of 4 disclosed event(s)" in " ".join(report.step(6).not_checked)
+    assert "13 undisclosed entries" in " ".join(tree.not_checked)
+    assert "all 5 lifecycle entries of the tree disclosed" in " ".join(tree.checked)
+    assert "5 lifecycle event(s) replayed" in " ".join(report.step(6).checked)
+    verdict = report.verdict()
+    assert verdict.startswith("VERIFIED, PARTIAL (not checked: ") and "13 undisclosed" in verdict
 
 
 def test_verifies_a_file_and_records_the_state(tmp_path: Path) -> None:
@@ -102,7 +106,8 @@ def test_verifies_a_file_and_records_the_state(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     report = verify_bundle(path, policy(), state_file=state)
     assert report.bundle == str(path) and report.step(5).status == "passed"
-    assert json.loads(state.read_text())["origins"]["registre.test/log/thread-1"]["size"] == 12
+    logs = json.loads(state.read_text())["logs"]
+    assert logs[policy().log_key.vkey()]["registre.test/log/thread-1"]["size"] == 12
 
 
 def test_unsound_witness_policy_is_refused() -> None:
@@ -160,3 +165,27 @@ def test_hooks_are_not_run_on_partial_bundles() -> None:
     not_checked = " ".join(report.step(6).not_checked)
     assert "a partial bundle lacks the prefix" in not_checked
     assert "pin-set digest(s): needs the full history" in not_checked
+
+
+@settings(deadline=None)
+@given(n=st.integers(11, 24), data=st.data())
+def test_partial_bundle_passes_iff_it_holds_the_whole_lifecycle(
+    n: int, data: st.DataObject
+) -> None:
+    """Any selection of a thread's entries: one disclosing a lifecycle entry verifies exactly
+    when it discloses all of them and the tree's last entry (step 4.6); one disclosing none
+    verifies and proves no status."""
+    thread = story(n)
+    seqs = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n - 1)))
+    bundle = thread.partial_bundle(seqs)
+    lifecycle = set(CHAIN)
+    if not lifecycle & set(seqs):
+        report = passes(bundle)
+        assert "no lifecycle entry disclosed" in " ".join(report.step(4).not_checked)
+    elif lifecycle <= set(seqs) and n - 1 in seqs:
+        report = passes(bundle)
+        assert "5 lifecycle event(s) replayed" in " ".join(report.step(6).checked)
+    else:
+        with pytest.raises(VerificationError) as info:
+            verify_bundle(bundle, policy())
+        assert type(info.value).__name__ in ("LifecycleOmittedError", "LifecycleAnchorMissingError")

@@ -77,8 +77,13 @@ def test_export_claim_then_verify(concluded: str, run: Run, workdir: Path) -> No
     assert result.code == 0 and report["verified"] and report["disclosure"] == "partial"
     assert report["steps"][6]["checked"] == [
         "2 conclusion(s) (1 final) resolve to 2 source passage(s) registered by 2 source.read "
-        "entr(ies) in the bundle"
+        "entr(ies) in the bundle",
+        "stale or inactive at size 9: cc-1 stale, final cc-2 stale, ev-2 superseded by ev-3",
     ]
+    # the final it proves is stale at the checkpoint: verified, but not a plain "passed"
+    assert report["steps"][6]["status"] == "stale"
+    assert report["stale_finals"] == ["final cc-2 stale"]
+    assert "STALE (at the checkpoint: final cc-2 stale)" in report["result"]
 
 
 def test_export_at_checkpoint(initialised: str, run: Run, workdir: Path) -> None:
@@ -149,10 +154,8 @@ def test_key_file_state_and_witnesses(
     (workdir / "log.vkey").write_text(initialised + "\n")
     args = ["verify", str(exported), "--key-file", "log.vkey", "--state", "state.json"]
     assert run(*args).code == 0
-    assert (
-        json.loads((workdir / "state.json").read_text())["origins"]["registre.local/log/t1"]["size"]
-        == 3
-    )
+    logs = json.loads((workdir / "state.json").read_text())["logs"]
+    assert logs[initialised]["registre.local/log/t1"]["size"] == 3
     # a cosigned checkpoint: the witness quorum is checked from the bundle's note
     with Ledger.open(db_url) as ledger:
         thread = ledger.thread("t1")
@@ -201,6 +204,13 @@ def test_bundle_and_database_options_do_not_mix(exported: Path, initialised: str
     assert "--key applies to a bundle" in one_line_error(
         run("verify", "--db", "--key", initialised)
     )
+    assert "--require-full applies to a bundle" in one_line_error(
+        run("verify", "--db", "--require-full")
+    )
+    assert "--max-age applies to a bundle" in one_line_error(
+        run("verify", "--db", "--max-age", "1d")
+    )
     # REGISTRE_DB in the environment does not count as --db
     assert run("verify", str(exported), "--key", initialised).code == 0
+    assert run("verify", str(exported), "--key", initialised, "--require-full").code == 0
     assert run("verify", "--db").code == 0  # the database check is unchanged

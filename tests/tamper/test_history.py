@@ -3,6 +3,9 @@ the witness quorum. A failed verification must leave the state file untouched.""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from registre.attest.bundle import checkpoint_member
@@ -11,8 +14,11 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
 from registre.attest.merkle import root_at
 from registre.attest.note import NoteSignature, parse_note
+from registre.attest.verifier import CheckpointTooOldError, FreshnessUnprovenError
 from registre.attest.verify_history import ForkError, MissingProofError, RollbackError
-from tests.bundles import LOG, WITNESSES, Thread, build_thread, policy, rezip
+from registre.attest.verify_report import report_of
+from registre.attest.verify_semantics import ModelCall, SemanticHooks
+from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, Thread, build_thread, policy, rezip
 from tests.tamper.helpers import fails, passes
 
 
@@ -131,3 +137,92 @@ def test_checkpoint_of_another_log_fail() -> None:
         manifest_changes={"origin": "other.example/thread-1"},
     )
     fails(forged, OriginMismatchError, step=2)
+
+
+# --- issue 13 item 5: the state file under concurrent verifications ---------------------
+
+
+def _meanwhile(action: Callable[[], None]) -> SemanticHooks:
+    """Hooks that run ``action`` once, during step 6 -- after step 5 read the state file and
+    before the verification records its head: another verifier sharing the file."""
+    done: list[bool] = []
+
+    def model_call(_call: ModelCall) -> None:
+        if not done:
+            done.append(True)
+            action()
+
+    return SemanticHooks(model_call=model_call)
+
+
+def test_state_lost_update_then_rollback_fail(tmp_path: Path) -> None:
+    """Verifier A (head 16) reads the state at 10; B records 20 meanwhile. A used to write 16
+    over B's 20, after which a rollback to 18 verified. Now A re-checks under the lock and is
+    refused, the state keeps 20, and the rollback is refused."""
+    state = trusting(tmp_path, build_thread(10).full_bundle())
+    a = build_thread(16)
+    b = build_thread(20)
+    other = _meanwhile(lambda: passes(b.full_bundle(), state_file=state))
+    fails(a.full_bundle(), RollbackError, step=5, state_file=state, hooks=other)
+    assert '"size":20' in state.read_text()
+    fails(build_thread(18).full_bundle(), RollbackError, step=5, state_file=state)
+
+
+def test_state_concurrent_update_erased_fail(tmp_path: Path) -> None:
+    """Two verifications of different threads sharing a state file: both heads are kept."""
+    state = tmp_path / "state.json"
+    other = build_thread(12, thread="thread-2")
+    hooks = _meanwhile(lambda: passes(other.full_bundle(), state_file=state))
+    passes(build_thread(14).full_bundle(), state_file=state, hooks=hooks)
+    (heads,) = json.loads(state.read_text())["logs"].values()
+    assert {origin: head["size"] for origin, head in heads.items()} == {
+        "registre.test/log/thread-1": 14,
+        "registre.test/log/thread-2": 12,
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json", "state.json.lock"]
+
+
+def test_state_shared_by_two_operators_with_one_log_name_fail(tmp_path: Path) -> None:
+    """Two operators whose keys have the same (default) name: one's head of thread-1 used to
+    make the other's smaller thread-1 a 'rollback'. The state is keyed by the pinned key."""
+    state = trusting(tmp_path, turns(30).full_bundle())
+    second = build_thread(5, signer=ATTACKER, story=False)
+    passes(second.full_bundle(), policy(signer=ATTACKER), state_file=state)
+    fails(turns(20).full_bundle(), RollbackError, step=5, state_file=state)  # still guarded
+
+
+def test_claim_after_trusted_empty_checkpoint_falsely_refused_fail(tmp_path: Path) -> None:
+    """After trusting the size-0 checkpoint of a thread, its claim bundles were refused for
+    lacking a consistency proof from size 0, which no verifier needs."""
+    state = trusting(tmp_path, Thread().full_bundle())
+    thread = build_thread(12)
+    passes(thread.partial_bundle([1, 2, 3, 4, 5, 11]), state_file=state)
+    assert '"size":12' in state.read_text()
+
+
+# --- issue 13 item 6: freshness -------------------------------------------------------
+
+
+def test_old_cosigned_checkpoint_replayed_fail() -> None:
+    """An old checkpoint with its old cosignatures verifies with the witness pinned; with
+    --max-age it is refused, and the report always states the newest cosignature's age."""
+    bundle = turns(8).full_bundle(witnesses=WITNESSES[:1])
+    trust = policy(witnesses=1, quorum=1)
+    fresh = passes(bundle, trust, now=COSIGN_TIME + 90)
+    assert fresh.cosignature_age == 90
+    assert f"newest pinned-witness cosignature 1m 30s old (time {COSIGN_TIME})" in (
+        fresh.step(2).checked
+    )
+    aged = replace(trust, max_age=3600)
+    report = passes(bundle, aged, now=COSIGN_TIME + 3600)
+    assert "within --max-age 1h 0m" in " ".join(report.step(2).checked)
+    error = fails(bundle, CheckpointTooOldError, aged, step=2, now=COSIGN_TIME + 30 * 86400)
+    assert "30d 0h old" in str(error) and error.hint is not None
+    failed = report_of(error)
+    assert failed is not None and failed.cosignature_age == 30 * 86400
+
+
+def test_max_age_without_pinned_witness_fail() -> None:
+    """--max-age cannot be met by a checkpoint no pinned witness cosigned."""
+    bundle = turns(8).full_bundle(witnesses=WITNESSES[1:2])  # cosigned, but not by a pinned one
+    fails(bundle, FreshnessUnprovenError, replace(policy(), max_age=3600), step=2)

@@ -12,15 +12,16 @@ import hashlib
 from typing import Any
 
 from registre.attest.bodies import BodySchemaError
+from registre.attest.lifecycle_chain import LifecycleOmittedError
 from registre.attest.projection import ContextDigestMismatchError, projection_digest
+from registre.attest.verifier import PartialBundleRefusedError, TrustPolicy
+from registre.attest.verify_report import report_of
 from registre.attest.verify_semantics import (
-    ClaimCitesInactiveError,
     CompactionFoldsFutureError,
     LifecycleReplayError,
     ModelCallPrefixError,
     PinSetDigestError,
     PinSourceError,
-    UnresolvedClaimError,
 )
 from registre.lifecycle import (
     Accepted,
@@ -39,7 +40,7 @@ from registre.lifecycle import (
 )
 from registre.lifecycle.context import CompactionTokensError, Policy, default_counter, project
 from registre.lifecycle.context.events import COMPACTION_ACTOR
-from tests.bundles import Thread, build_thread, ref, story_prefix
+from tests.bundles import LOG, Thread, build_thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
 
 
@@ -69,8 +70,10 @@ def test_final_citing_retracted_evidence_partial_fail() -> None:
     event = Event(FinalRequest("Q3 reconciles", ("ev-1",)), Accepted("cc-1"))
     forged.append(event.kind, event_to_body(event))
     forged.turn("after")
-    passes(forged.partial_bundle([0, 1, 2]))
-    fails(forged.partial_bundle([0, 1, 2, 3]), ClaimCitesInactiveError, step=7, seq=3)
+    # the whole lifecycle is disclosed, so the partial bundle is replayed (6.1) ...
+    fails(forged.partial_bundle([0, 1, 2, 3, 4]), LifecycleReplayError, step=6, seq=3)
+    # ... and leaving the forged final out is seen by the signed lifecycle head (4.6)
+    fails(forged.partial_bundle([0, 1, 2, 4]), LifecycleOmittedError, step=4, seq=4)
 
 
 def test_evidence_id_forged_fail() -> None:
@@ -239,6 +242,48 @@ def test_model_call_from_the_future_fail() -> None:
 def test_final_without_its_sources_fail() -> None:
     """A partial bundle disclosing a final and its evidence, but not the source read."""
     thread = build_thread(12)  # 1 read, 2 upsert, 3 compute, 5 final
-    passes(thread.partial_bundle([1, 2, 3, 5]))
-    fails(thread.partial_bundle([2, 3, 5]), UnresolvedClaimError, step=7, seq=3)
-    fails(thread.partial_bundle([1, 2, 5]), UnresolvedClaimError, step=7, seq=5)
+    passes(thread.partial_bundle([1, 2, 3, 4, 5, 11]))
+    fails(thread.partial_bundle([2, 3, 4, 5, 11]), LifecycleOmittedError, step=4, seq=2)
+    fails(thread.partial_bundle([1, 2, 4, 5, 11]), LifecycleOmittedError, step=4, seq=4)
+
+
+# --- issue 13 item 2: downgrade to "partial" ---------------------------------------------
+
+
+def test_forged_model_call_labelled_partial_fail() -> None:
+    """A thread with a forged model.call digest is refused as a full bundle; the same entries
+    relabelled "partial" (every seq disclosed, with proofs) used to verify with the replay
+    "not checked". A bundle disclosing every seq from 0 is checked as full."""
+    body = genuine_model_call()
+    body["projection_sha256"] = hashlib.sha256(b"another context").hexdigest()
+    thread = story_prefix()
+    thread.compact()
+    thread.append("model.call", body)
+    thread.turn("after")
+    fails(thread.full_bundle(), ContextDigestMismatchError, step=6, seq=8)
+    relabelled = thread.partial_bundle(list(range(thread.size)))
+    error = fails(relabelled, ContextDigestMismatchError, step=6, seq=8)
+    report = report_of(error)
+    assert report is not None and report.disclosure == "full"
+    assert "checked as a full bundle" in " ".join(report.step(1).checked)
+
+
+def test_partial_bundle_under_require_full_fail() -> None:
+    """A verifier that requires full bundles refuses a partial one at step 1 (exit 2), and
+    accepts a full one, or one labelled partial that discloses every entry."""
+    thread = build_thread(12)
+    strict = TrustPolicy(log_key=LOG.verifier(), require_full=True)
+    error = fails(thread.partial_bundle([1, 2, 3, 4, 5, 11]), PartialBundleRefusedError, strict)
+    assert error.exit_code == 2 and "6 of the 12 entries" in str(error)
+    assert error.hint is not None and "full bundle" in error.hint
+    passes(thread.full_bundle(), strict)
+    passes(thread.partial_bundle(list(range(12))), strict)
+
+
+def test_partial_verdict_says_partial_and_what_was_not_checked() -> None:
+    report = passes(build_thread(12).partial_bundle([1, 2, 3, 4, 5, 11]))
+    first = report.render().splitlines()[0]
+    assert first.startswith("registre bundle verification: VERIFIED, PARTIAL (not checked: ")
+    assert "6 undisclosed entries" in first
+    assert "compaction(s) checked against the working-context rules" not in first  # none sent
+    assert report.to_json()["result"] == report.verdict()

@@ -48,23 +48,26 @@ def turns(n: int) -> Thread:
 
 
 def test_interior_node_as_leaf_fail() -> None:
-    """Leaves 2 and 3's hashes offered as one disclosed leaf, with the proof of their parent."""
+    """Leaves 2i and 2i+1's hashes offered as one disclosed leaf, with the proof of their
+    parent (the first pair whose bytes hold no newline, so they fit on one line)."""
     thread = turns(8)
-    genuine = thread.partial_bundle([2])
+    pairs = [
+        (s, thread.entries[s].leaf_hash + thread.entries[s + 1].leaf_hash) for s in (2, 4, 6, 0)
+    ]
+    seq, node_bytes = next((s, b) for s, b in pairs if b"\n" not in b and b"\r" not in b)
+    genuine = thread.partial_bundle([seq])
     passes(genuine)
-    left, right = thread.entries[2].leaf_hash, thread.entries[3].leaf_hash
-    node_bytes = left + right
-    assert b"\n" not in node_bytes and b"\r" not in node_bytes
-    parent_proof = inclusion_proof(thread.tree, 2, 8)[1:]  # the proof of node (level 1, index 1)
+    left, right = node_bytes[:32], node_bytes[32:]
+    parent_proof = inclusion_proof(thread.tree, seq, 8)[1:]  # the proof of node (1, seq // 2)
     document = proofs_of(genuine)
     document["inclusion"][0]["hashes"] = b64(parent_proof)
     forged = with_proofs(with_entry_lines(genuine, [node_bytes]), document)
-    fails(forged, InvalidUTF8Error, step=3, seq=2)
+    fails(forged, InvalidUTF8Error, step=3, seq=seq)
     # and the tree itself refuses it: as a leaf those bytes hash with the 0x00 prefix
     root = root_at(thread.tree, 8)
     assert node_hash(left, right) != leaf_hash(node_bytes)
     try:
-        verify_inclusion(leaf_hash(node_bytes), 1, 4, parent_proof, root)
+        verify_inclusion(leaf_hash(node_bytes), seq // 2, 4, parent_proof, root)
     except InclusionProofError:
         return
     raise AssertionError("an interior node was accepted as a leaf")

@@ -8,25 +8,33 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from registre.attest.bundle import BundleWriteError, read_bundle
+from registre.attest.bundle import BundleWriteError, build_proofs, bundle_bytes, read_bundle
 from registre.attest.cosignature import CosignatureSigner
 from registre.attest.entry import EntrySignatureError
 from registre.attest.errors import InclusionProofError, QuorumNotMetError, RegistreError
 from registre.attest.keys import Signer
+from registre.attest.lifecycle_chain import LifecycleAnchorMissingError, LifecycleOmittedError
+from registre.attest.merkle import MemoryHashSource, leaf_hash
 from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.attest.verify_entries import EntryOriginMismatchError
 from registre.attest.verify_history import RollbackError
-from registre.attest.verify_semantics import UnresolvedClaimError
+from registre.ledger.core import append as append_module
 from registre.ledger.errors import StoreCorruptError, UnknownThreadError
 from registre.ledger.exchange import export as export_module
 from registre.ledger.exchange.claim_chain import ClaimBeyondCheckpointError, claim_chain
-from registre.ledger.exchange.export import CheckpointRequiredError, export_claim, export_thread
+from registre.ledger.exchange.export import (
+    CheckpointRequiredError,
+    ClaimNotProvableError,
+    export_claim,
+    export_thread,
+)
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.views import UnknownItemError
 from registre.ledger.thread import Thread
@@ -68,7 +76,10 @@ STORY_KINDS = {
     26: "model.call",
 }
 STORY_SIZE = 27
-CLAIM_CHAIN = (1, 2, 3, 11, 12, 16, 17, 21, 22, 23)
+STORY_LIFECYCLE = (1, 2, 3, 4, 13, 14, 15, 16, 17, 23)
+CLAIM_CHAIN = (1, 2, 3, 4, 11, 12, 13, 14, 15, 16, 17, 21, 22, 23, 26)
+"""What the claim bundle of cc-3 discloses: the whole lifecycle, the model calls and
+compactions of its chain, and the anchor (26, the last entry of the tree)."""
 
 
 def story(thread: Thread) -> None:
@@ -299,6 +310,7 @@ def test_claim_chain_is_the_rule(told: Thread, ledger: Ledger) -> None:
     assert chain.source_reads == (1, 16)  # r1, r2; r4
     assert chain.model_calls == (12, 22)  # after ev-1's admission, before the final
     assert chain.compactions == (11, 21)  # live in those calls' contexts
+    assert chain.lifecycle == STORY_LIFECYCLE and chain.anchor == (STORY_SIZE - 1,)
     assert chain.seqs == CLAIM_CHAIN
     assert chain.conclusion_ids == ("cc-1", "cc-3")
     assert chain.evidence_ids == ("ev-1", "ev-2", "ev-4")
@@ -314,24 +326,28 @@ def test_claim_bundle_verifies_without_the_rest(
         STORY_SIZE,
         len(CLAIM_CHAIN),
     )
-    assert disclosed(path) == list(CLAIM_CHAIN)  # nothing unrelated: not 13-15, no pin, no turn
+    assert disclosed(path) == list(CLAIM_CHAIN)  # no turn, no unrelated call or compaction
     assert read_bundle(path).manifest.informational == {"log_key": signer.vkey(), "claim": "cc-3"}
     report = verify_bundle(path, trust(signer))
     assert report.verified and report.disclosure == "partial"
     assert report.step(4).not_checked == [f"{STORY_SIZE - len(CLAIM_CHAIN)} undisclosed entries"
                                           " (only their hashes are used)"]  # fmt: skip
-    # step 7: cc-3 -> cc-1 -> ev-1 -> r1 (read at 1) and cc-3 -> ev-4 -> r4 (read at 16)
+    # the whole lifecycle is in the bundle, so it is replayed (step 6.1) ...
+    assert "10 lifecycle event(s) replayed from the empty state" in report.step(6).checked
+    # ... and step 7 resolves cc-3 -> cc-1 -> ev-1 -> r1 and cc-3 -> ev-4 -> r4 (and cc-2)
     assert report.step(7).checked == [
-        "2 conclusion(s) (1 final) resolve to 2 source passage(s) registered by 2 source.read "
-        "entr(ies) in the bundle"
+        "3 conclusion(s) (1 final) resolve to 3 source passage(s) registered by 3 source.read "
+        "entr(ies) in the bundle",
+        "every cited id is active and fresh at size 27",
     ]
+    assert report.verdict().startswith("VERIFIED, PARTIAL (not checked: ")
 
 
 def test_claim_of_compute_only(told: Thread, ledger: Ledger, signer: Signer, out: Path) -> None:
     result = export_claim(ledger, "t1", "cc-2", out / "cc-2.zip")
     assert result.chain is not None
     # ev-3 admitted at 14, cc-2 at 15: no model call between; the last one before it is 12
-    assert disclosed(out / "cc-2.zip") == [11, 12, 13, 14, 15]
+    assert disclosed(out / "cc-2.zip") == sorted({*STORY_LIFECYCLE, 11, 12, STORY_SIZE - 1})
     assert verify_bundle(out / "cc-2.zip", trust(signer)).verified
 
 
@@ -434,7 +450,7 @@ def test_source_read_withheld_fail(claim: bytes, signer: Signer) -> None:
         claim,
         {"entries.jsonl": b"\n".join(lines) + b"\n", "proofs.json": json.dumps(proofs).encode()},
     )
-    with pytest.raises(UnresolvedClaimError, match="'r4'"):
+    with pytest.raises(LifecycleOmittedError, match=r"entry seq 17 .* 1 lifecycle entr"):
         verify_bundle(forged, trust(signer))
 
 
@@ -505,3 +521,89 @@ def test_every_claim_of_a_random_thread_verifies(
         assert conclusion.seq in seqs and all(seq < size for seq in seqs)
         assert result.chain is not None and tuple(seqs) == result.chain.seqs
         assert verify_bundle(path, trust(signer)).verified
+
+
+# --- issue 13 item 1: a claim bundle cannot hide what happened to its claim later --------
+
+
+def _rebuilt_claim(full: bytes, seqs: list[int]) -> bytes:
+    """A claim bundle anyone can make from a full bundle: the chosen genuine leaves, the head
+    checkpoint, and proofs recomputed from the leaves (no key needed)."""
+    bundle = read_bundle(full)
+    source = MemoryHashSource()
+    for leaf in bundle.leaves:
+        source.append(leaf_hash(leaf))
+    size = bundle.manifest.tree_size
+    return bundle_bytes(
+        origin=bundle.origin,
+        leaves=[bundle.leaves[seq] for seq in seqs],
+        checkpoints=[bundle.checkpoints[size]],
+        seqs=seqs,
+        proofs=build_proofs(source, tree_size=size, seqs=seqs),
+    )
+
+
+def test_claim_bundle_hiding_later_retraction_fail(
+    told: Thread, ledger: Ledger, signer: Signer, out: Path
+) -> None:
+    """ev-4, which the final cc-3 rests on, is retracted after the claim (seq 27): the honest
+    claim bundle says the final is STALE at its checkpoint; one rebuilt from the full bundle
+    without the retraction is refused, since the lifecycle head signed at seq 28 covers it."""
+    told.evidence.revise("ev-4", None)  # 27: cc-3 is now stale
+    told.append("turn", {"role": "user", "text": "And now?"}, "user")  # 28
+    told.checkpoint()
+    export_claim(ledger, "t1", "cc-3", out / "cc-3.zip")
+    assert STORY_SIZE in disclosed(out / "cc-3.zip")  # the retraction travels with the claim
+    report = verify_bundle(out / "cc-3.zip", trust(signer))
+    assert report.verified and report.step(7).status == "stale"
+    assert "final cc-3 stale" in report.stale_finals
+    assert "ev-4 retracted" in report.inactive
+    assert "STALE (at the checkpoint: final cc-3 stale)" in report.verdict()
+    assert "7 claims       stale" in report.render()
+    # the attack: the same chain, genuine leaves and valid proofs, minus the retraction
+    export_thread(ledger, "t1", out / "full.zip")
+    hidden = [seq for seq in disclosed(out / "cc-3.zip") if seq != STORY_SIZE]
+    forged = _rebuilt_claim((out / "full.zip").read_bytes(), hidden)
+    with pytest.raises(LifecycleOmittedError, match=r"entry seq 28 .* 1 lifecycle entr"):
+        verify_bundle(forged, trust(signer))
+
+
+def test_claim_bundle_stopping_before_the_anchor_fail(
+    told: Thread, ledger: Ledger, signer: Signer, out: Path
+) -> None:
+    """The same chain without the tree's last entry: nothing proves the lifecycle complete."""
+    export_thread(ledger, "t1", out / "full.zip")
+    forged = _rebuilt_claim((out / "full.zip").read_bytes(), list(CLAIM_CHAIN[:-1]))
+    with pytest.raises(LifecycleAnchorMissingError, match="seq 26"):
+        verify_bundle(forged, trust(signer))
+
+
+def test_legacy_thread_migrates_at_next_append(
+    ledger: Ledger, signer: Signer, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread written before entries carried a lifecycle head: its claim bundle is refused
+    at export (it could not be proved complete); the next append commits to the lifecycle
+    recomputed from the stored entries, and the claim then exports and verifies."""
+    real = append_module.sign_entry
+
+    def legacy(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("lifecycle", None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(append_module, "sign_entry", legacy)
+    old = ledger.create_thread("t9")
+    story(old)
+    monkeypatch.undo()
+    with pytest.raises(ClaimNotProvableError, match="entry 26"):
+        export_claim(ledger, "t9", "cc-3", out / "old.zip")
+    export_thread(ledger, "t9", out / "old-full.zip")
+    assert verify_bundle(out / "old-full.zip", trust(signer)).verified
+    old.append("turn", {"role": "user", "text": "after the upgrade"}, "user")
+    old.checkpoint()
+    export_claim(ledger, "t9", "cc-3", out / "new.zip")
+    report = verify_bundle(out / "new.zip", trust(signer))
+    assert report.verified
+    assert "all 10 lifecycle entries of the tree disclosed" in " ".join(report.step(4).checked)
+    export_thread(ledger, "t9", out / "new-full.zip")
+    full = verify_bundle(out / "new-full.zip", trust(signer))
+    assert "every lifecycle head recomputed (10 lifecycle entries)" in full.step(3).checked
