@@ -46,12 +46,13 @@ border-bottom:1px solid var(--line);padding-bottom:.2rem}
 .verdict{padding:.9rem 1.1rem;border-radius:6px;font-size:1.1rem;margin:.8rem 0}
 .verdict.ok{background:#e6f4ea;border:2px solid var(--ok)}
 .verdict.bad{background:#fde7ea;border:2px solid var(--bad)}
+.verdict.warn{background:#fff6e0;border:2px solid var(--warn)}
 .verdict b{font-size:1.25rem}.muted{color:#5b6470;font-size:.88em}
 table{border-collapse:collapse;width:100%;font-size:.92em}
 td,th{border-bottom:1px solid var(--line);padding:.3rem .4rem;text-align:left;
 vertical-align:top}
 .passed{color:var(--ok);font-weight:600}.failed{color:var(--bad);font-weight:600}
-.skipped,.not-run{color:var(--warn);font-weight:600}
+.skipped,.not-run,.stale{color:var(--warn);font-weight:600}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.86em;
 word-break:break-all}
 .entry{border-left:4px solid #c5cad3;background:#fff;margin:.45rem 0;padding:.35rem .7rem;
@@ -215,9 +216,16 @@ def _verdict(data: ReportData) -> str:
             f"entries, tree size {report.tree_size}, {report.checkpoints} checkpoint(s)"
         )
     if data.verified:
+        verdict = report.verdict()
+        css = "ok" if verdict == "VERIFIED" else "warn"
+        inactive = ""
+        if report.inactive:
+            inactive = "<br>Not current at the checkpoint: " + ", ".join(
+                f"<code>{_e(item)}</code>" for item in report.inactive
+            )
         return (
-            f'<div id="verdict" class="verdict ok"><b>VERIFIED</b> &mdash; {about}. Every '
-            "check below passed against the keys pinned for this report.</div>\n"
+            f'<div id="verdict" class="verdict {css}"><b>{_e(verdict)}</b> &mdash; {about}. '
+            f"Every check below passed against the keys pinned for this report.{inactive}</div>\n"
         )
     failure = report.failure.sentence() if report.failure is not None else "a step did not run"
     return (

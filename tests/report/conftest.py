@@ -28,7 +28,7 @@ class Investigation:
     model_calls: int
 
 
-def build(folder: Path, *, steps: int = 24, marker: str = "") -> Investigation:
+def build(folder: Path, *, steps: int = 24, marker: str = "", stale: bool = False) -> Investigation:
     signer = Signer.generate("report.example/ledger")
     db = folder / "ledger.db"
     calls = 0
@@ -84,6 +84,8 @@ def build(folder: Path, *, steps: int = 24, marker: str = "") -> Investigation:
         final = thread.conclude(
             "final", "The Q3 ECL reconciles except Offices", [revised.successor or "", compute.id]
         )
+        if stale:  # the evidence the final relies on is retracted after it
+            thread.evidence.revise(revised.successor or "")
         thread.model_call("scripted-model", budget=2000)
         calls += 1
         thread.checkpoint()

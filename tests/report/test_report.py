@@ -142,3 +142,16 @@ def test_cli_report_writes_the_file_and_exits_by_verdict(
     )
     assert wrong_key.exit_code == 1
     assert "NOT VERIFIED" in out.read_text(encoding="utf-8")
+
+
+def test_stale_final_is_marked_on_the_first_screen(tmp_path: Path) -> None:
+    stale = build(tmp_path, steps=2, stale=True)
+    data = gather(stale.bundle, stale.policy)
+    assert data.verified
+    assert any(stale.final_id in item for item in data.verification.stale_finals)
+    page = "".join(render_report(data))
+    verdict = page.split('id="verdict"', 1)[1].split("</div>", 1)[0]
+    assert 'class="verdict warn"' in page and "STALE" in verdict and stale.final_id in verdict
+    (chain,) = data.chains
+    assert chain.conclusion["stale"] is True
+    assert "stale: evidence it relies on changed" in page
