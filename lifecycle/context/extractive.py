@@ -68,6 +68,7 @@ from registre.lifecycle.context.excerpt import (
     has_exception,
     has_figure,
     has_strong_exception,
+    has_strong_figure,
     key_sentences,
     merge_aggregates,
     name_text,
@@ -503,25 +504,52 @@ def _aggregates(parts: Sequence[_Part]) -> list[_Candidate]:
 def _fill(
     candidates: list[_Candidate], items: Sequence[FoldItem], plan: CompactionPlan
 ) -> tuple[SummaryLine, ...]:
-    """Take candidates by importance, each in its best option that fits (module docstring);
-    then check the whole message and drop the least important lines while it is over."""
+    """Take candidates by importance (module docstring): first every line kept whole and
+    specific (ranks up to ``_FACT``) in its compact option, the shortest that still quotes
+    its key sentence whole; then the other lines, each in its best option that fits; then
+    the first lines get their better options while the allowance lasts. Last, check the
+    whole message and drop the least important lines while it is over."""
     counter = plan.counter
     budget = plan.max_summary_tokens
     used = summary_tokens(plan, (), counter)
     line_cap, task_cap = max(_MIN_CAP, budget // 4), max(_MIN_CAP, budget * 3 // 5)
-    chosen: list[tuple[_Candidate, _Option]] = []
+    ordered = sorted(candidates, key=_Candidate.order)
+    picked: dict[int, tuple[int, int]] = {}  # candidate index -> (option index, cost)
     left: list[_Candidate] = []
-    for candidate in sorted(candidates, key=_Candidate.order):
+
+    def take(index: int, options: Sequence[int]) -> bool:
+        nonlocal used
+        candidate = ordered[index]
         cap = task_cap if candidate.rank == _TASK else line_cap
-        for option in candidate.options:
-            cost = _cost(candidate.section, option, counter)
+        for number in options:
+            cost = _cost(candidate.section, candidate.options[number], counter)
             if cost <= cap and used + cost <= budget:
-                chosen.append((candidate, option))
+                picked[index] = (number, cost)
                 used += cost
-                break
-        else:
-            if not candidate.aggregate:
+                return True
+        return False
+
+    for index, candidate in enumerate(ordered):  # 1: what must be kept, compactly
+        if candidate.rank <= _FACT and not candidate.aggregate:
+            compact = _compact_option(candidate)
+            count = len(candidate.options)
+            if not take(index, [*range(compact, count), *range(compact - 1, -1, -1)]):
                 left.append(candidate)
+    for index, candidate in enumerate(ordered):  # 2: the rest, in their best forms
+        if index not in picked and candidate not in left:
+            if not take(index, range(len(candidate.options))) and not candidate.aggregate:
+                left.append(candidate)
+    for index in sorted(picked):  # 3: better forms for the first lines
+        number, cost = picked[index]
+        candidate = ordered[index]
+        cap = task_cap if candidate.rank == _TASK else line_cap
+        for better in range(number):
+            extra = _cost(candidate.section, candidate.options[better], counter)
+            if extra <= cap and used - cost + extra <= budget:
+                picked[index] = (better, extra)
+                used += extra - cost
+                break
+    chosen = [(ordered[index], ordered[index].options[picked[index][0]]) for index in picked]
     for more in _more_lines(left):
         for option in more.options:
             cost = _cost(more.section, option, counter)
@@ -536,6 +564,28 @@ def _fill(
             return lines
         chosen.pop()  # the least important
     return _fallback(items, plan)
+
+
+def _compact_option(candidate: _Candidate) -> int:
+    """The index of the shortest option of ``candidate`` that still quotes its key sentence
+    whole: the first sentence of its best option's first quote that states a figure, else
+    the first that holds an exception word, else its first sentence (options are given best
+    first, so longest first)."""
+    options = candidate.options
+    first = next((piece for mark, piece in split_segments(options[0].text) if mark), "")
+    spans = sentences(first)
+    if not spans:
+        return 0
+    texts = [first[start:end] for start, end in spans]
+    key = next(
+        (text for text in texts if has_strong_figure(text)),
+        next((text for text in texts if has_exception(text)), texts[0]),
+    )
+    best = 0
+    for number, option in enumerate(options):
+        if any(key in piece for mark, piece in split_segments(option.text) if mark):
+            best = number
+    return best
 
 
 def _cost(section: str, option: _Option, counter: TokenCounter) -> int:
