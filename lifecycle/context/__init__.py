@@ -90,6 +90,7 @@ from registre.lifecycle.context.summarize import (
     Summarizer,
     pointer_specificity,
 )
+from registre.lifecycle.context.task_pin import TASK_PIN_KIND, task_pins_due
 from registre.lifecycle.context.tokens import (
     BPE_ENCODINGS,
     DEFAULT_COUNTER_NAME,
@@ -107,6 +108,7 @@ from registre.lifecycle.context.tokens import (
 
 __all__ = [
     "BLOCK_SHARE_PERMILLE",
+    "TASK_PIN_KIND",
     "BPE_ENCODINGS",
     "DEFAULT_COUNTER_NAME",
     "LIFECYCLE_BLOCK_VERSION",
@@ -188,5 +190,6 @@ __all__ = [
     "restore_state",
     "state_snapshot",
     "summary_tokens",
+    "task_pins_due",
     "validate_compaction",
 ]

@@ -126,7 +126,8 @@ class CompactionPlan:
     summaries it folds again, ``stubbed`` the tool results to stub, ``elided`` the tool
     results to show head and tail only (``(seq, head_chars, tail_chars)``), ``items`` what
     the summarizer reads, ``max_summary_tokens`` the most the summary's message may take:
-    with it the context stays strictly smaller than ``tokens_before``.
+    with it the context stays strictly smaller than ``tokens_before``; ``pinned`` the folded
+    entries whose whole text a live pin carries (the header shows it verbatim).
     """
 
     at: int
@@ -140,6 +141,7 @@ class CompactionPlan:
     counter: TokenCounter
     pin_set_sha256: str
     elided: tuple[Elision, ...] = ()
+    pinned: frozenset[int] = frozenset()
 
     @property
     def seq(self) -> int:
@@ -423,7 +425,9 @@ class _Layout:
             )
         nominal = self.refold_share()
         if self.summary_tokens and nominal >= MIN_SUMMARY_TOKENS:
-            room = MIN_SUMMARY_TOKENS if level == _ANY else max(MIN_SUMMARY_TOKENS, min(nominal, live))
+            room = (
+                MIN_SUMMARY_TOKENS if level == _ANY else max(MIN_SUMMARY_TOKENS, min(nominal, live))
+            )
             last_cut = self.cuts[-1] if self.cuts else -1
             options.append(self.pins + room + self.kept_after[last_cut + 1])
         return min(options) - saved
@@ -524,7 +528,17 @@ class _Layout:
             elided=tuple(
                 (tail[index].seq, head, last) for index, head, last in sorted(choice.elided)
             ),
+            pinned=_pinned(state, items),
         )
+
+
+def _pinned(state: ContextState, items: Sequence[FoldItem]) -> frozenset[int]:
+    texts = {pin.seq: pin.text for pin in state.live_pins()}
+    return frozenset(
+        item.seq
+        for item in items
+        if item.kind != SUMMARY_LINE_KIND and texts.get(item.seq) == item.text
+    )
 
 
 def _with_stand_ins(choice: _Choice, recent: Sequence[int], elided: tuple[Elision, ...]) -> _Choice:

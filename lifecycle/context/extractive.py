@@ -167,7 +167,7 @@ class ExtractiveSummarizer:
         """The summary of ``entries`` (``plan.items``) for ``plan``."""
         if plan.folded is None:
             return Summary(())
-        reader = _Reader(entries, starts_thread=plan.folded[0] == 0)
+        reader = _Reader(entries, starts_thread=plan.folded[0] == 0, pinned=plan.pinned)
         return Summary(_fill(reader.candidates(), entries, plan))
 
 
@@ -178,6 +178,7 @@ class ExtractiveSummarizer:
 class _Reader:
     items: Sequence[FoldItem]
     starts_thread: bool
+    pinned: frozenset[int] = frozenset()
     singles: list[_Candidate] = field(default_factory=list)
     parts: list[_Part] = field(default_factory=list)
     tools: dict[str, list[ToolPair]] = field(default_factory=dict)
@@ -190,6 +191,9 @@ class _Reader:
         for item in self.items:
             if item.kind == SUMMARY_LINE_KIND:
                 self._old_line(item)
+            elif item.seq in self.pinned:  # a live pin carries its words in the header
+                if item.kind == "turn":
+                    self.roles.add(str((item.body or {}).get("role", "user")))
             elif item.kind == "turn":
                 self._turn(item, first_allowed=first_allowed)
             elif item.kind in ("tool.call", "tool.result"):
