@@ -29,8 +29,8 @@ from registre.ledger.core.thread_core import (
     TreeHead,
 )
 from registre.ledger.lifecycle.api import LifecycleThread, PinRefusedError
-from registre.lifecycle.context import TASK_PIN_KIND
 from registre.ledger.lifecycle.store import append_checked
+from registre.lifecycle.context import TASK_PIN_KIND
 
 __all__ = [
     "StoredCheckpoint",

@@ -55,6 +55,7 @@ from registre.ledger.store.context_snapshots import context_entries, fold_contex
 from registre.ledger.store.engine import read_transaction
 from registre.lifecycle import LifecycleFormatError
 from registre.lifecycle.context import (
+    ContextBudgetError,
     ContextEntry,
     ContextState,
     ExtractiveSummarizer,
@@ -62,7 +63,6 @@ from registre.lifecycle.context import (
     Projection,
     Summarizer,
     TokenCounter,
-    ContextBudgetError,
     counter_registry,
     default_counter,
     plan_compaction,

@@ -108,7 +108,6 @@ from registre.lifecycle.context.tokens import (
 
 __all__ = [
     "BLOCK_SHARE_PERMILLE",
-    "TASK_PIN_KIND",
     "BPE_ENCODINGS",
     "DEFAULT_COUNTER_NAME",
     "LIFECYCLE_BLOCK_VERSION",
@@ -117,6 +116,7 @@ __all__ = [
     "SECTIONS",
     "STATUSES",
     "SUMMARY_LINE_KIND",
+    "TASK_PIN_KIND",
     "BpeCounter",
     "CachedCounter",
     "CompactionDoesNotReduceError",

@@ -533,16 +533,21 @@ def _fill(
                 return True
         return False
 
-    for index, candidate in enumerate(ordered):  # 1: what must be kept, compactly
-        if candidate.rank <= _FACT and not candidate.aggregate:
-            compact = _compact_option(candidate)
-            count = len(candidate.options)
-            if not take(index, [*range(compact, count), *range(compact - 1, -1, -1)]):
-                left.append(candidate)
+    first = {
+        index
+        for index, candidate in enumerate(ordered)
+        if candidate.rank <= _FACT and not candidate.aggregate
+    }
+    for index in sorted(first):  # 1: what must be kept, compactly
+        candidate = ordered[index]
+        compact, count = _compact_option(candidate), len(candidate.options)
+        if not take(index, [*range(compact, count), *range(compact - 1, -1, -1)]):
+            left.append(candidate)
     for index, candidate in enumerate(ordered):  # 2: the rest, in their best forms
-        if index not in picked and candidate not in left:
-            if not take(index, range(len(candidate.options))) and not candidate.aggregate:
-                left.append(candidate)
+        if index in first:
+            continue
+        if not take(index, range(len(candidate.options))) and not candidate.aggregate:
+            left.append(candidate)
     for index in sorted(picked):  # 3: better forms for the first lines
         number, cost = picked[index]
         candidate = ordered[index]
