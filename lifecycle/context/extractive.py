@@ -517,7 +517,7 @@ def _fill(
     budget = plan.max_summary_tokens
     used = summary_tokens(plan, (), counter)
     line_cap, task_cap = max(_MIN_CAP, budget // 4), max(_MIN_CAP, budget * 3 // 5)
-    ordered = sorted(candidates, key=_Candidate.order)
+    ordered = _interleaved(sorted(candidates, key=_Candidate.order))
     picked: dict[int, tuple[int, int]] = {}  # candidate index -> (option index, cost)
     left: list[_Candidate] = []
 
@@ -573,6 +573,27 @@ def _fill(
             return lines
         chosen.pop()  # the least important
     return _fallback(items, plan)
+
+
+def _interleaved(ordered: Sequence[_Candidate]) -> list[_Candidate]:
+    """``ordered`` (by rank, then newest first) with the sections of one rank taking turns,
+    each newest first, so that no section crowds the others out of a rank."""
+    result: list[_Candidate] = []
+    start = 0
+    while start < len(ordered):
+        rank = ordered[start].rank
+        end = start
+        while end < len(ordered) and ordered[end].rank == rank:
+            end += 1
+        queues: dict[str, list[_Candidate]] = {}
+        for candidate in ordered[start:end]:
+            queues.setdefault(candidate.section, []).append(candidate)
+        depth = max(len(queue) for queue in queues.values())
+        result.extend(
+            queue[turn] for turn in range(depth) for queue in queues.values() if turn < len(queue)
+        )
+        start = end
+    return result
 
 
 def _compact_option(candidate: _Candidate) -> int:
