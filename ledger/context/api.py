@@ -44,6 +44,7 @@ from registre.attest.projection import (
 from registre.attest.proofs import verify_inclusion
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
+    compaction_would_record,
     head_size,
     lifecycle_at,
     record_compaction,
@@ -172,19 +173,15 @@ class ContextThread(ThreadCore):
             resolve_policy(budget, None)
             policy = replace(policy or Policy(), budget_tokens=budget)
         policy, counter = policy or Policy(), counter or default_counter()
+        summarizer = summarizer or ExtractiveSummarizer()
         if task_pin:
-            self._carry_task(policy, counter)
-        return record_compaction(
-            self._db,
-            self.id,
-            policy,
-            counter,
-            summarizer or ExtractiveSummarizer(),
-            actor,
-        )
+            self._carry_task(policy, counter, summarizer)
+        return record_compaction(self._db, self.id, policy, counter, summarizer, actor)
 
-    def _carry_task(self, policy: Policy, counter: TokenCounter) -> None:
-        """Pin the task entries the next compaction would fold (:meth:`compact`)."""
+    def _carry_task(self, policy: Policy, counter: TokenCounter, summarizer: Summarizer) -> None:
+        """Pin the task entries the next compaction would fold (:meth:`compact`), once that
+        compaction, planned and summarized without the pins, is known to be recorded: a
+        summarizer that raises or a summary refused leaves the ledger as it was."""
         state = self.context_state()
         try:
             plan = plan_compaction(state, policy, counter)
@@ -193,8 +190,10 @@ class ContextThread(ThreadCore):
         if plan is None or plan.folded is None:
             return
         entries = self.context_entries(0, min(state.at + 1, TASK_PIN_SCAN))
-        for seq, text in task_pins_due(entries, state, plan, counter):
-            self._pin_task(seq, text)
+        due = task_pins_due(entries, state, plan, counter)
+        if due and compaction_would_record(self._db, self.id, policy, counter, summarizer):
+            for seq, text in due:
+                self._pin_task(seq, text)
 
     def _pin_task(self, seq: int, text: str) -> None:
         """Pin the whole ``text`` of entry ``seq`` as a task parameter. The working-context
