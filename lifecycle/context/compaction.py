@@ -15,7 +15,13 @@ context still fits the budget):
    leaves after the live summaries; the cut is chosen to leave it a quarter of the share (or
    all that is left, if less), else at least :data:`MIN_SUMMARY_TOKENS`;
 3. **refold**: as 2, but the range starts at the oldest live summary, so every live summary is
-   folded again into the new one (pointers kept), which may take half the summary share.
+   folded again into the new one (pointers kept), which may take three quarters of the
+   summary share.
+
+Tiers are tried in rounds (``specs/context.md`` section 5): first each summary with its
+desired allowance, down to the low-water mark, else the high; then a smaller one, but never
+a refold with less room than the summaries it folds again (if that is all that is left while
+the context still fits the budget, nothing is planned).
 
 A compaction must pay for itself: no plan is made whose context, with the summary at its full
 allowance, would not be strictly smaller than the context now (every allowance is capped so),

@@ -29,9 +29,13 @@ then the sentences after its first, then words. Aggregate lines of one section a
 merged, old and new, into one whose counts are summed and whose pointers are the union of
 theirs (coalesced, never bridged), or, if that does not fit, the newest of them.
 
-**Budget.** Lines are taken by importance, most important first, each in its best option
-that fits what is left of ``plan.max_summary_tokens`` (and at most a quarter of it, or 64
-tokens; a task line three fifths). The ranks: task lines; instructions, decisions, failed
+**Budget.** Lines are taken by importance, most important first (each at most a quarter of
+``plan.max_summary_tokens``, or 64 tokens; a task line three fifths): the lines kept whole
+(ranks up to the other findings) first in their compact option, the shortest that still
+quotes their key sentence whole; then the others in their best option that fits; then the
+first ones get their better options while the allowance lasts. Within a rank the sections
+take turns, newest first in each. A folded entry whose whole text a live pin carries
+(``plan.pinned``) gets no line. The ranks: task lines; instructions, decisions, failed
 calls, exceptional tool results and findings with a failure word (``does not reconcile``);
 findings with a figure and an exception word, figures stated in tool outputs, questions;
 other findings with a figure or an exception word (evidence and conclusions, which the
