@@ -191,12 +191,16 @@ def model_call_step(
 
     def action(thread: Thread) -> StepOutcome:
         start = time.perf_counter()
+        size = thread.head().size
         try:
             compaction = thread.compact(policy=policy, summarizer=summarizer, counter=counter)
         except (ContextBudgetError, SummaryRefusedError) as refusal:
-            return _refused((), time.perf_counter() - start, refusal)
+            return _refused(
+                tuple(range(size, thread.head().size)), time.perf_counter() - start, refusal
+            )
         compacted = time.perf_counter()
-        seqs: tuple[int, ...] = () if compaction is None else (compaction.seq,)
+        # the automatic task pins written before the compaction, then the compaction
+        seqs: tuple[int, ...] = () if compaction is None else tuple(range(size, compaction.seq + 1))
         compaction_seconds = compacted - start if compaction is not None else None
         try:
             projection, call = thread.model_call(

@@ -28,8 +28,9 @@ from registre.ledger.core.thread_core import (
     ThreadInclusionProof,
     TreeHead,
 )
-from registre.ledger.lifecycle.api import LifecycleThread
+from registre.ledger.lifecycle.api import LifecycleThread, PinRefusedError
 from registre.ledger.lifecycle.store import append_checked
+from registre.lifecycle.context import TASK_PIN_KIND
 
 __all__ = [
     "StoredCheckpoint",
@@ -40,8 +41,24 @@ __all__ = [
 ]
 
 
+TASK_PIN_ACTOR = "registre"
+"""The actor of an automatic task pin."""
+
+
 class Thread(LifecycleThread, ContextThread):
     """Handle on thread ``id`` of a ledger; ``origin`` is ``LOGNAME/id`` (module docstring)."""
+
+    def _pin_task(self, seq: int, text: str) -> None:
+        """The automatic task pin (``specs/context.md`` section 5.1): ``text`` of entry
+        ``seq`` pinned as a task parameter, unless a pin of that text was ever made (the
+        stored context fold forgets unpinned pins, the pin table does not); a pin the rules
+        refuse is left out."""
+        if any(pin.source_seq == seq and pin.text == text for pin in self.pins()):
+            return
+        try:
+            self.pin(TASK_PIN_KIND, text, seq, actor=TASK_PIN_ACTOR)
+        except PinRefusedError:
+            return
 
     def append_many(self, items: Iterable[AppendItem]) -> list[Entry]:
         """Sign and store every ``(kind, body, actor)`` in one transaction: all or nothing.

@@ -44,6 +44,7 @@ from registre.attest.projection import (
 from registre.attest.proofs import verify_inclusion
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
+    compaction_would_record,
     head_size,
     lifecycle_at,
     record_compaction,
@@ -55,6 +56,7 @@ from registre.ledger.store.context_snapshots import context_entries, fold_contex
 from registre.ledger.store.engine import read_transaction
 from registre.lifecycle import LifecycleFormatError
 from registre.lifecycle.context import (
+    ContextBudgetError,
     ContextEntry,
     ContextState,
     ExtractiveSummarizer,
@@ -64,9 +66,12 @@ from registre.lifecycle.context import (
     TokenCounter,
     counter_registry,
     default_counter,
+    plan_compaction,
     project,
+    task_pins_due,
 )
 from registre.lifecycle.context.events import COMPACTION_ACTOR
+from registre.lifecycle.context.task_pin import TASK_PIN_SCAN
 
 __all__ = ["ContextThread", "NotAModelCallError", "resolve_policy"]
 
@@ -149,6 +154,7 @@ class ContextThread(ThreadCore):
         *,
         counter: TokenCounter | None = None,
         actor: str = COMPACTION_ACTOR,
+        task_pin: bool = True,
     ) -> Entry | None:
         """Append the ``context.compaction`` the policy calls for now (``budget`` overrides
         the policy's ``budget_tokens``), summarized by ``summarizer`` (default: the
@@ -156,20 +162,43 @@ class ContextThread(ThreadCore):
         no compaction would make it smaller (a compaction must pay for itself: nothing is
         written).
 
+        ``task_pin`` (default on): before a compaction that folds the thread's system
+        prompt or first user turn, pin them (``task_parameter``, their whole text) so the
+        header carries them verbatim (``specs/context.md`` section 5.1); each is pinned at
+        most once, and only if it takes at most an eighth of the budget.
+
         A summarizer that raises, or whose summary is refused (SummaryRefusedError
-        subclasses), leaves the ledger exactly as it was; so does ContextBudgetError (the
-        pins or the most recent turns cannot fit)."""
+        subclasses), leaves the ledger exactly as it was (a task pin made first stays); so
+        does ContextBudgetError (the pins or the most recent turns cannot fit)."""
         if budget is not None:
             resolve_policy(budget, None)
             policy = replace(policy or Policy(), budget_tokens=budget)
-        return record_compaction(
-            self._db,
-            self.id,
-            policy or Policy(),
-            counter or default_counter(),
-            summarizer or ExtractiveSummarizer(),
-            actor,
-        )
+        policy, counter = policy or Policy(), counter or default_counter()
+        summarizer = summarizer or ExtractiveSummarizer()
+        if task_pin:
+            self._carry_task(policy, counter, summarizer)
+        return record_compaction(self._db, self.id, policy, counter, summarizer, actor)
+
+    def _carry_task(self, policy: Policy, counter: TokenCounter, summarizer: Summarizer) -> None:
+        """Pin the task entries the next compaction would fold (:meth:`compact`), once that
+        compaction, planned and summarized without the pins, is known to be recorded: a
+        summarizer that raises or a summary refused leaves the ledger as it was."""
+        state = self.context_state()
+        try:
+            plan = plan_compaction(state, policy, counter)
+        except ContextBudgetError:
+            return  # record_compaction raises it, with nothing written
+        if plan is None or plan.folded is None:
+            return
+        entries = self.context_entries(0, min(state.at + 1, TASK_PIN_SCAN))
+        due = task_pins_due(entries, state, plan, counter)
+        if due and compaction_would_record(self._db, self.id, policy, counter, summarizer):
+            for seq, text in due:
+                self._pin_task(seq, text)
+
+    def _pin_task(self, seq: int, text: str) -> None:
+        """Pin the whole ``text`` of entry ``seq`` as a task parameter. The working-context
+        wing cannot write lifecycle events: :class:`registre.ledger.thread.Thread` does."""
 
     def model_call(
         self,
@@ -183,6 +212,7 @@ class ContextThread(ThreadCore):
         actor: str = MODEL_CALL_ACTOR,
         shape: str = REGISTRE_SHAPE,
         lifecycle_block: bool = True,
+        task_pin: bool = True,
     ) -> tuple[Projection, Entry]:
         """Record that ``model`` is sent the context at the head: compact first if the
         context is past the policy's high-water mark (``compact``), then project for
@@ -196,6 +226,8 @@ class ContextThread(ThreadCore):
         sends as returned by ``projection.as_openai_chat()``, ``as_openai_responses()`` or
         ``as_anthropic()``: ``client.chat.completions.create(model=...,
         **projection.as_openai_chat())``. Only that shape's bytes are covered.
+
+        ``task_pin`` is :meth:`compact`'s (the compaction made first may pin the task).
 
         ``lifecycle_block`` (default on: the agent must see what it may cite): end the
         projection with the lifecycle block (the active evidence ids with their statements,
@@ -216,7 +248,7 @@ class ContextThread(ThreadCore):
         budget, policy = resolve_policy(budget, policy)
         counter = counter or default_counter()
         if compact:
-            self.compact(policy=policy, summarizer=summarizer, counter=counter)
+            self.compact(policy=policy, summarizer=summarizer, counter=counter, task_pin=task_pin)
         return record_model_call(
             self._db,
             self.id,

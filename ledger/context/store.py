@@ -370,6 +370,19 @@ def record_compaction(
     )
 
 
+def compaction_would_record(
+    db: Database, thread: str, policy: Policy, counter: TokenCounter, summarizer: Summarizer
+) -> bool:
+    """Whether :func:`record_compaction` would append a compaction at the head now: plans
+    and summarizes exactly as it does, writing nothing. Raises what it raises before
+    writing (ContextBudgetError, the summarizer's errors, SummaryRefusedError subclasses)."""
+    with read_transaction(db.engine, snapshot=True) as conn:
+        size = head_size(conn, thread)
+        state = fold_context(conn, thread, size - 1)
+    texts = LeafTexts(engine_reader(db.engine, thread), size)
+    return prepare_compaction(state, policy, counter, summarizer, texts) is not None
+
+
 def record_model_call(
     db: Database,
     thread: str,

@@ -90,6 +90,7 @@ from registre.lifecycle.context.summarize import (
     Summarizer,
     pointer_specificity,
 )
+from registre.lifecycle.context.task_pin import TASK_PIN_KIND, task_pins_due
 from registre.lifecycle.context.tokens import (
     BPE_ENCODINGS,
     DEFAULT_COUNTER_NAME,
@@ -115,6 +116,7 @@ __all__ = [
     "SECTIONS",
     "STATUSES",
     "SUMMARY_LINE_KIND",
+    "TASK_PIN_KIND",
     "BpeCounter",
     "CachedCounter",
     "CompactionDoesNotReduceError",
@@ -188,5 +190,6 @@ __all__ = [
     "restore_state",
     "state_snapshot",
     "summary_tokens",
+    "task_pins_due",
     "validate_compaction",
 ]

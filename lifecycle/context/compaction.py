@@ -15,7 +15,13 @@ context still fits the budget):
    leaves after the live summaries; the cut is chosen to leave it a quarter of the share (or
    all that is left, if less), else at least :data:`MIN_SUMMARY_TOKENS`;
 3. **refold**: as 2, but the range starts at the oldest live summary, so every live summary is
-   folded again into the new one (pointers kept), which may take half the summary share.
+   folded again into the new one (pointers kept), which may take three quarters of the
+   summary share.
+
+Tiers are tried in rounds (``specs/context.md`` section 5): first each summary with its
+desired allowance, down to the low-water mark, else the high; then a smaller one, but never
+a refold with less room than the summaries it folds again (if that is all that is left while
+the context still fits the budget, nothing is planned).
 
 A compaction must pay for itself: no plan is made whose context, with the summary at its full
 allowance, would not be strictly smaller than the context now (every allowance is capped so),
@@ -95,6 +101,10 @@ _UNSHOWN_KINDS: Final = frozenset(
     ("context.compaction", "model.call", "transcript.entry", "compaction.imported")
 )
 
+# How much room a planned summary gets at least (``_Layout.fold``): its desired allowance;
+# for a refold, the room of the summaries it folds again; anything from MIN_SUMMARY_TOKENS.
+_DESIRED, _KEEP, _ANY = range(3)
+
 
 @dataclass(frozen=True, slots=True)
 class FoldItem:
@@ -124,7 +134,8 @@ class CompactionPlan:
     summaries it folds again, ``stubbed`` the tool results to stub, ``elided`` the tool
     results to show head and tail only (``(seq, head_chars, tail_chars)``), ``items`` what
     the summarizer reads, ``max_summary_tokens`` the most the summary's message may take:
-    with it the context stays strictly smaller than ``tokens_before``.
+    with it the context stays strictly smaller than ``tokens_before``; ``pinned`` the folded
+    entries whose whole text a live pin carries (the header shows it verbatim).
     """
 
     at: int
@@ -138,6 +149,7 @@ class CompactionPlan:
     counter: TokenCounter
     pin_set_sha256: str
     elided: tuple[Elision, ...] = ()
+    pinned: frozenset[int] = frozenset()
 
     @property
     def seq(self) -> int:
@@ -169,29 +181,42 @@ def plan_compaction(
             budget=budget,
         )
     layout = _Layout(state, policy, counter, pins)
-    targets = (policy.low_water_tokens, budget)
-    for target in targets:
-        choice = layout.tiers(target, before)
+    low, high = policy.low_water_tokens, policy.high_water_tokens
+    # 1: a summary with its desired allowance, down to the low-water mark, else the high.
+    for target in (low, high):
+        choice = layout.tiers(target, before, level=_DESIRED)
+        if choice is not None:
+            return layout.plan(choice, before)
+    # 2: a smaller summary, but never a refold with less room than the summaries it folds.
+    for target in (low, budget):
+        choice = layout.tiers(target, before, level=_KEEP)
         if choice is not None:
             return layout.plan(choice, before)
     if before <= budget:
-        return None  # nothing can be folded yet, and the context still fits
-    for target in targets:  # tier 4: stand-ins inside the recent turns
-        choice = layout.recent_stubs(target, before)
+        return None  # nothing can be folded yet without a loss, and the context still fits
+    # 3: stand-ins inside the recent turns (tier 4), first with the room of 2, then any.
+    for level in (_KEEP, _ANY):
+        if level == _ANY:
+            for target in (low, budget):
+                choice = layout.tiers(target, before, level=_ANY)
+                if choice is not None:
+                    return layout.plan(choice, before)
+        for target in (low, budget):
+            choice = layout.recent_stubs(target, before, level)
+            if choice is not None:
+                return layout.plan(choice, before)
+        choice = layout.elide(budget, before, level)
         if choice is not None:
             return layout.plan(choice, before)
-    choice = layout.elide(budget, before)
-    if choice is not None:
-        return layout.plan(choice, before)
     needed = layout.smallest(layout.elided_minimum())
     if needed <= budget:
         share = policy.summary_share_tokens
-        short = 2 * MIN_SUMMARY_TOKENS - share
+        least = -(-MIN_SUMMARY_TOKENS * 4 // 3)  # the share whose three quarters hold one
         raise ContextBudgetError(
-            f"the summary share of {share} tokens is {short} tokens short of the "
-            f"{2 * MIN_SUMMARY_TOKENS} a refold needs (half the share must hold a summary of "
+            f"the summary share of {share} tokens is {least - share} tokens short of the "
+            f"{least} a refold needs (three quarters of the share must hold a summary of "
             f"{MIN_SUMMARY_TOKENS}); raise summary_share_permille or the budget",
-            needed=2 * MIN_SUMMARY_TOKENS,
+            needed=least,
             budget=share,
         )
     raise RecentTurnsOverBudgetError(
@@ -320,12 +345,16 @@ class _Layout:
         self.kept_after = kept  # kept_after[k + 1] = tokens of tail[k + 1:], stubbed
         self.summary_tokens = [summary.tokens(counter) for summary in state.summaries]
 
-    def tiers(self, target: int, before: int, saved: int = 0) -> _Choice | None:
-        """The first of tiers 1-3 that reaches ``target`` and reduces the context."""
+    def tiers(
+        self, target: int, before: int, saved: int = 0, *, level: int = _ANY
+    ) -> _Choice | None:
+        """The first of tiers 1-3 that reaches ``target`` and reduces the context, its
+        summary given at least the room ``level`` says (:data:`_DESIRED`, :data:`_KEEP`,
+        :data:`_ANY`)."""
         return (
             self.stubs_only(target, before, saved)
-            or self.fold(target, before, saved, refold=False)
-            or self.fold(target, before, saved, refold=True)
+            or self.fold(target, before, saved, refold=False, level=level)
+            or self.fold(target, before, saved, refold=True, level=level)
         )
 
     def stubs_only(self, target: int, before: int, saved: int = 0) -> _Choice | None:
@@ -343,7 +372,15 @@ class _Layout:
             return None
         return _Choice(-1, False, tuple(chosen), 0)
 
-    def fold(self, target: int, before: int, saved: int = 0, *, refold: bool) -> _Choice | None:
+    def fold(
+        self,
+        target: int,
+        before: int,
+        saved: int = 0,
+        *,
+        refold: bool,
+        level: int = _ANY,
+    ) -> _Choice | None:
         """The smallest cut that reaches ``target`` leaving the summary its desired
         allowance, else the smallest that leaves it at least MIN_SUMMARY_TOKENS. The
         allowance never lets the summary make the context as big as it was."""
@@ -351,7 +388,7 @@ class _Layout:
         if refold:
             if not self.summary_tokens:
                 return None
-            remaining, nominal = 0, share // 2
+            remaining, nominal = 0, self.refold_share()
             cuts = [-1, *self.cuts]
             desired = nominal
         else:
@@ -360,7 +397,12 @@ class _Layout:
             cuts = self.cuts
             desired = min(nominal, max(MIN_SUMMARY_TOKENS, share // 4))
         ceiling = min(target, before - 1) + saved - self.pins - remaining
-        for floor in dict.fromkeys((desired, MIN_SUMMARY_TOKENS)):
+        # a refold keeps the room of the summaries it folds again, up to its nominal share
+        keep = min(nominal, sum(self.summary_tokens)) if refold else MIN_SUMMARY_TOKENS
+        floors = {_DESIRED: (desired,), _KEEP: (desired, keep)}.get(
+            level, (desired, keep, MIN_SUMMARY_TOKENS)
+        )
+        for floor in dict.fromkeys(floors):
             for cut in cuts:
                 allowance = min(nominal, ceiling - self.kept_after[cut + 1])
                 if allowance >= max(floor, MIN_SUMMARY_TOKENS):
@@ -379,39 +421,46 @@ class _Layout:
             folded = stubbed  # nothing can be folded
         return min(stubbed, folded) - saved
 
-    def reachable(self, saved: int = 0) -> int:
+    def reachable(self, saved: int = 0, level: int = _ANY) -> int:
         """The fewest tokens tiers 1-3 can actually leave (with the summary share as it
-        is)."""
+        is), a refold keeping the room ``level`` gives it."""
         share = self.policy.summary_share_tokens
-        options = [self.pins + sum(self.summary_tokens) + self.kept_after[0]]
-        if self.cuts and share - sum(self.summary_tokens) >= MIN_SUMMARY_TOKENS:
+        live = sum(self.summary_tokens)
+        options = [self.pins + live + self.kept_after[0]]
+        if self.cuts and share - live >= MIN_SUMMARY_TOKENS:
             options.append(
-                self.pins
-                + sum(self.summary_tokens)
-                + MIN_SUMMARY_TOKENS
-                + self.kept_after[self.cuts[-1] + 1]
+                self.pins + live + MIN_SUMMARY_TOKENS + self.kept_after[self.cuts[-1] + 1]
             )
-        if self.summary_tokens and share // 2 >= MIN_SUMMARY_TOKENS:
+        nominal = self.refold_share()
+        if self.summary_tokens and nominal >= MIN_SUMMARY_TOKENS:
+            room = (
+                MIN_SUMMARY_TOKENS if level == _ANY else max(MIN_SUMMARY_TOKENS, min(nominal, live))
+            )
             last_cut = self.cuts[-1] if self.cuts else -1
-            options.append(self.pins + MIN_SUMMARY_TOKENS + self.kept_after[last_cut + 1])
+            options.append(self.pins + room + self.kept_after[last_cut + 1])
         return min(options) - saved
 
-    def recent_stubs(self, target: int, before: int) -> _Choice | None:
+    def refold_share(self) -> int:
+        """The most a refold's summary may take: three quarters of the summary share (the
+        rest is left for the folds that follow it)."""
+        return self.policy.summary_share_tokens * 3 // 4
+
+    def recent_stubs(self, target: int, before: int, level: int = _ANY) -> _Choice | None:
         """Tier 4a: stub tool results of the protected turns before the latest, biggest
         saving first, as few as let tiers 1-3 reach ``target``."""
         saved = 0
         for count, index in enumerate(self.recent, start=1):
             saved += self.recent_savings[index]
-            choice = self.tiers(target, before, saved)
+            choice = self.tiers(target, before, saved, level=level)
             if choice is not None:
                 return _with_stand_ins(choice, self.recent[:count], ())
         return None
 
-    def elide(self, budget: int, before: int) -> _Choice | None:
+    def elide(self, budget: int, before: int, level: int = _ANY) -> _Choice | None:
         """Tier 4b: every recent stub, and the latest turn's tool outputs shown head and
         tail, biggest first, each as big as the budget lets it be."""
         saved = sum(self.recent_savings.values())
-        need = self.reachable(saved) - budget
+        need = self.reachable(saved, level) - budget
         elided: list[Elision] = []
         for index in self.elidable:
             if need <= 0:
@@ -426,7 +475,7 @@ class _Layout:
             need -= self.tokens[index] - tokens
         if not elided:
             return None
-        choice = self.tiers(budget, before, saved)
+        choice = self.tiers(budget, before, saved, level=level)
         if choice is None:
             return None
         return _with_stand_ins(choice, self.recent, tuple(elided))
@@ -487,7 +536,17 @@ class _Layout:
             elided=tuple(
                 (tail[index].seq, head, last) for index, head, last in sorted(choice.elided)
             ),
+            pinned=_pinned(state, items),
         )
+
+
+def _pinned(state: ContextState, items: Sequence[FoldItem]) -> frozenset[int]:
+    texts = {pin.seq: pin.text for pin in state.live_pins()}
+    return frozenset(
+        item.seq
+        for item in items
+        if item.kind != SUMMARY_LINE_KIND and texts.get(item.seq) == item.text
+    )
 
 
 def _with_stand_ins(choice: _Choice, recent: Sequence[int], elided: tuple[Elision, ...]) -> _Choice:

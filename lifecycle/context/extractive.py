@@ -29,9 +29,13 @@ then the sentences after its first, then words. Aggregate lines of one section a
 merged, old and new, into one whose counts are summed and whose pointers are the union of
 theirs (coalesced, never bridged), or, if that does not fit, the newest of them.
 
-**Budget.** Lines are taken by importance, most important first, each in its best option
-that fits what is left of ``plan.max_summary_tokens`` (and at most a quarter of it, or 64
-tokens; a task line three fifths). The ranks: task lines; instructions, decisions, failed
+**Budget.** Lines are taken by importance, most important first (each at most a quarter of
+``plan.max_summary_tokens``, or 64 tokens; a task line three fifths): the lines kept whole
+(ranks up to the other findings) first in their compact option, the shortest that still
+quotes their key sentence whole; then the others in their best option that fits; then the
+first ones get their better options while the allowance lasts. Within a rank the sections
+take turns, newest first in each. A folded entry whose whole text a live pin carries
+(``plan.pinned``) gets no line. The ranks: task lines; instructions, decisions, failed
 calls, exceptional tool results and findings with a failure word (``does not reconcile``);
 findings with a figure and an exception word, figures stated in tool outputs, questions;
 other findings with a figure or an exception word (evidence and conclusions, which the
@@ -68,6 +72,7 @@ from registre.lifecycle.context.excerpt import (
     has_exception,
     has_figure,
     has_strong_exception,
+    has_strong_figure,
     key_sentences,
     merge_aggregates,
     name_text,
@@ -166,7 +171,7 @@ class ExtractiveSummarizer:
         """The summary of ``entries`` (``plan.items``) for ``plan``."""
         if plan.folded is None:
             return Summary(())
-        reader = _Reader(entries, starts_thread=plan.folded[0] == 0)
+        reader = _Reader(entries, starts_thread=plan.folded[0] == 0, pinned=plan.pinned)
         return Summary(_fill(reader.candidates(), entries, plan))
 
 
@@ -177,6 +182,7 @@ class ExtractiveSummarizer:
 class _Reader:
     items: Sequence[FoldItem]
     starts_thread: bool
+    pinned: frozenset[int] = frozenset()
     singles: list[_Candidate] = field(default_factory=list)
     parts: list[_Part] = field(default_factory=list)
     tools: dict[str, list[ToolPair]] = field(default_factory=dict)
@@ -189,6 +195,9 @@ class _Reader:
         for item in self.items:
             if item.kind == SUMMARY_LINE_KIND:
                 self._old_line(item)
+            elif item.seq in self.pinned:  # a live pin carries its words in the header
+                if item.kind == "turn":
+                    self.roles.add(str((item.body or {}).get("role", "user")))
             elif item.kind == "turn":
                 self._turn(item, first_allowed=first_allowed)
             elif item.kind in ("tool.call", "tool.result"):
@@ -503,25 +512,57 @@ def _aggregates(parts: Sequence[_Part]) -> list[_Candidate]:
 def _fill(
     candidates: list[_Candidate], items: Sequence[FoldItem], plan: CompactionPlan
 ) -> tuple[SummaryLine, ...]:
-    """Take candidates by importance, each in its best option that fits (module docstring);
-    then check the whole message and drop the least important lines while it is over."""
+    """Take candidates by importance (module docstring): first every line kept whole and
+    specific (ranks up to ``_FACT``) in its compact option, the shortest that still quotes
+    its key sentence whole; then the other lines, each in its best option that fits; then
+    the first lines get their better options while the allowance lasts. Last, check the
+    whole message and drop the least important lines while it is over."""
     counter = plan.counter
     budget = plan.max_summary_tokens
     used = summary_tokens(plan, (), counter)
     line_cap, task_cap = max(_MIN_CAP, budget // 4), max(_MIN_CAP, budget * 3 // 5)
-    chosen: list[tuple[_Candidate, _Option]] = []
+    ordered = _interleaved(sorted(candidates, key=_Candidate.order))
+    picked: dict[int, tuple[int, int]] = {}  # candidate index -> (option index, cost)
     left: list[_Candidate] = []
-    for candidate in sorted(candidates, key=_Candidate.order):
+
+    def take(index: int, options: Sequence[int]) -> bool:
+        nonlocal used
+        candidate = ordered[index]
         cap = task_cap if candidate.rank == _TASK else line_cap
-        for option in candidate.options:
-            cost = _cost(candidate.section, option, counter)
+        for number in options:
+            cost = _cost(candidate.section, candidate.options[number], counter)
             if cost <= cap and used + cost <= budget:
-                chosen.append((candidate, option))
+                picked[index] = (number, cost)
                 used += cost
+                return True
+        return False
+
+    first = {
+        index
+        for index, candidate in enumerate(ordered)
+        if candidate.rank <= _FACT and not candidate.aggregate
+    }
+    for index in sorted(first):  # 1: what must be kept, compactly
+        candidate = ordered[index]
+        compact, count = _compact_option(candidate), len(candidate.options)
+        if not take(index, [*range(compact, count), *range(compact - 1, -1, -1)]):
+            left.append(candidate)
+    for index, candidate in enumerate(ordered):  # 2: the rest, in their best forms
+        if index in first:
+            continue
+        if not take(index, range(len(candidate.options))) and not candidate.aggregate:
+            left.append(candidate)
+    for index in sorted(picked):  # 3: better forms for the first lines
+        number, cost = picked[index]
+        candidate = ordered[index]
+        cap = task_cap if candidate.rank == _TASK else line_cap
+        for better in range(number):
+            extra = _cost(candidate.section, candidate.options[better], counter)
+            if extra <= cap and used - cost + extra <= budget:
+                picked[index] = (better, extra)
+                used += extra - cost
                 break
-        else:
-            if not candidate.aggregate:
-                left.append(candidate)
+    chosen = [(ordered[index], ordered[index].options[picked[index][0]]) for index in picked]
     for more in _more_lines(left):
         for option in more.options:
             cost = _cost(more.section, option, counter)
@@ -536,6 +577,49 @@ def _fill(
             return lines
         chosen.pop()  # the least important
     return _fallback(items, plan)
+
+
+def _interleaved(ordered: Sequence[_Candidate]) -> list[_Candidate]:
+    """``ordered`` (by rank, then newest first) with the sections of one rank taking turns,
+    each newest first, so that no section crowds the others out of a rank."""
+    result: list[_Candidate] = []
+    start = 0
+    while start < len(ordered):
+        rank = ordered[start].rank
+        end = start
+        while end < len(ordered) and ordered[end].rank == rank:
+            end += 1
+        queues: dict[str, list[_Candidate]] = {}
+        for candidate in ordered[start:end]:
+            queues.setdefault(candidate.section, []).append(candidate)
+        depth = max(len(queue) for queue in queues.values())
+        result.extend(
+            queue[turn] for turn in range(depth) for queue in queues.values() if turn < len(queue)
+        )
+        start = end
+    return result
+
+
+def _compact_option(candidate: _Candidate) -> int:
+    """The index of the shortest option of ``candidate`` that still quotes its key sentence
+    whole: the first sentence of its best option's first quote that states a figure, else
+    the first that holds an exception word, else its first sentence (options are given best
+    first, so longest first)."""
+    options = candidate.options
+    first = next((piece for mark, piece in split_segments(options[0].text) if mark), "")
+    spans = sentences(first)
+    if not spans:
+        return 0
+    texts = [first[start:end] for start, end in spans]
+    key = next(
+        (text for text in texts if has_strong_figure(text)),
+        next((text for text in texts if has_exception(text)), texts[0]),
+    )
+    best = 0
+    for number, option in enumerate(options):
+        if any(key in piece for mark, piece in split_segments(option.text) if mark):
+            best = number
+    return best
 
 
 def _cost(section: str, option: _Option, counter: TokenCounter) -> int:

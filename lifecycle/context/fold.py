@@ -300,6 +300,14 @@ class ContextState:
         """The pins live now, in pin order."""
         return self._pins.live_pins()
 
+    def pinned_texts(self) -> frozenset[tuple[int, str]]:
+        """``(source seq, text)`` of every pin made, live or unpinned since."""
+        return frozenset(
+            (pin.seq, pin.text)
+            for pin_id in self._pin_entry
+            if (pin := self._pins.pin(pin_id)) is not None
+        )
+
     def pin_entry_seq(self, pin_id: str) -> int:
         """The seq of the ``context.pin`` entry that made pin ``pin_id`` (KeyError if none)."""
         return self._pin_entry[pin_id]

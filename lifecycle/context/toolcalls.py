@@ -295,16 +295,23 @@ def _template(text: str, values: Iterable[str]) -> str:
 
 def _notable_lines(text: str) -> list[str]:
     """Lines of a table-like output (at least half of its lines are not prose: rows, a
-    header, a footer) that read as prose, state a figure and have a shape no other line
-    has: at most two."""
+    header, a footer, records of ``key=value`` fields) that read as prose, state a figure
+    and have a shape no other line has: at most two."""
     lines = [line.strip() for line in text.split("\n") if line.strip()]
-    stated = [line for line in lines if has_strong_figure(line) and prose_words(line) >= 4]
+    prose = [line for line in lines if prose_words(line) >= 4 and not _is_row(line)]
+    stated = [line for line in prose if has_strong_figure(line)]
     if len(lines) < 2 or not stated or 2 * len(stated) > len(lines):
         return []
-    if 2 * sum(1 for line in lines if prose_words(line) >= 4) > len(lines):
+    if 2 * len(prose) > len(lines):
         return []
     shapes = Counter(line_shape(line) for line in lines)
     return [line for line in stated if shapes[line_shape(line)] == 1][:2]
+
+
+def _is_row(line: str) -> bool:
+    """Whether ``line`` is a row or header of a table or a record of fields (cells separated
+    by ``|`` or tabs, or ``key=value`` pairs), not prose, whatever its words."""
+    return line.count("|") >= 2 or line.count("\t") >= 2 or line.count("=") >= 2
 
 
 def _error_text(text: str) -> str:

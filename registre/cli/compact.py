@@ -6,7 +6,10 @@ come from ``--policy``), summarizes with the default extractive summarizer, and 
 nothing to fold -- the context is not above the high-water mark, or no compaction the policy
 allows would make it smaller -- nothing is written and the command prints one line starting
 ``nothing to fold:`` saying which (exit 0). A context that no compaction can bring within the
-budget is refused (exit 2, nothing written), saying by how many tokens.
+budget is refused (exit 2, nothing written), saying by how many tokens. Before a compaction
+that folds the thread's system prompt or first user turn, they are pinned as task
+parameters (``specs/context.md`` section 5.1; a line ``seq N\tpin\t...`` each), unless
+``--no-task-pin``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ __all__ = ["compact_command"]
     default=None,
     help="Full policy JSON (six integer fields), @FILE or -; --budget overrides its budget.",
 )
+@click.option(
+    "--no-task-pin",
+    is_flag=True,
+    help="Do not pin the system prompt and first user turn before folding them.",
+)
 @actor_option(default=COMPACTION_ACTOR)
 @json_option
 @ledger_options
@@ -46,6 +54,7 @@ def compact_command(
     thread_id: str,
     budget: int,
     policy_text: str | None,
+    no_task_pin: bool,
     actor: str,
     as_json: bool,
     db: str | None,
@@ -57,7 +66,10 @@ def compact_command(
         policy = parse_policy(read_body(policy_text, "--policy"), "--policy")
     with open_ledger(db, key_file, need_key=True) as ledger:
         thread = ledger.thread(thread_id)
-        entry = thread.compact(budget, policy, actor=actor)
+        pins = len(thread.pins())
+        entry = thread.compact(budget, policy, actor=actor, task_pin=not no_task_pin)
+        for pin in thread.pins()[pins:]:
+            click.echo(f"seq {pin.seq}\tpin\t{pin.id} {pin.kind} of entry {pin.source_seq}")
         if entry is None:
             state = thread.context_state()
     if entry is None:

@@ -97,7 +97,7 @@ def test_context_diff_names_what_was_folded(initialised: str, run: Run) -> None:
     data = json.loads(run("context", "diff", "t1", "--at", str(head_size(run)), "--json").out)
     assert data["summarized"] and data["records"] == 1
     first = data["summarized"][0]
-    assert first["from"] == 0 and first["text"]
+    assert first["from"] > 0 and first["text"]  # entry 0, the task, is pinned, not summarized
 
 
 def head_size(run: Run) -> int:
@@ -110,9 +110,24 @@ def head_size(run: Run) -> int:
 def test_compact_records_one_entry_when_due(initialised: str, db_url: str, run: Run) -> None:
     assert run("compact", "t1", "--budget", "5000").out.startswith("nothing to fold: ")
     size, _root = head(db_url)
-    out = compacted(run)
-    assert out.startswith(f"seq {size + 24}\tcompaction\tfolded 0-") and "tokens " in out
+    pin, compaction = compacted(run).splitlines()
+    assert pin == f"seq {size + 24}\tpin\tpin-1 task_parameter of entry 0"
+    assert compaction.startswith(f"seq {size + 25}\tcompaction\tfolded 0-")
+    assert "tokens " in compaction
     assert run("verify", "--db").code == 0
+    context = run("context", "t1").out
+    assert "[pinned task_parameter pin-1] " in context and "task: " not in context
+
+
+def test_compact_no_task_pin_leaves_the_task_to_the_summary(
+    initialised: str, db_url: str, run: Run
+) -> None:
+    size, _root = head(db_url)
+    grow(run)
+    result = run("compact", "t1", "--budget", "400", "--policy", POLICY, "--no-task-pin")
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"seq {size + 24}\tcompaction\tfolded 0-")
+    assert "[pinned task_parameter" not in run("context", "t1").out
 
 
 def test_compact_over_budget_writes_nothing(initialised: str, db_url: str, run: Run) -> None:

@@ -84,6 +84,24 @@ def test_refold_when_the_live_summaries_use_up_their_share() -> None:
     assert sum(s.tokens(COUNTER) for s in builder.state.summaries) <= 300
 
 
+def test_a_refold_keeps_the_room_of_the_summaries_it_folds() -> None:
+    policy = Policy(budget_tokens=1200, keep_recent_turns=2, summary_share_permille=250)
+    builder = ThreadBuilder(policy=policy, compact=False)
+    refolds = 0
+    for step in range(80):
+        builder.turn("user", f"Step {step}: what does module {step} import? Exception: {step}.5m")
+        builder.tool("bash", f"grep import m{step}.py", f"import os\nimport sys  # {step}\n" * 4)
+        state = builder.state
+        plan = plan_compaction(state, policy, COUNTER)
+        if plan is not None and plan.refolded:
+            live = sum(summary.tokens(COUNTER) for summary in state.summaries)
+            refold_share = policy.summary_share_tokens * 3 // 4
+            assert plan.max_summary_tokens >= min(refold_share, live)
+            refolds += 1
+        builder.compact_now()
+    assert refolds >= 2
+
+
 def test_an_unanswered_call_is_never_folded() -> None:
     policy = Policy(budget_tokens=300, keep_recent_turns=1, low_water_permille=300)
     builder = ThreadBuilder(policy=policy, compact=False)

@@ -1,0 +1,83 @@
+"""The automatic task pin (``specs/context.md`` section 5.1): the system prompt and the first
+user turn are pinned, whole, before the first compaction that folds them; once only, never
+against a caller's unpin, never when the caller opts out; verifiers replay the pin like any
+other. Both engines."""
+
+from __future__ import annotations
+
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.verify.database import verify_database
+from tests.ledger.context_helpers import MODEL, SMALL, step
+
+SYSTEM = "You are a careful engineer. Never modify the tests; explain every change you make."
+TASK = "Why does astroid 2.9.1 fail on packages without __init__.py? Find the spec lookup."
+
+
+def started(thread: Thread, steps: int = 12) -> Thread:
+    thread.append_many(
+        [
+            ("turn", {"role": "system", "text": SYSTEM}, "operator"),
+            ("turn", {"role": "user", "text": TASK}, "alice"),
+        ]
+    )
+    for number in range(steps):
+        step(thread, number)
+    return thread
+
+
+def test_task_is_pinned_whole_before_it_is_folded(ledger: Ledger, thread: Thread) -> None:
+    started(thread)
+    entry = thread.compact(policy=SMALL)
+    assert entry is not None and entry.body["folded"]["from"] == 0
+    pins = thread.pins(live=True)
+    assert [(pin.kind, pin.text, pin.source_seq) for pin in pins] == [
+        ("task_parameter", SYSTEM, 0),
+        ("task_parameter", TASK, 1),
+    ]
+    assert [pin.seq for pin in pins] == [entry.seq - 2, entry.seq - 1]
+    messages = thread.project(budget=600, policy=SMALL).messages
+    assert messages[0].content == f"[pinned task_parameter {pins[0].id}] {SYSTEM}"
+    assert messages[1].content == f"[pinned task_parameter {pins[1].id}] {TASK}"
+    summary = messages[2].content
+    assert summary.startswith("[summary of ledger entries 0-") and "task: " not in summary
+    verify_database(ledger, thread=thread.id)
+
+
+def test_task_is_pinned_once_across_compactions(ledger: Ledger, thread: Thread) -> None:
+    started(thread, 4)
+    for number in range(4, 30):
+        step(thread, number)
+        thread.model_call(MODEL, SMALL.budget_tokens, SMALL)
+    assert [pin.source_seq for pin in thread.pins()] == [0, 1]
+    verify_database(ledger, thread=thread.id)
+
+
+def test_unpinned_task_is_not_pinned_again(thread: Thread) -> None:
+    started(thread)
+    thread.compact(policy=SMALL)
+    first, _second = thread.pins(live=True)
+    thread.unpin(first.id, "the system prompt is sent by the platform")
+    for number in range(12, 30):
+        step(thread, number)
+        thread.compact(policy=SMALL)
+    assert [pin.source_seq for pin in thread.pins(live=True)] == [1]
+    assert len(thread.pins()) == 2
+
+
+def test_opting_out_leaves_the_task_to_the_summary(thread: Thread) -> None:
+    started(thread)
+    entry = thread.compact(policy=SMALL, task_pin=False)
+    assert entry is not None and thread.pins() == []
+    texts = [line["text"] for line in entry.body["summary"]]
+    assert any(text.startswith("task: ") for text in texts)
+    _projection, call = thread.model_call(MODEL, SMALL.budget_tokens, SMALL, task_pin=False)
+    assert thread.pins() == [] and call.kind == "model.call"
+
+
+def test_task_too_big_for_an_eighth_of_the_budget_is_not_pinned(thread: Thread) -> None:
+    thread.append("turn", {"role": "user", "text": "Explain the failure. " * 40}, "alice")
+    for number in range(12):
+        step(thread, number)
+    assert thread.compact(policy=SMALL) is not None
+    assert thread.pins() == []
