@@ -121,15 +121,20 @@ def test_a_summarizer_is_one_callable_away() -> None:
 def test_bench_records_on_the_database_given(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--db` puts the runs on that database (SQLite or PostgreSQL); two runs never collide."""
-    for _ in range(2):
-        main(["bench", "--sizes", "120", "--budgets", "8k", "--db", db_url, "--out", str(tmp_path)])
+    """`--db` puts the runs on that database (SQLite or PostgreSQL), which must be empty: a
+    second run onto a database that holds threads is refused (exit 2) and adds nothing."""
+    args = ["bench", "--sizes", "120", "--budgets", "8k", "--db", db_url, "--out", str(tmp_path)]
+    main(args)
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     check_results(results)
     (run,) = results["runs"]
     assert run["bundle"]["verified"] and not (tmp_path / "bench.db").exists()
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    assert refused.value.code == 2
+    assert "bench writes only to an empty database" in capsys.readouterr().err
     with Ledger.open(db_url) as ledger:
         threads = [t for t in ledger.threads() if t.id.startswith("bench-n120-b8000-s0-")]
-    assert len(threads) == 2 and {t.head().size for t in threads} == {run["entries"]}
+    assert len(threads) == 1 and {t.head().size for t in threads} == {run["entries"]}
     assert results["config"]["database"] == ("sqlite" if "sqlite" in db_url else "postgresql")
     capsys.readouterr()
