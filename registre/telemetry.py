@@ -131,8 +131,8 @@ def model_call_span(
 def emit_thread(
     thread: Thread, *, provider: str | None = None, tracer_provider: TracerProvider | None = None
 ) -> int:
-    """Emit one span per ``model.call`` (CLIENT, ``chat MODEL``) and per compaction with a
-    summary (INTERNAL, ``compact THREAD``) of ``thread``, timed at the entries' times, in seq
+    """Emit one span per ``model.call`` (CLIENT, ``chat MODEL``) and per compaction
+    (INTERNAL, ``compact THREAD``) of ``thread``, timed at the entries' times, in seq
     order. Returns the number of spans emitted."""
     from opentelemetry.trace import SpanKind
 
@@ -141,24 +141,26 @@ def emit_thread(
     compacted = False
     for entry in thread.entries():
         start = _nanoseconds(entry.time)
-        if entry.kind == "context.compaction" and entry.body.get("summary"):
+        if entry.kind == "context.compaction":
             body = entry.body
+            facts: dict[str, Any] = {
+                "gen_ai.conversation.id": thread.id,
+                "registre.thread": thread.id,
+                "registre.seq": entry.seq,
+                "registre.compaction.tokens_before": int(body["tokens_before"]),
+                "registre.compaction.tokens_after": int(body["tokens_after"]),
+                "registre.compaction.summarizer": (
+                    f"{body['summarizer']['name']} {body['summarizer']['version']}"
+                ),
+            }
+            if "folded" in body:  # a compaction that only stubs results folds nothing
+                facts["registre.compaction.from"] = int(body["folded"]["from"])
+                facts["registre.compaction.to"] = int(body["folded"]["to"])
             span = tracer.start_span(
                 f"compact {thread.id}",
                 kind=SpanKind.INTERNAL,
                 start_time=start,
-                attributes={
-                    "gen_ai.conversation.id": thread.id,
-                    "registre.thread": thread.id,
-                    "registre.seq": entry.seq,
-                    "registre.compaction.from": int(body["folded"]["from"]),
-                    "registre.compaction.to": int(body["folded"]["to"]),
-                    "registre.compaction.tokens_before": int(body["tokens_before"]),
-                    "registre.compaction.tokens_after": int(body["tokens_after"]),
-                    "registre.compaction.summarizer": (
-                        f"{body['summarizer']['name']} {body['summarizer']['version']}"
-                    ),
-                },
+                attributes=facts,
             )
             span.end(end_time=start)
             compacted = True

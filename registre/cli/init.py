@@ -15,6 +15,8 @@ from registre.attest.errors import RefusedError
 from registre.attest.keys import Signer
 from registre.cli.options import (
     DEFAULT_LOG_NAME,
+    echo_json,
+    json_option,
     key_passphrase,
     ledger_options,
     load_signer,
@@ -33,8 +35,9 @@ __all__ = ["init_command"]
     help=f"Log name, which is the operator key's name; thread origins are NAME/THREAD "
     f"(default {DEFAULT_LOG_NAME}).",
 )
+@json_option
 @ledger_options
-def init_command(name: str | None, db: str | None, key_file: Path | None) -> None:
+def init_command(name: str | None, as_json: bool, db: str | None, key_file: Path | None) -> None:
     """Create the ledger database and the operator key (reusing what exists)."""
     path = resolve_key_file(key_file)
     if path.exists():
@@ -55,6 +58,16 @@ def init_command(name: str | None, db: str | None, key_file: Path | None) -> Non
     if created:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         signer.save(path, key_passphrase())
+    if as_json:
+        echo_json(
+            {
+                "ledger": url,
+                "key_file": str(path),
+                "key_created": created,
+                "vkey": signer.vkey(),
+            }
+        )
+        return
     click.echo(f"ledger: {url}")
     click.echo(f"operator key: {path} ({'created, mode 0600' if created else 'existing'})")
     click.echo(f"verifier key (pin this to verify): {signer.vkey()}")

@@ -27,7 +27,7 @@ from click.core import ParameterSource
 
 from registre.attest.__main__ import run_verify, verify_options
 from registre.attest.keys import Verifier
-from registre.cli.options import db_option, resolve_db
+from registre.cli.options import db_option, echo_json, resolve_db
 from registre.ledger.ledger import Ledger
 from registre.ledger.verify.database import verify_database
 
@@ -39,7 +39,6 @@ _BUNDLE_ONLY = {
     "witness_keys": "--witness",
     "quorum": "--quorum",
     "state_file": "--state",
-    "as_json": "--json",
     "require_full": "--require-full",
     "max_age": "--max-age",
 }
@@ -94,11 +93,28 @@ def verify_command(
     keys = [Verifier.from_vkey(text) for text in vkeys] or None
     with Ledger.open(resolve_db(db), create=False) as ledger:
         reports = verify_database(ledger, thread=thread_id, keys=keys)
+    trust = "pinned key(s)" if keys else "the keys stored in the database"
+    if bundle_options.get("as_json"):
+        echo_json(
+            {
+                "verified": True,
+                "trusted": "pinned" if keys else "stored",
+                "threads": [
+                    {
+                        "thread": report.thread,
+                        "size": report.size,
+                        "root": base64.b64encode(report.root).decode("ascii"),
+                        "checkpoints": report.checkpoints,
+                    }
+                    for report in reports
+                ],
+            }
+        )
+        return
     for report in reports:
         root = base64.b64encode(report.root).decode("ascii")
         click.echo(
             f"ok {report.thread}: {report.size} entries, root {root}, "
             f"{report.checkpoints} checkpoint(s)"
         )
-    trust = "pinned key(s)" if keys else "the keys stored in the database"
     click.echo(f"verified {len(reports)} thread(s) against {trust}")

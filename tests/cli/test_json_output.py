@@ -103,3 +103,19 @@ def test_import_rebuild_compact_json(initialised: str, run: Run, workdir: Path) 
     compacted = _one(run, "compact", "t1", "--budget", "100000")
     _keys(compacted, "seq", "tokens", "high_water", "nothing_to_fold")
     assert compacted["seq"] is None
+
+
+def test_init_and_verify_db_json(run: Run, workdir: Path) -> None:
+    made = _one(run, "init")
+    _keys(made, "ledger", "key_file", "key_created", "vkey")
+    assert made["key_created"] is True and made["vkey"].startswith("registre.local/log+")
+    assert _one(run, "init")["key_created"] is False
+    assert run("thread", "create", "t1").code == 0
+    assert run("append", "t1", "--kind", "turn", "--body", '{"role":"user","text":"hi"}').code == 0
+    checked = _one(run, "verify", "--db")
+    _keys(checked, "verified", "trusted", "threads")
+    assert checked["verified"] is True and checked["trusted"] == "stored"
+    (thread,) = checked["threads"]
+    _keys(thread, "thread", "size", "root", "checkpoints")
+    assert thread["thread"] == "t1" and thread["size"] == 1
+    _b64(thread["root"])
