@@ -37,7 +37,7 @@ database -- which only proves the database is consistent with itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,17 +125,20 @@ def verify_database(
     keys: Sequence[Verifier] | None = None,
     batch: int = 1000,
     counters: Sequence[TokenCounter] = (),
+    progress: Callable[[int], None] | None = None,
 ) -> list[ThreadReport]:
     """Verify every thread (or only ``thread``) of ``db``; return one report per thread.
 
     ``keys``: the verifier keys to trust (default: the keys stored in the database).
+    ``progress``: called with the number of entries checked after each batch (a progress
+    bar's ``update``).
     ``counters``: token counters besides the default one, for step 10. Raises a
     LedgerTamperedError subclass at the first failure; UnknownThreadError for an unknown
     ``thread``.
     """
     trusted = list(keys) if keys is not None else db.stored_keys()
     try:
-        return _verify_all(db, thread, trusted, batch, counters)
+        return _verify_all(db, thread, trusted, batch, counters, progress)
     except (DataError, ProgrammingError) as exc:
         # PostgreSQL refusing a query on a column whose type was changed (a TEXT seq)
         problem = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
@@ -150,6 +153,7 @@ def _verify_all(
     trusted: list[Verifier],
     batch: int,
     counters: Sequence[TokenCounter],
+    progress: Callable[[int], None] | None = None,
 ) -> list[ThreadReport]:
     with read_transaction(db.engine, snapshot=True) as conn:
         query = select(
@@ -170,7 +174,7 @@ def _verify_all(
         for h in heads:
             head = _head(h)
             thread_keys = _thread_keys(head, trusted)
-            report = _verify_thread(conn, thread_keys, *head[:5], batch, counters)
+            report = _verify_thread(conn, thread_keys, *head[:5], batch, counters, progress)
             _check_published(conn, report, published.get(report.origin))
             reports.append(report)
         stray_rows(conn, thread)  # 11. no row outside a thread's tree
@@ -234,6 +238,7 @@ def _verify_thread(
     frontier: bytes,
     batch: int,
     counters: Sequence[TokenCounter] = (),
+    progress: Callable[[int], None] | None = None,
 ) -> ThreadReport:
 
     # 1. head row: origin LOGNAME/ID for a trusted key's name
@@ -257,6 +262,8 @@ def _verify_thread(
             context.check(entry, fold)  # 10. working context
         # 6. stored subtrees completed by this batch
         _check_subtrees(conn, thread, first, tree.size, completed)
+        if progress is not None:
+            progress(len(rows))
     # 7. head
     if tree.size != size:
         raise StoredSeqGapError(thread, tree.size, f"entry missing; the head says {size} entries")

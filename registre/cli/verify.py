@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import base64
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,12 @@ def verify_command(
         )
     keys = [Verifier.from_vkey(text) for text in vkeys] or None
     with Ledger.open(resolve_db(db), create=False) as ledger:
-        reports = verify_database(ledger, thread=thread_id, keys=keys)
+        if bundle_options.get("as_json") or not sys.stderr.isatty():
+            reports = verify_database(ledger, thread=thread_id, keys=keys)
+        else:  # a person at a terminal: show how far it is
+            total = sum(t.head().size for t in ledger.threads() if thread_id in (None, t.id))
+            with click.progressbar(length=total, label="verify", file=sys.stderr) as bar:
+                reports = verify_database(ledger, thread=thread_id, keys=keys, progress=bar.update)
     trust = "pinned key(s)" if keys else "the keys stored in the database"
     if bundle_options.get("as_json"):
         echo_json(
