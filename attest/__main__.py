@@ -26,7 +26,15 @@ from registre.attest.keys import Verifier
 from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.attest.verify_report import VerifyReport, report_of
 
-__all__ = ["ReportedFailure", "cli", "main", "parse_duration", "run_verify", "verify_options"]
+__all__ = [
+    "ReportedFailure",
+    "cli",
+    "main",
+    "parse_duration",
+    "pinned_log_key",
+    "run_verify",
+    "verify_options",
+]
 
 _PROGRAM = "attest"
 
@@ -170,7 +178,7 @@ def run_verify(
     started raises its own RegistreError.
     """
     policy = TrustPolicy(
-        log_key=_log_key(key_text, key_file),
+        log_key=pinned_log_key(key_text, key_file),
         witnesses=tuple(CosignatureVerifier.from_vkey(text) for text in witness_keys),
         quorum=len(witness_keys) if quorum is None else quorum,
         require_full=require_full,
@@ -192,7 +200,9 @@ def run_verify(
     return report
 
 
-def _log_key(key_text: str | None, key_file: Path | None) -> Verifier:
+def pinned_log_key(key_text: str | None, key_file: Path | None) -> Verifier:
+    """The log key an auditor pins: exactly one of ``--key`` (text) and ``--key-file``.
+    click.UsageError for neither or both; BadKeyError for an unreadable or malformed key."""
     if (key_text is None) == (key_file is None):
         raise click.UsageError("pin the log's key with exactly one of --key and --key-file")
     if key_file is not None:

@@ -13,10 +13,8 @@ from pathlib import Path
 
 import click
 
-from registre.attest.__main__ import ReportedFailure
+from registre.attest.__main__ import ReportedFailure, pinned_log_key
 from registre.attest.cosignature import CosignatureVerifier
-from registre.attest.errors import BadKeyError
-from registre.attest.keys import Verifier
 from registre.attest.verifier import TrustPolicy
 from registre.cli.files import write_atomically
 from registre.report import gather, render_report
@@ -61,7 +59,7 @@ def report_command(
 ) -> None:
     """Verify BUNDLE.zip and write its audit report as one self-contained HTML file."""
     policy = TrustPolicy(
-        log_key=_log_key(key_text, key_file),
+        log_key=pinned_log_key(key_text, key_file),
         witnesses=tuple(CosignatureVerifier.from_vkey(text) for text in witness_keys),
         quorum=len(witness_keys) if quorum is None else quorum,
     )
@@ -79,15 +77,3 @@ def report_command(
     failure = report.failure.sentence() if report.failure is not None else "not verified"
     click.echo(f"wrote {output}: NOT VERIFIED", err=True)
     raise ReportedFailure(failure, 1 if report.failure is None else report.failure.exit_code)
-
-
-def _log_key(key_text: str | None, key_file: Path | None) -> Verifier:
-    if (key_text is None) == (key_file is None):
-        raise click.UsageError("pin the log's key with exactly one of --key and --key-file")
-    if key_file is not None:
-        try:
-            key_text = key_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadKeyError(f"cannot read key file {key_file}: {exc}") from None
-    assert key_text is not None
-    return Verifier.from_vkey(key_text)
