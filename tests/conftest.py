@@ -1,4 +1,4 @@
-"""Suite-wide settings: Hypothesis profiles.
+"""Suite-wide settings: Hypothesis profiles, and a fresh lock policy for every test.
 
 ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) runs enough examples to mean something,
 derandomized so that a run is reproducible from the commit alone, and prints the
@@ -10,7 +10,9 @@ examples, for hunting (``HYPOTHESIS_PROFILE=deep pytest tests/tamper``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -24,3 +26,17 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=60, deadline=None, print_blob=True)
 settings.register_profile("deep", max_examples=3000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_lock_policy() -> Iterator[None]:
+    """Every test starts with the library's lock policy. The command line sets it for its
+    process (`--lock-timeout`, the waiting notice); tests run many commands in one process,
+    and a 0.6 s timeout left by one of them made later concurrent writers give up under
+    load."""
+    from registre.ledger.store import engine
+
+    saved = (engine.lock_policy.timeout, engine.lock_policy.on_wait)
+    engine.lock_policy.timeout, engine.lock_policy.on_wait = engine.LOCK_TIMEOUT_S, None
+    yield
+    engine.lock_policy.timeout, engine.lock_policy.on_wait = saved
