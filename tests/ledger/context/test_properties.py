@@ -35,6 +35,7 @@ from registre.ledger.lifecycle.api import PinRefusedError
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.lifecycle.context import ContextBudgetError, Policy, Projection
+from tests.examples_budget import examples
 from tests.lifecycle.context.strategies import WORDS
 
 _THREADS = itertools.count()
@@ -134,9 +135,10 @@ def check_projection(thread: Thread, projection: Projection) -> None:
             assert folded["from"] <= run.first <= run.last <= folded["to"]
 
 
-# Each example is up to ~40 committed transactions plus a verify: capped at 50 examples.
+# Each example is up to ~40 committed transactions plus a verify: 20 examples per engine in
+# make test, the profile's count under deep.
 @settings(
-    max_examples=min(50, settings.default.max_examples),
+    max_examples=examples(20),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(policy=policies, script=st.lists(steps, min_size=10, max_size=40))

@@ -40,6 +40,7 @@ from registre.ledger.lifecycle.views import UnknownItemError
 from registre.ledger.thread import Thread
 from registre.lifecycle.context import Policy
 from tests.bundles import members, rezip
+from tests.examples_budget import examples
 from tests.ledger.helpers import drop_triggers
 from tests.ledger.lifecycle.test_properties import action, run
 from tests.ledger.lifecycle_helpers import ref
@@ -493,9 +494,9 @@ _THREADS = itertools.count()
 
 
 # Each example is up to ~20 committed transactions, then one export and one verification per
-# conclusion: the profile's count capped at 100 (~7 s on SQLite, ~10 s on PostgreSQL).
+# conclusion: 40 examples in make test, the profile's count under deep.
 @settings(
-    max_examples=min(100, settings.default.max_examples),
+    max_examples=examples(40),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data(), steps=st.integers(1, 18))

@@ -37,6 +37,7 @@ from registre.lifecycle import (
     replay,
     step,
 )
+from tests.examples_budget import examples
 from tests.ledger.lifecycle_helpers import derived_rows, folded_rows, ref
 
 _THREADS = itertools.count()
@@ -157,9 +158,9 @@ def run(ledger: Ledger, thread: Thread, action: tuple[Any, ...]) -> bool:
 
 
 # Each example is up to ~30 signed, committed transactions plus a rebuild and a verify: the
-# profile's count, capped at 100 (CI's 300 would take a minute per engine).
+# profile's count under deep, 40 in make test (CI's 300 would take minutes per engine).
 @settings(
-    max_examples=min(100, settings.default.max_examples),
+    max_examples=examples(40),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data(), prelude=st.booleans(), steps=st.integers(0, 24))

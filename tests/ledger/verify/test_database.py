@@ -34,6 +34,7 @@ from registre.ledger.verify.errors import (
     StoredSeqGapError,
     SubtreeMismatchError,
 )
+from tests.examples_budget import examples
 from tests.ledger.helpers import drop_triggers, execute, turn
 
 SIZE = 12
@@ -260,7 +261,7 @@ def test_checkpoint_with_wrong_root_fail(filled: Ledger, signer: Signer) -> None
         verify_database(filled)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_corrupted_leaf_fail(filled: Ledger, data: st.DataObject) -> None:
     # Every example restores the leaf it corrupted, so examples share one database.
