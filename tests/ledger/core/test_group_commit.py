@@ -4,6 +4,7 @@ different threads never wait for each other's locks."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from registre.attest.keys import Signer
 from registre.ledger.core.group_commit import GroupCommit, _Request, queue_for
 from registre.ledger.errors import ThreadKeyError, UnknownThreadError
 from registre.ledger.ledger import Ledger
-from registre.ledger.store.engine import lock_policy
+from registre.ledger.store.engine import lock_policy, write_transaction
+from registre.ledger.store.faults import DatabaseLockedError
 from registre.ledger.verify.database import verify_database
 from tests.ledger.helpers import turn
 
@@ -146,3 +148,49 @@ def test_postgres_writers_to_other_threads_do_not_wait(db_url: str, signer: Sign
                 holder.rollback()
         finally:
             lock_policy.timeout = saved
+
+
+def test_a_lock_held_past_the_timeout_fails_every_member(tmp_path: Path, signer: Signer) -> None:
+    """Another process's lock: every waiting caller gets its own DatabaseLockedError (its own
+    copy, the usual message), once, and nothing is written."""
+    saved = lock_policy.timeout
+    with _sqlite(tmp_path, signer) as ledger:
+        thread = ledger.create_thread("t1")
+        holder = sqlite3.connect(tmp_path / "group.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        lock_policy.timeout = 0.3
+        errors: list[BaseException] = []
+
+        def writer(i: int) -> None:
+            try:
+                thread.append(*turn(f"blocked {i}"))
+            except DatabaseLockedError as exc:
+                errors.append(exc)
+
+        try:
+            _run_all([threading.Thread(target=writer, args=(i,)) for i in range(3)])
+        finally:
+            lock_policy.timeout = saved
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert len(errors) == 3 and len({id(e) for e in errors}) == 3
+        assert all("locked by another writer" in str(e) for e in errors)
+        assert thread.head().size == 0
+        assert thread.append(*turn("after")).seq == 0
+
+
+def test_a_writer_gets_the_lock_once_released(tmp_path: Path, signer: Signer) -> None:
+    with _sqlite(tmp_path, signer) as ledger:
+        thread = ledger.create_thread("t1")
+        holder = sqlite3.connect(
+            tmp_path / "group.db", isolation_level=None, check_same_thread=False
+        )
+        holder.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, lambda: holder.execute("ROLLBACK"))
+        release.start()
+        assert thread.append(*turn("waited")).seq == 0
+        release.join()
+        holder.close()
+        with write_transaction(ledger.engine) as conn:  # the busy timeout is set back
+            timeout = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        assert timeout == int(lock_policy.timeout * 1000)
