@@ -127,7 +127,10 @@ def _process_writer(db_path: str, thread_id: str, pipe: Pipe) -> None:
 def test_registre_append_4_processes(benchmark: Any, ledger: Ledger, db_path: Path) -> None:
     benchmark.group = SINGLE
     ids = [ledger.create_thread(f"p{k}").id for k in range(WRITERS)]
-    context = multiprocessing.get_context("spawn")
+    # fork where there is one (the children start with registre imported); each opens its own
+    # ledger and leaves through os._exit, never touching the parent's connections
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     pipes, workers = [], []
     for thread_id in ids:
         ours, theirs = context.Pipe()
