@@ -20,7 +20,9 @@ If the group transaction fails, its members are retried one by one, each in its 
 transaction, so each gets the result or the error it would have had alone (a thread that
 does not exist, another key, a database behind its published checkpoint...). A lock held by
 another process past the lock timeout is the same for every member: each gets its own copy of
-that DatabaseLockedError rather than waiting once more.
+that DatabaseLockedError rather than waiting once more. A caller that queued while a leader
+was waiting for such a lock waits for that leader, then leads and waits for the lock itself:
+up to twice the lock timeout in the worst case.
 
 Every guarantee of :func:`registre.ledger.core.append.append_entries` holds as before: it is
 what the group transaction runs, under the same write lock (gap-free sequence numbers, the
