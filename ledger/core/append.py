@@ -6,9 +6,10 @@ Inside one write transaction, :func:`append_entries`
    :func:`registre.ledger.store.engine.write_transaction`; PostgreSQL: ``SELECT ... FOR UPDATE``)
    and reads the head ``(size, root, frontier)``; the frontier must reproduce the root;
 2. for each item: signs the entry with ``seq = size``, ``prev = (size, root)`` and the
-   lifecycle head of the entries before it (:mod:`registre.attest.lifecycle_chain`: read off the
-   previous entry, or -- the first append to a thread written before the field existed --
-   recomputed from its stored lifecycle entries), appends its leaf hash to the frontier and
+   lifecycle head of the entries before it (:mod:`registre.attest.lifecycle_chain`: the one this
+   process computed for a tree of that size and root, else read off the previous entry, or --
+   the first append to a thread written before the field existed -- recomputed from its stored
+   lifecycle entries), appends its leaf hash to the frontier and
    collects the subtrees that completed;
 3. inserts the entries, the completed subtree hashes, and moves the head (size, root,
    frontier) -- only if it is still at the size read in step 1.
@@ -102,6 +103,14 @@ _DIALECT_SQL: dict[str, dict[str, str]] = {
         for name, sql in _SQL.items()
     },
 }
+
+
+# The lifecycle head after the entries of a tree, by (thread, size, root): the root commits to
+# every leaf, so a head read with that size and root has exactly that lifecycle head, whatever
+# the database, and the next append need not read and parse the previous leaf. A head whose
+# transaction rolled back is never met again (no stored tree has its root) and costs nothing.
+_LIFECYCLE_AT: dict[tuple[str, int, bytes], LifecycleHead] = {}
+_LIFECYCLE_AT_MAX = 4096
 
 
 def _statements(conn: Connection) -> dict[str, str]:
@@ -254,7 +263,10 @@ def append_entries(
     entry_rows: list[tuple[Any, ...]] = []
     subtree_rows: list[tuple[Any, ...]] = []
     root = frontier.root()
-    lifecycle = lifecycle_head(conn, thread, old_size) if items else EMPTY_LIFECYCLE
+    lifecycle = EMPTY_LIFECYCLE
+    if items:
+        known = _LIFECYCLE_AT.get((thread, old_size, root))
+        lifecycle = known if known is not None else lifecycle_head(conn, thread, old_size)
     for offset, (kind, body, actor) in enumerate(items):
         entry = sign_entry(
             signer,
@@ -275,6 +287,9 @@ def append_entries(
         root = frontier.root()
     if not entries:
         return entries
+    if len(_LIFECYCLE_AT) >= _LIFECYCLE_AT_MAX:
+        _LIFECYCLE_AT.clear()
+    _LIFECYCLE_AT[(thread, frontier.size, root)] = lifecycle
     sql = _statements(conn)
     cursor = conn.connection.cursor()
     try:

@@ -10,11 +10,12 @@ NoSignerError.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from registre.attest.keys import Signer, Verifier
 from registre.ledger.errors import NoSignerError
@@ -22,9 +23,19 @@ from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.lifecycle_cache import LifecycleCache
 from registre.ledger.store.schema import tables
 
-__all__ = ["Database", "utc_now"]
+__all__ = ["Database", "ThreadSummary", "utc_now"]
 
 _public_key = tables.public_key
+_thread = tables.thread
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """A thread as listed: its ``id``, ``origin`` (``LOGNAME/id``) and ``size`` (entries)."""
+
+    id: str
+    origin: str
+    size: int
 
 
 class Database:
@@ -80,6 +91,40 @@ class Database:
         with read_transaction(self.engine) as conn:
             rows = conn.execute(select(_public_key.c.vkey).order_by(_public_key.c.added))
             return [Verifier.from_vkey(str(vkey)) for vkey in rows.scalars()]
+
+    def thread_page(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> tuple[list[ThreadSummary], str | None]:
+        """One page of threads in id order: those whose id sorts after ``after`` (all when
+        None), at most ``limit`` of them (all when None), each with its size; and the cursor
+        of the next page -- the last id listed, or None when no thread follows. One indexed
+        query, whatever the number of threads; pages do not overlap or skip a thread that
+        existed while they were read (threads are never deleted, and ids never change)."""
+        if limit is not None and limit < 1:
+            raise ValueError("a page holds at least one thread")
+        query = select(_thread.c.id, _thread.c.origin, _thread.c.size).order_by(_thread.c.id)
+        if after is not None:
+            query = query.where(_thread.c.id > after)
+        if limit is not None:
+            query = query.limit(limit + 1)
+        with read_transaction(self.engine) as conn:
+            rows = conn.execute(query).all()
+        page = [ThreadSummary(str(r.id), str(r.origin), int(r.size)) for r in rows[:limit]]
+        more = limit is not None and len(rows) > limit
+        return page, page[-1].id if more else None
+
+    def entry_count(self, threads: Sequence[str] | None = None) -> int:
+        """The number of entries of ``threads`` (every thread when None; unknown ids count
+        nothing), from the thread heads: one query."""
+        query = select(func.coalesce(func.sum(_thread.c.size), 0))
+        with read_transaction(self.engine) as conn:
+            if threads is None:
+                return int(conn.execute(query).scalar_one())
+            wanted = sorted(set(threads))
+            return sum(
+                int(conn.execute(query.where(_thread.c.id.in_(wanted[i : i + 500]))).scalar_one())
+                for i in range(0, len(wanted), 500)
+            )
 
     def thread_ids(self) -> list[str]:
         """Every thread id, in order."""

@@ -34,6 +34,7 @@ from registre.ledger.core.append import (
     require_thread_key,
 )
 from registre.ledger.core.database import Database, utc_now
+from registre.ledger.core.group_commit import prevalidate, queue_for
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.store.nodes import StoredHashSource
@@ -157,12 +158,20 @@ class ThreadCore:
         """Sign and store every ``(kind, body, actor)`` in one transaction: all or nothing.
 
         Every item is validated (actor, kind, body schema) before anything is written;
-        consecutive sequence numbers. The core checks no lifecycle or context rule: use
-        :meth:`registre.ledger.thread.Thread.append_many`, which does.
+        consecutive sequence numbers. On SQLite, concurrent callers of one process share one
+        transaction and its fsync (:mod:`registre.ledger.core.group_commit`); each returns
+        once its entries are durable, with its own entries or its own error. The core checks
+        no lifecycle or context rule: use :meth:`registre.ledger.thread.Thread.append_many`,
+        which does.
         """
         signer = self._db.require_signer()
-        with write_transaction(self._db.engine) as conn:
-            return append_entries(conn, signer, self.id, list(items))
+        batch = list(items)
+        queue = queue_for(self._db)
+        if queue is None:
+            with write_transaction(self._db.engine) as conn:
+                return append_entries(conn, signer, self.id, batch)
+        prevalidate(batch)
+        return queue.append(self.id, batch)
 
     def checkpoint(self, size: int | None = None) -> StoredCheckpoint:
         """The signed checkpoint at ``size`` (default: the head), signing and storing it if

@@ -37,11 +37,14 @@ database -- which only proves the database is consistent with itself.
 
 from __future__ import annotations
 
+import multiprocessing
+import pickle
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, func, select
+from sqlalchemy import Connection, Row, bindparam, func, select, union
 from sqlalchemy.exc import DataError, ProgrammingError
 
 from registre.attest.bodies import LIFECYCLE_KINDS
@@ -53,7 +56,8 @@ from registre.attest.merkle import CompactRange, leaf_hash, root_at
 from registre.ledger.core.append import split_frontier
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
-from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.derived import DERIVED_TABLES
+from registre.ledger.store.engine import make_engine, read_transaction
 from registre.ledger.store.lifecycle_fold import (
     DerivedTablesDifferError,
     LifecycleHistoryError,
@@ -122,64 +126,237 @@ def verify_database(
     db: Database,
     *,
     thread: str | None = None,
+    threads: Sequence[str] | None = None,
     keys: Sequence[Verifier] | None = None,
     batch: int = 1000,
     counters: Sequence[TokenCounter] = (),
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> list[ThreadReport]:
-    """Verify every thread (or only ``thread``) of ``db``; return one report per thread.
+    """Verify every thread (or only ``thread``, or only ``threads``) of ``db``; return one
+    report per thread, in thread id order.
 
     ``keys``: the verifier keys to trust (default: the keys stored in the database).
     ``progress``: called with the number of entries checked after each batch (a progress
-    bar's ``update``).
-    ``counters``: token counters besides the default one, for step 10. Raises a
-    LedgerTamperedError subclass at the first failure; UnknownThreadError for an unknown
-    ``thread``.
+    bar's ``update``; with ``jobs``, after each share of threads).
+    ``counters``: token counters besides the default one, for step 10.
+    ``jobs``: processes verifying shares of the threads side by side (each in its own read
+    snapshot; the database-wide checks 11 and 12 run once, here); 1 verifies here, in one
+    snapshot. An in-memory database is always verified here.
+
+    Raises a LedgerTamperedError subclass at the first failure (with ``jobs``: the failure of
+    the first failing thread in id order); UnknownThreadError for an unknown thread asked for.
+    The cost is linear in the entries: per thread a fixed number of indexed queries.
     """
+    wanted = (
+        None
+        if thread is None and threads is None
+        else sorted({*(threads or ()), *([thread] if thread is not None else [])})
+    )
     trusted = list(keys) if keys is not None else db.stored_keys()
     try:
-        return _verify_all(db, thread, trusted, batch, counters, progress)
+        if jobs > 1 and not _in_memory(db):
+            return _verify_in_processes(db, wanted, trusted, batch, counters, progress, jobs)
+        return _verify_all(db, wanted, trusted, batch, counters, progress)
     except (DataError, ProgrammingError) as exc:
-        # PostgreSQL refusing a query on a column whose type was changed (a TEXT seq)
-        problem = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-        raise StoredColumnTypeError(
-            f"the database's columns are not of the types registre declares: {problem}"
-        ) from None
+        raise _column_type_error(exc) from None
+
+
+def _column_type_error(exc: DataError | ProgrammingError) -> StoredColumnTypeError:
+    # PostgreSQL refusing a query on a column whose type was changed (a TEXT seq)
+    problem = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+    return StoredColumnTypeError(
+        f"the database's columns are not of the types registre declares: {problem}"
+    )
+
+
+def _in_memory(db: Database) -> bool:
+    url = db.engine.url
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+_HEADS = select(
+    _thread.c.id,
+    _thread.c.origin,
+    _thread.c.size,
+    _thread.c.root,
+    _thread.c.frontier,
+    _thread.c.vkey,
+).order_by(_thread.c.id)
+
+
+_HeadRow = Row[Any, Any, Any, Any, Any, Any]
+
+
+def _read_heads(conn: Connection, wanted: Sequence[str] | None) -> list[_HeadRow]:
+    """The head rows of ``wanted`` (every thread when None), by id; UnknownThreadError naming
+    the first id asked for that has none."""
+    if wanted is None:
+        return list(conn.execute(_HEADS).all())
+    heads: list[_HeadRow] = []
+    for start in range(0, len(wanted), 500):
+        chunk = list(wanted[start : start + 500])
+        heads += conn.execute(_HEADS.where(_thread.c.id.in_(chunk))).all()
+    found = {row.id for row in heads}
+    missing = [thread for thread in wanted if thread not in found]
+    if missing:
+        raise UnknownThreadError(f"no thread {missing[0]!r} in this database")
+    return heads
+
+
+def _with_derived_rows(conn: Connection) -> set[str]:
+    """The threads that have a row in some derived table: one pass over those tables, so a
+    thread without lifecycle entries costs no query of its own in step 9."""
+    query = union(*(select(table.c.thread).distinct() for table in DERIVED_TABLES))
+    return {str(thread) for thread in conn.execute(query).scalars()}
 
 
 def _verify_all(
     db: Database,
-    thread: str | None,
+    wanted: Sequence[str] | None,
     trusted: list[Verifier],
     batch: int,
     counters: Sequence[TokenCounter],
     progress: Callable[[int], None] | None = None,
+    *,
+    database_checks: bool = True,
 ) -> list[ThreadReport]:
     with read_transaction(db.engine, snapshot=True) as conn:
-        query = select(
-            _thread.c.id,
-            _thread.c.origin,
-            _thread.c.size,
-            _thread.c.root,
-            _thread.c.frontier,
-            _thread.c.vkey,
-        ).order_by(_thread.c.id)
-        if thread is not None:
-            query = query.where(_thread.c.id == thread)
-        heads = conn.execute(query).all()
-        if thread is not None and not heads:
-            raise UnknownThreadError(f"no thread {thread!r} in this database")
+        heads = _read_heads(conn, wanted)
         published = read_published(conn)
+        derived = _with_derived_rows(conn)
         reports = []
         for h in heads:
             head = _head(h)
             thread_keys = _thread_keys(head, trusted)
-            report = _verify_thread(conn, thread_keys, *head[:5], batch, counters, progress)
+            report = _verify_thread(
+                conn, thread_keys, *head[:5], batch, counters, progress, head[0] in derived
+            )
             _check_published(conn, report, published.get(report.origin))
             reports.append(report)
-        stray_rows(conn, thread)  # 11. no row outside a thread's tree
-        check_protections(conn)  # 12. the triggers and row checks are in place
+        if database_checks:
+            if wanted is None:
+                stray_rows(conn)  # 11. no row outside a thread's tree
+            else:
+                for thread in wanted:
+                    stray_rows(conn, thread)
+            check_protections(conn)  # 12. the triggers and row checks are in place
         return reports
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What one verifying process needs (picklable): the database, the keys, its threads."""
+
+    url: str
+    vkeys: tuple[str, ...]
+    threads: tuple[str, ...]
+    batch: int
+    counters: tuple[TokenCounter, ...]
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """An exception raised in a verifying process, carried back by value."""
+
+    kind: type[BaseException]
+    args: tuple[Any, ...]
+    state: dict[str, Any]
+
+    def rebuild(self) -> BaseException:
+        error = self.kind.__new__(self.kind)
+        error.args = self.args
+        error.__dict__.update(self.state)
+        return error
+
+
+def _portable(exc: BaseException) -> _Failure:
+    state = {}
+    for name, value in vars(exc).items():
+        try:
+            pickle.dumps(value)
+        except Exception:
+            continue
+        state[name] = value
+    return _Failure(type(exc), exc.args, state)
+
+
+def _verify_share(share: _Share) -> list[ThreadReport] | _Failure:
+    """One process's share (runs in the child): its threads verified in one snapshot."""
+    engine = make_engine(share.url)
+    try:
+        db = Database(engine, None, ())
+        trusted = [Verifier.from_vkey(vkey) for vkey in share.vkeys]
+        try:
+            return _verify_all(
+                db, share.threads, trusted, share.batch, share.counters, database_checks=False
+            )
+        except (DataError, ProgrammingError) as exc:
+            return _portable(_column_type_error(exc))
+        except Exception as exc:
+            return _portable(exc)
+    finally:
+        engine.dispose()
+
+
+def _verify_in_processes(
+    db: Database,
+    wanted: Sequence[str] | None,
+    trusted: list[Verifier],
+    batch: int,
+    counters: Sequence[TokenCounter],
+    progress: Callable[[int], None] | None,
+    jobs: int,
+) -> list[ThreadReport]:
+    with read_transaction(db.engine) as conn:
+        sizes = [(str(row.id), int(row.size)) for row in _read_heads(conn, wanted)]
+    # Shares of about equal numbers of entries, several per process so that the processes
+    # finish together; each is a run of consecutive ids, so the reports come back in order.
+    total = sum(size + 1 for _thread_id, size in sizes)
+    target = max(1, total // (jobs * 4))
+    shares: list[list[tuple[str, int]]] = [[]]
+    weight = 0
+    for thread_id, size in sizes:
+        if weight >= target:
+            shares.append([])
+            weight = 0
+        shares[-1].append((thread_id, size))
+        weight += size + 1
+    url = db.engine.url.render_as_string(hide_password=False)
+    vkeys = tuple(key.vkey() for key in trusted)
+    results: list[list[ThreadReport] | _Failure | None] = [None] * len(shares)
+    # fork where there is one: the children start with registre imported (a spawned child
+    # imports it again, seconds on a busy machine); they open their own engine, never the
+    # parent's connections, and leave through os._exit.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(shares)), mp_context=context) as pool:
+        pending = {
+            pool.submit(
+                _verify_share,
+                _Share(url, vkeys, tuple(t for t, _ in share), batch, tuple(counters)),
+            ): index
+            for index, share in enumerate(shares)
+            if share
+        }
+        for future in as_completed(pending):
+            index = pending[future]
+            results[index] = future.result()
+            if progress is not None:
+                progress(sum(size for _thread_id, size in shares[index]))
+    reports: list[ThreadReport] = []
+    for result in results:
+        if isinstance(result, _Failure):
+            raise result.rebuild()
+        reports += result or []
+    with read_transaction(db.engine, snapshot=True) as conn:
+        if wanted is None:
+            stray_rows(conn)  # 11. no row outside a thread's tree
+        else:
+            for thread in wanted:
+                stray_rows(conn, thread)
+        check_protections(conn)  # 12. the triggers and row checks are in place
+    return reports
 
 
 _Head = tuple[str, str, int, bytes, bytes, str | None]
@@ -239,6 +416,7 @@ def _verify_thread(
     batch: int,
     counters: Sequence[TokenCounter] = (),
     progress: Callable[[int], None] | None = None,
+    has_derived_rows: bool = True,
 ) -> ThreadReport:
 
     # 1. head row: origin LOGNAME/ID for a trusted key's name
@@ -282,7 +460,8 @@ def _verify_thread(
     # 9. derived lifecycle tables (the replay itself ran entry by entry in step 4)
     assert fold.rows is not None
     try:
-        compare_derived(conn, thread, fold.rows)
+        if has_derived_rows or any(fold.rows.values()):
+            compare_derived(conn, thread, fold.rows)
     except DerivedTablesDifferError as exc:
         raise DerivedStateMismatchError(thread, exc.seq, str(exc)).with_hint(exc.hint) from exc
     context.finish()  # 10. no context snapshot row without its compaction

@@ -31,17 +31,40 @@ def create(thread_id: str, as_json: bool, db: str | None, key_file: Path | None)
 
 
 @thread_group.command("list")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="List at most this many threads (a page); the next page starts --after the last.",
+)
+@click.option(
+    "--after",
+    metavar="THREAD",
+    default=None,
+    help="List the threads whose id sorts after THREAD (the cursor a page ends with).",
+)
 @json_option
 @ledger_options
-def list_threads(as_json: bool, db: str | None, key_file: Path | None) -> None:
-    """One line per thread: id, number of entries, origin."""
+def list_threads(
+    limit: int | None,
+    after: str | None,
+    as_json: bool,
+    db: str | None,
+    key_file: Path | None,
+) -> None:
+    """One line per thread, by id: id, number of entries, origin. With --limit, a page; when
+    more threads follow, a last line `next: THREAD` names the cursor for --after (with --json:
+    {"threads": [...], "next": THREAD or null})."""
     with open_ledger(db, key_file) as ledger:
-        rows = [(t.id, t.head().size, t.origin) for t in ledger.threads()]
+        page, cursor = ledger.thread_page(after=after, limit=limit)
+    rows = [{"id": t.id, "size": t.size, "origin": t.origin} for t in page]
     if as_json:
-        echo_json([{"id": i, "size": size, "origin": origin} for i, size, origin in rows])
+        echo_json(rows if limit is None else {"threads": rows, "next": cursor})
         return
-    for thread_id, size, origin in rows:
-        click.echo(f"{thread_id}\t{size}\t{origin}")
+    for thread in page:
+        click.echo(f"{thread.id}\t{thread.size}\t{thread.origin}")
+    if cursor is not None:
+        click.echo(f"next: {cursor}")
 
 
 @thread_group.command("show")

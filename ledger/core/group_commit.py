@@ -1,0 +1,224 @@
+"""Group commit: concurrent appenders of one process share a transaction, so they share its fsync.
+
+A SQLite database has one writer at a time, and each durable commit costs an fsync. When
+several threads of one process append at once, :class:`GroupCommit` (one per open
+:class:`~registre.ledger.core.database.Database`) queues their requests the way database
+engines do (leader and followers):
+
+1. a caller validates its items (actor, kind, body schema: :func:`prevalidate`) *before*
+   queueing, so one caller's bad input never reaches the shared transaction;
+2. it queues its request; if no leader is running, it becomes the leader, takes the queued
+   requests (the oldest :data:`MAX_GROUP`, its own among them unless it is still queued
+   behind those: then it leads again) and writes them in ONE write
+   transaction (:func:`append_group`: the requests for one thread are signed in queue order
+   as one run of consecutive entries), committed once; while it does, new callers queue up
+   for the next leader;
+3. every caller returns only after the transaction holding its entries committed (so its
+   entries are durable: ``synchronous=FULL``), with its own entries or its own error.
+
+If the group transaction fails, its members are retried one by one, each in its own
+transaction, so each gets the result or the error it would have had alone (a thread that
+does not exist, another key, a database behind its published checkpoint...). A lock held by
+another process past the lock timeout is the same for every member: each gets its own copy of
+that DatabaseLockedError rather than waiting once more. A caller that queued while a leader
+was waiting for such a lock waits for that leader, then leads and waits for the lock itself:
+up to twice the lock timeout in the worst case.
+
+Every guarantee of :func:`registre.ledger.core.append.append_entries` holds as before: it is
+what the group transaction runs, under the same write lock (gap-free sequence numbers, the
+lifecycle chain head, the thread's key binding, the published-checkpoint rollback check).
+Across processes SQLite still admits one writer at a time; the queue is within one process.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, Engine
+
+from registre.attest.bodies import validate_body
+from registre.attest.entry import Entry, EntryFormatError, check_actor
+from registre.attest.keys import Signer
+from registre.ledger.core.append import AppendItem, append_entries
+from registre.ledger.core.database import Database
+from registre.ledger.store.engine import write_transaction
+from registre.ledger.store.faults import DatabaseLockedError
+
+__all__ = [
+    "MAX_GATHER_S",
+    "MAX_GROUP",
+    "GroupCommit",
+    "append_group",
+    "prevalidate",
+    "queue_for",
+]
+
+MAX_GROUP = 256
+"""At most this many requests share one transaction (the rest wait for the next leader)."""
+
+MAX_GATHER_S = 0.002
+"""The longest a new leader waits for the writers it expects to queue again (seconds)."""
+
+
+_QUEUES: weakref.WeakKeyDictionary[Database, GroupCommit] = weakref.WeakKeyDictionary()
+_QUEUES_LOCK = threading.Lock()
+
+
+def queue_for(db: Database) -> GroupCommit | None:
+    """The append queue of ``db`` (made on first use): SQLite only -- one writer at a time,
+    so sharing its fsyncs pays; None on PostgreSQL, whose writers to different threads
+    commit side by side, each holding only its thread's row lock. NoSignerError without the
+    operator key."""
+    if db.engine.dialect.name != "sqlite":
+        return None
+    signer = db.require_signer()
+    with _QUEUES_LOCK:
+        queue = _QUEUES.get(db)
+        if queue is None:
+            queue = _QUEUES[db] = GroupCommit(db.engine, signer)
+        return queue
+
+
+def prevalidate(items: Sequence[AppendItem]) -> None:
+    """Raise what :func:`registre.attest.entry.sign_entry` would raise for the first bad item
+    of ``items`` (InvalidActorError, UnknownKindError, BodySchemaError, EntryFormatError for a
+    body that is not an object), before anything is queued or written. Items that pass need
+    no schema check when signed."""
+    for kind, body, actor in items:
+        check_actor(actor)
+        validate_body(kind, body)
+        if not isinstance(body, dict):
+            raise EntryFormatError(f"body must be a JSON object, got {type(body).__name__}")
+
+
+def append_group(
+    conn: Connection, signer: Signer, requests: Sequence[tuple[str, Sequence[AppendItem]]]
+) -> list[list[Entry]]:
+    """Append every request ``(thread, items)`` in the caller's write transaction; return
+    each request's entries. Requests for one thread are appended in their order as one run
+    (one head read, one batch of inserts); the items must have passed :func:`prevalidate`.
+    Raises whatever :func:`append_entries` raises, for the first thread that refuses."""
+    by_thread: dict[str, list[int]] = {}
+    for index, (thread, _items) in enumerate(requests):
+        by_thread.setdefault(thread, []).append(index)
+    results: list[list[Entry]] = [[] for _ in requests]
+    for thread, indexes in by_thread.items():
+        run: list[AppendItem] = []
+        for index in indexes:
+            run.extend(requests[index][1])
+        entries = append_entries(conn, signer, thread, run, checked=range(len(run)))
+        start = 0
+        for index in indexes:
+            stop = start + len(requests[index][1])
+            results[index] = entries[start:stop]
+            start = stop
+    return results
+
+
+@dataclass(eq=False)
+class _Request:
+    thread: str
+    items: Sequence[AppendItem]
+    caller: int
+    done: bool = False
+    entries: list[Entry] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+class GroupCommit:
+    """The append queue of one database (module docstring). Thread-safe."""
+
+    def __init__(self, engine: Engine, signer: Signer) -> None:
+        self._engine = engine
+        self._signer = signer
+        self._cond = threading.Condition()
+        self._queue: list[_Request] = []
+        self._leading = False
+        self._writers: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
+        self._commit_s = 0.0
+        self.groups = 0
+        """Transactions committed by leaders (a statistic, for tests and benchmarks)."""
+
+    def append(self, thread: str, items: Sequence[AppendItem]) -> list[Entry]:
+        """Append ``items`` (already :func:`prevalidate`-d) to ``thread`` through the queue;
+        return their entries once durable, or raise this request's own error."""
+        request = _Request(thread, items, threading.get_ident())
+        with self._cond:
+            self._queue.append(request)
+            self._cond.notify_all()
+        while True:
+            with self._cond:
+                while self._leading and not request.done:
+                    self._cond.wait()
+                if request.done:
+                    break
+                self._leading = True
+                self._gather()
+                group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+                recent = frozenset(member.caller for member in group)
+                self._writers = (self._writers[1], recent)
+            started = time.monotonic()
+            try:
+                self._lead(group)
+                self._commit_s = time.monotonic() - started
+            finally:
+                with self._cond:
+                    for member in group:
+                        member.done = True
+                    self._leading = False
+                    self._cond.notify_all()
+        if request.error is not None:
+            raise request.error
+        return request.entries
+
+    def _gather(self) -> None:
+        """Called by a new leader holding the condition: wait a little for the writers of the
+        last two groups to queue again (those just released are still returning), at most a
+        quarter of the last commit's duration and :data:`MAX_GATHER_S`, so an fsync is shared
+        by everyone who is appending, and a lone writer never waits."""
+        expected = len(self._writers[0] | self._writers[1])
+        if len(self._queue) >= expected:
+            return
+        deadline = time.monotonic() + min(MAX_GATHER_S, self._commit_s / 4)
+        while len(self._queue) < expected:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._cond.wait(remaining)
+
+    def _lead(self, group: list[_Request]) -> None:
+        try:
+            with write_transaction(self._engine) as conn:
+                results = append_group(conn, self._signer, [(m.thread, m.items) for m in group])
+            self.groups += 1
+        except DatabaseLockedError as exc:
+            for member in group:
+                member.error = copy.copy(exc)
+            return
+        except Exception as exc:
+            if len(group) == 1:
+                group[0].error = exc
+                return
+            self._one_by_one(group)
+            return
+        except BaseException as exc:  # an interrupt in the leader: nobody's entry was written
+            for member in group:
+                member.error = exc
+            raise
+        for member, entries in zip(group, results, strict=True):
+            member.entries = entries
+
+    def _one_by_one(self, group: list[_Request]) -> None:
+        for member in group:
+            try:
+                with write_transaction(self._engine) as conn:
+                    request = [(member.thread, member.items)]
+                    member.entries = append_group(conn, self._signer, request)[0]
+                self.groups += 1
+            except Exception as exc:
+                member.error = exc
