@@ -55,7 +55,7 @@ from registre.lifecycle.context.projection import PROJECTION_FORMAT
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 
-__all__ = ["ModelCallChecker", "message_bytes", "run_bytes", "streamed_digest"]
+__all__ = ["ModelCallChecker", "message_bytes", "run_bytes"]
 
 _COMMA: Final = b","
 _string: Final = encode_basestring
@@ -225,15 +225,18 @@ class ModelCallChecker:
         ``0..at_seq``); raises as :func:`verify_model_call` does."""
         digest = None
         if "shape" not in body and state.at == body["at_seq"]:
-            digest = self._digest(body, state, lifecycle)
+            digest = self.digest(body, state, lifecycle)
         if digest is None or digest != body["projection_sha256"]:
             verify_model_call(body, state, self._registry, lifecycle)
 
-    def _digest(
+    def digest(
         self, body: Mapping[str, object], state: ContextState, lifecycle: LifecycleState | None
     ) -> str | None:
-        """The registre-shape digest of the call's projection, or None when the full check
-        must decide (over the budget, a lifecycle block without the state)."""
+        """The registre-shape digest of the projection a ``model.call`` body without
+        ``shape`` describes at ``state`` (at ``at_seq``), or None when the full check must
+        decide (over the budget, a lifecycle block without the lifecycle state). Raises
+        UnknownTokenCounterError and LifecycleFormatError (a bad policy) as the full check
+        does."""
         budget = body["budget_tokens"]
         if type(budget) is not int or budget < 1:
             return None
@@ -315,17 +318,6 @@ class ModelCallChecker:
         if self._view is None or self._view[0] is not lifecycle:
             self._view = (lifecycle, lifecycle_view(lifecycle))
         return self._view[1]
-
-
-def streamed_digest(
-    body: Mapping[str, object],
-    state: ContextState,
-    counter_registry: Mapping[str, TokenCounter],
-    lifecycle: LifecycleState | None = None,
-) -> str | None:
-    """The digest :class:`ModelCallChecker` computes for a call, from a fresh checker (for
-    tests): None where it hands the call to the full check."""
-    return ModelCallChecker(counter_registry)._digest(body, state, lifecycle)
 
 
 _RUN_STATUSES: Final = frozenset(("verbatim", "pinned", "summarized", "stubbed", "folded"))
