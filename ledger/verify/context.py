@@ -12,7 +12,9 @@ checks, in this order, naming the first bad seq:
      policy and counter, and, for a call recording ``lifecycle_block``, the lifecycle state
      after ``0..at_seq`` (the replay of step 9 when no lifecycle entry lies after
      ``at_seq``, else replayed again to ``at_seq``)
-     (:func:`registre.attest.projection.verify_model_call`;
+     (:func:`registre.attest.projection.verify_model_call`'s check, run by a
+     :class:`~registre.attest.projection_stream.ModelCallChecker` that carries the
+     projection's parts forward with the kept fold instead of rebuilding them per call;
      :class:`ModelCallDigestError`, the cause chained) -- a digest signed with the operator
      key but forged is found here;
 10.3 the ``context_snapshot`` row of every compaction is exactly the stored form of the
@@ -38,7 +40,8 @@ from sqlalchemy import Connection
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, VerificationError
 from registre.attest.keys import Verifier
-from registre.attest.projection import claims_block, verify_model_call
+from registre.attest.projection import claims_block
+from registre.attest.projection_stream import ModelCallChecker
 from registre.ledger.context.store import LeafTexts, connection_reader, lifecycle_at
 from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.context_snapshots import (
@@ -90,6 +93,7 @@ class ContextCheck:
         self._state: ContextState | None = None
         self._idle = 0
         self._compactions: list[int] = []
+        self._calls = ModelCallChecker(self._counters)
 
     def check(self, entry: Entry, lifecycle: ThreadFold | None = None) -> None:
         """Check ``entry`` (the next one of the thread) and fold it if the fold is kept.
@@ -151,7 +155,7 @@ class ContextCheck:
                 if lifecycle is None or lifecycle.size > at_seq + 1:
                     lifecycle = lifecycle_at(self._conn, self._thread, at_seq)
                 block_state = lifecycle.state
-            verify_model_call(entry.body, at, self._counters, block_state)
+            self._calls.check(entry.body, at, block_state)
         except (VerificationError, MalformedError) as exc:
             raise ModelCallDigestError(self._thread, entry.seq, str(exc)) from exc
 
