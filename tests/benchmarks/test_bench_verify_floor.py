@@ -127,6 +127,8 @@ def test_registre_verify(benchmark: Any, n: int, budget: int) -> None:
 def test_registre_verify_full_rebuild(benchmark: Any, n: int, budget: int) -> None:
     if n > REBUILD_UP_TO:
         pytest.skip(f"the full rebuild takes minutes beyond {REBUILD_UP_TO} entries")
+    if benchmark.disabled:
+        pytest.skip("the old path, for the ratio only: measured with benchmarks on")
     benchmark.group = f"verify floor n={n} budget={budget}"
     data, trust = bundle(n, budget), policy()
     floor = floor_of(n, budget)
