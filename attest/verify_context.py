@@ -9,10 +9,15 @@ check needs, and
   the fold of the entries before it -- fold boundaries, stubs, tool calls kept with their
   results, recent turns, summary share, quoted spans, pin set, token counts -- raising that
   rule's ``Compaction*Error`` (or ``UnknownTokenCounterError``);
-* for every ``model.call``: :func:`registre.attest.projection.verify_model_call` against the fold of
-  entries ``0..at_seq`` -- the projection rebuilt with the recorded budget, policy and
-  counter must have the recorded digest (``ContextDigestMismatchError``,
-  ``ModelCallOverBudgetError``).
+* for every ``model.call``: :func:`registre.attest.projection.verify_model_call`'s check against
+  the fold of entries ``0..at_seq`` -- the projection the recorded budget, policy and counter
+  give must have the recorded digest (``ContextDigestMismatchError``,
+  ``ModelCallOverBudgetError``) -- run by a
+  :class:`~registre.attest.projection_stream.ModelCallChecker`, which carries the projection's
+  parts forward with the fold instead of rebuilding them for every call.
+
+One pass: the fold moves forward once over the entries, each entry's tokens are counted once
+(the fold caches them) and carried, and nothing is copied per call.
 
 Token counts are recounted with the counter each event names; the default counter ships with
 registre, others must be given (``counters``). One replay serves one bundle.
@@ -23,7 +28,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from registre.attest.projection import claims_block, verify_model_call
+from registre.attest.projection import claims_block
+from registre.attest.projection_stream import ModelCallChecker
 from registre.attest.verify_semantics import Compaction, ModelCall, SemanticHooks
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
@@ -50,6 +56,7 @@ class ContextReplay:
         self._counters = counter_registry(counters)
         self._state = ContextState()
         self._texts: dict[int, str] = {}
+        self._calls = ModelCallChecker(self._counters)
 
     def hooks(self) -> SemanticHooks:
         """The :class:`SemanticHooks` that run this replay."""
@@ -70,7 +77,7 @@ class ContextReplay:
             lifecycle = call.lifecycle
             if lifecycle is None:
                 lifecycle = _replay_lifecycle(call.prefix)
-        verify_model_call(call.body, self._state, self._counters, lifecycle)
+        self._calls.check(call.body, self._state, lifecycle)
 
     def _fold_to(self, leaves: Sequence[bytes], seq: int) -> None:
         """Fold entries up to ``seq`` (inclusive) from ``leaves``, already verified in step 3

@@ -40,9 +40,10 @@ stale, superseded or retracted at the checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import islice
+from typing import Any, overload
 
 from registre.attest.errors import VerificationError
 from registre.attest.verify_entries import EntryRecord
@@ -199,7 +200,7 @@ def check_semantics(
             if replay:
                 _check_pin_digest(record, pin_set_sha256(state))  # 6.4
             if full and hooks.compaction is not None:  # 6.5
-                prefix = leaves[: record.seq]
+                prefix = _Prefix(leaves, record.seq)
                 hooks.compaction(Compaction(record.seq, record.actor, body, prefix, state))
         elif record.kind == "model.call":
             counts["model calls"] += 1
@@ -207,7 +208,8 @@ def check_semantics(
             if full and hooks.model_call is not None:  # 6.7
                 at_seq = body["at_seq"]
                 lifecycle = state if last_lifecycle <= at_seq else None
-                hooks.model_call(ModelCall(record.seq, body, leaves[: at_seq + 1], lifecycle))
+                prefix = _Prefix(leaves, at_seq + 1)
+                hooks.model_call(ModelCall(record.seq, body, prefix, lifecycle))
         else:
             counts["lifecycle"] += 1
             event = parse_body(record.kind, body)
@@ -223,6 +225,38 @@ def check_semantics(
     if replay:
         result.state = state
     return result
+
+
+class _Prefix(Sequence[bytes]):
+    """The first ``size`` of ``leaves``, without copying them (a hook reads a prefix per
+    compaction and per model call: slicing would copy O(thread) each time)."""
+
+    __slots__ = ("_leaves", "_size")
+
+    def __init__(self, leaves: Sequence[bytes], size: int) -> None:
+        self._leaves = leaves
+        self._size = min(size, len(leaves))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[bytes]:
+        return islice(self._leaves, self._size)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self._leaves[i] for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        return self._leaves[index]
 
 
 def _replay(state: LifecycleState, event: Event, seq: int) -> LifecycleState:

@@ -12,7 +12,9 @@ checks, in this order, naming the first bad seq:
      policy and counter, and, for a call recording ``lifecycle_block``, the lifecycle state
      after ``0..at_seq`` (the replay of step 9 when no lifecycle entry lies after
      ``at_seq``, else replayed again to ``at_seq``)
-     (:func:`registre.attest.projection.verify_model_call`;
+     (:func:`registre.attest.projection.verify_model_call`'s check, run by a
+     :class:`~registre.attest.projection_stream.ModelCallChecker` that carries the
+     projection's parts forward with the kept fold instead of rebuilding them per call;
      :class:`ModelCallDigestError`, the cause chained) -- a digest signed with the operator
      key but forged is found here;
 10.3 the ``context_snapshot`` row of every compaction is exactly the stored form of the
@@ -30,7 +32,8 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from sqlalchemy import Connection
@@ -38,8 +41,9 @@ from sqlalchemy import Connection
 from registre.attest.entry import Entry
 from registre.attest.errors import MalformedError, VerificationError
 from registre.attest.keys import Verifier
-from registre.attest.projection import claims_block, verify_model_call
-from registre.ledger.context.store import LeafTexts, connection_reader, lifecycle_at
+from registre.attest.projection import claims_block
+from registre.attest.projection_stream import ModelCallChecker
+from registre.ledger.context.store import EntryReader, connection_reader, lifecycle_at
 from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
@@ -63,10 +67,15 @@ from registre.lifecycle.context import (
     ContextState,
     TokenCounter,
     counter_registry,
+    entry_text,
     validate_compaction,
 )
 
 __all__ = ["IDLE_ENTRIES", "ContextCheck"]
+
+TEXT_BLOCK: Final = 64
+TEXT_BLOCKS: Final = 256
+"""Blocks of :data:`TEXT_BLOCK` entry texts kept for quote checks (16,384 texts)."""
 
 IDLE_ENTRIES: Final = 4096
 """Entries after the last compaction or model call beyond which the fold is dropped (and
@@ -90,6 +99,10 @@ class ContextCheck:
         self._state: ContextState | None = None
         self._idle = 0
         self._compactions: list[int] = []
+        self._calls = ModelCallChecker(self._counters)
+        # texts of earlier entries for quote checks, read in blocks and kept across
+        # compactions (entries before the one checked are verified and never change)
+        self._texts = _EarlierTexts(connection_reader(conn, thread))
 
     def check(self, entry: Entry, lifecycle: ThreadFold | None = None) -> None:
         """Check ``entry`` (the next one of the thread) and fold it if the fold is kept.
@@ -128,7 +141,7 @@ class ContextCheck:
     # --- the checks ---------------------------------------------------------------------------
 
     def _check_compaction(self, state: ContextState, entry: Entry) -> None:
-        texts = LeafTexts(connection_reader(self._conn, self._thread), entry.seq)
+        texts = _TailFirst(state, self._texts, entry.seq)
         try:
             validate_compaction(state, _context_entry(entry), texts, self._counters)
         except (VerificationError, MalformedError) as exc:
@@ -151,7 +164,7 @@ class ContextCheck:
                 if lifecycle is None or lifecycle.size > at_seq + 1:
                     lifecycle = lifecycle_at(self._conn, self._thread, at_seq)
                 block_state = lifecycle.state
-            verify_model_call(entry.body, at, self._counters, block_state)
+            self._calls.check(entry.body, at, block_state)
         except (VerificationError, MalformedError) as exc:
             raise ModelCallDigestError(self._thread, entry.seq, str(exc)) from exc
 
@@ -205,6 +218,56 @@ class ContextCheck:
             fold_on(state, (_context_entry(entry),), self._thread)
         except ContextHistoryError as exc:
             raise CompactionInvalidError(self._thread, entry.seq, exc.problem) from exc
+
+
+class _EarlierTexts:
+    """Entry texts read from the ledger :data:`TEXT_BLOCK` entries at a time, the most
+    recent :data:`TEXT_BLOCKS` whole blocks kept across compactions (entries before the one
+    being checked are verified and never change; a block reaching past it is not kept)."""
+
+    def __init__(self, read: EntryReader) -> None:
+        self._read = read
+        self._blocks: OrderedDict[int, dict[int, str]] = OrderedDict()
+
+    def text(self, seq: int, stop: int) -> str:
+        """The text of entry ``seq`` (< ``stop``, the entry being checked)."""
+        number = seq // TEXT_BLOCK
+        texts = self._blocks.get(number)
+        if texts is not None:
+            self._blocks.move_to_end(number)
+            return texts[seq]
+        start = number * TEXT_BLOCK
+        end = min(stop, start + TEXT_BLOCK)
+        texts = {e.seq: entry_text(e.kind, e.body) for e in self._read(start, end)}
+        if end == start + TEXT_BLOCK:
+            self._blocks[number] = texts
+            if len(self._blocks) > TEXT_BLOCKS:
+                self._blocks.popitem(last=False)
+        return texts[seq]
+
+
+class _TailFirst(Mapping[int, str]):
+    """The texts of entries ``0..stop-1`` a compaction at ``stop`` searches its quotes in:
+    those of the fold's tail from the tail items (the fold rendered them, and most quotes
+    point at the entries being folded), the others from ``texts`` (read from the ledger)."""
+
+    def __init__(self, state: ContextState, texts: _EarlierTexts, stop: int) -> None:
+        self._state, self._texts, self._stop = state, texts, stop
+
+    def __getitem__(self, seq: int) -> str:
+        if not isinstance(seq, int) or not 0 <= seq < self._stop:
+            raise KeyError(seq)
+        tail = self._state.tail
+        index = seq - self._state.boundary
+        if 0 <= index < len(tail) and tail[index].seq == seq:
+            return tail[index].text
+        return self._texts.text(seq, self._stop)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self._stop))
+
+    def __len__(self) -> int:
+        return self._stop
 
 
 def _context_entry(entry: Entry) -> ContextEntry:

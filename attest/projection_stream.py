@@ -1,0 +1,388 @@
+"""The ``model.call`` check carried forward: the projection digest without rebuilding it.
+
+:func:`registre.attest.projection.verify_model_call` rebuilds the whole projection for every
+call (``project``, then RFC 8785 over every message): O(context) of Python per call, so a
+verifier replaying a long thread at a large budget spends its time re-serialising messages it
+has serialised before. :class:`ModelCallChecker` keeps, for the one
+:class:`~registre.lifecycle.context.ContextState` it follows (advanced in place by its owner),
+the parts of the projection that only grow between two compactions:
+
+* the canonical bytes of every message shown (header pins, live summaries, tail), joined;
+* the manifest's runs, the finished ones as canonical bytes and the last one open (a new
+  tail entry may extend it, exactly as ``project`` merges runs);
+* per token counter, the tokens of the stable prefix and of the tail so far (each tail
+  entry's count is the fold's own cached count).
+
+A call then costs the entries folded since the last call, the lifecycle block (built per call:
+its text names ``at``; the view is cached per lifecycle state and the counts of its lines in
+:func:`registre.attest.line_counts.line_counter`), and one SHA-256 over the canonical
+bytes streamed from those parts -- byte for byte what ``canonical_bytes(projection.to_json())``
+gives (``specs/context.md`` section 8; tests/attest/test_projection_stream.py holds the two
+side by side). A compaction, a new state object or anything but entries appended since the
+last call rebuilds the parts, once.
+
+Only the registre shape is streamed; a provider shape, a context over its budget and a digest
+that does not reproduce are handed to ``verify_model_call``, so every error stays that
+function's own (and a mismatch is confirmed by the full rebuild before it is reported).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, Final
+
+from registre.attest.canonical import canonical_bytes
+from registre.attest.line_counts import line_counter
+from registre.attest.projection import claims_block, verify_model_call
+from registre.lifecycle import LifecycleState
+from registre.lifecycle.context import (
+    ContextState,
+    ManifestRun,
+    Message,
+    Policy,
+    TokenCounter,
+    lifecycle_block,
+    lifecycle_view,
+    parse_policy,
+    resolve_counter,
+)
+from registre.lifecycle.context.fold import TailItem
+from registre.lifecycle.context.lifecycle_block import LifecycleView, block_allowance
+from registre.lifecycle.context.projection import PROJECTION_FORMAT
+
+if TYPE_CHECKING:
+    from hashlib import _Hash as Hash
+
+__all__ = ["ModelCallChecker", "message_bytes", "run_bytes"]
+
+_COMMA: Final = b","
+_string: Final = encode_basestring
+
+
+class _Parts:
+    """The growing parts of the projection of one state, between two compactions."""
+
+    __slots__ = (
+        "at",
+        "cache",
+        "header_pins",
+        "last_item",
+        "last_run",
+        "message_bytes",
+        "messages",
+        "prefix_messages",
+        "previous",
+        "runs_bytes",
+        "state",
+        "tail_len",
+        "tokens",
+    )
+
+    def __init__(self, state: ContextState, previous: dict[int, tuple[Message, bytes]]) -> None:
+        self.state = state
+        self.cache: dict[int, tuple[Message, bytes]] = {}
+        self.previous = previous  # the bytes of the messages of the parts before
+        self.at = -1
+        self.message_bytes = bytearray()
+        self.messages = 0
+        self.runs_bytes = bytearray()
+        self.last_run: ManifestRun | None = None
+        self.tail_len = 0
+        self.last_item: TailItem | None = None
+        self.header_pins = {pin.entry_seq: (pin.pin.id, i) for i, pin in enumerate(state.header)}
+        self.tokens: dict[str, list[int]] = {}  # counter name -> [prefix, tail, tail items]
+        for pin in state.header:
+            self._message(pin.message)
+        for summary in state.summaries:
+            self._message(summary.message)
+        self.prefix_messages = self.messages
+        self._summary_runs(state)
+
+    # --- building -----------------------------------------------------------------------
+
+    def _message(self, message: Message) -> None:
+        """Append the canonical bytes of ``message`` (reused from the parts before when
+        they held the same message object)."""
+        found = self.previous.get(id(message))
+        if found is None or found[0] is not message:
+            found = (message, message_bytes(message))
+        self.cache[id(message)] = found
+        if self.messages:
+            self.message_bytes += _COMMA
+        self.message_bytes += found[1]
+        self.messages += 1
+
+    def _push(self, run: ManifestRun) -> None:
+        last = self.last_run
+        if last is not None and _continues(last, run):
+            self.last_run = ManifestRun(
+                last.first, run.last, run.status, last.message, run.compaction, run.line
+            )
+            return
+        if last is not None:
+            if self.runs_bytes:
+                self.runs_bytes += _COMMA
+            self.runs_bytes += run_bytes(last)
+        self.last_run = run
+
+    def _summary_runs(self, state: ContextState) -> None:
+        pinned = self.header_pins
+        pinned_seqs = sorted(pinned)
+        message = len(state.header)
+        for summary in state.summaries:
+            for first, last, line in summary.runs:
+                start = first
+                for seq in (s for s in pinned_seqs if first <= s <= last):
+                    if seq > start:
+                        self._push(_summarized(start, seq - 1, summary.seq, line, message))
+                    pin_id, index = pinned[seq]
+                    self._push(ManifestRun(seq, seq, "pinned", index, pin=pin_id))
+                    start = seq + 1
+                if start <= last:
+                    self._push(_summarized(start, last, summary.seq, line, message))
+            message += 1
+
+    def advance(self) -> None:
+        """Take in the tail entries folded since the last call."""
+        state = self.state
+        tail = state.tail
+        header_seq = state.header_seq
+        pinned = self.header_pins
+        for index in range(self.tail_len, len(tail)):
+            item = tail[index]
+            shown = item.shown(header_seq)
+            if shown is not None:
+                if item.pin_id is not None:
+                    run = ManifestRun(item.seq, item.seq, "pinned", self.messages, pin=item.pin_id)
+                else:
+                    status = "stubbed" if item.stubbed else "verbatim"
+                    run = ManifestRun(item.seq, item.seq, status, self.messages)
+                self._message(shown)
+            elif item.seq in pinned:
+                pin_id, at = pinned[item.seq]
+                run = ManifestRun(item.seq, item.seq, "pinned", at, pin=pin_id)
+            else:
+                run = ManifestRun(item.seq, item.seq, "folded")
+            self._push(run)
+        if len(tail) > self.tail_len:
+            self.tail_len = len(tail)
+            self.last_item = tail[-1]
+        self.at = state.at
+        self.previous = {}
+
+    def tokens_for(self, counter: TokenCounter) -> tuple[int, int]:
+        """(stable prefix tokens, total tokens) of the messages, for ``counter``."""
+        state = self.state
+        found = self.tokens.get(counter.name)
+        if found is None:
+            prefix = sum(pin.tokens(counter) for pin in state.header) + sum(
+                summary.tokens(counter) for summary in state.summaries
+            )
+            found = self.tokens[counter.name] = [prefix, 0, 0]
+        if found[2] < self.tail_len:
+            header_seq = state.header_seq
+            tail = state.tail
+            found[1] += sum(
+                tail[index].tokens(counter, header_seq) for index in range(found[2], self.tail_len)
+            )
+            found[2] = self.tail_len
+        return found[0], found[0] + found[1]
+
+    def hash_runs(self, digest: Hash) -> None:
+        """Feed ``digest`` the canonical bytes of the manifest's runs, comma separated."""
+        digest.update(self.runs_bytes)
+        if self.last_run is not None:
+            if self.runs_bytes:
+                digest.update(_COMMA)
+            digest.update(run_bytes(self.last_run))
+
+
+class ModelCallChecker:
+    """Checks the ``model.call`` entries of one replay against the state it carries forward.
+
+    ``check`` has :func:`~registre.attest.projection.verify_model_call`'s contract, and
+    accepts exactly what it accepts (module docstring). Keep one per replay; it holds
+    O(context) bytes.
+    """
+
+    def __init__(self, counter_registry: Mapping[str, TokenCounter]) -> None:
+        self._registry = counter_registry
+        self._parts: _Parts | None = None
+        self._header_seq = -2
+        self._counters: dict[str, tuple[TokenCounter, TokenCounter]] = {}
+        self._view: tuple[LifecycleState, LifecycleView] | None = None
+        self._tails: dict[tuple[Policy, str], bytes] = {}
+
+    def check(
+        self,
+        body: Mapping[str, object],
+        state: ContextState,
+        lifecycle: LifecycleState | None = None,
+    ) -> None:
+        """Check a schema-valid ``model.call`` body against ``state`` (the fold of
+        ``0..at_seq``); raises as :func:`verify_model_call` does."""
+        digest = None
+        if "shape" not in body and state.at == body["at_seq"]:
+            digest = self.digest(body, state, lifecycle)
+        if digest is None or digest != body["projection_sha256"]:
+            verify_model_call(body, state, self._registry, lifecycle)
+
+    def digest(
+        self, body: Mapping[str, object], state: ContextState, lifecycle: LifecycleState | None
+    ) -> str | None:
+        """The registre-shape digest of the projection a ``model.call`` body without
+        ``shape`` describes at ``state`` (at ``at_seq``), or None when the full check must
+        decide (over the budget, a lifecycle block without the lifecycle state). Raises
+        UnknownTokenCounterError and LifecycleFormatError (a bad policy) as the full check
+        does."""
+        budget = body["budget_tokens"]
+        if type(budget) is not int or budget < 1:
+            return None
+        counter = resolve_counter(str(body["token_counter"]), self._registry)
+        policy = parse_policy(body["policy"], "body.policy")
+        parts = self._sync(state)
+        prefix_tokens, total = parts.tokens_for(counter)
+        if total > budget:
+            return None
+        block_bytes = b""
+        block_json = None
+        if claims_block(body):
+            if lifecycle is None:
+                return None
+            block = lifecycle_block(
+                self._lifecycle_view(lifecycle),
+                state.at,
+                block_allowance(budget, total),
+                self._cached(counter),
+            )
+            shown = None
+            if block.message is not None:
+                block_bytes = message_bytes(block.message)
+                if parts.messages:
+                    block_bytes = _COMMA + block_bytes
+                shown = parts.messages
+                total += block.tokens
+            block_json = block.to_json(shown)
+        head = f'{{"at":{state.at},"budget_tokens":{budget},"format":"{PROJECTION_FORMAT}"'
+        if block_json is not None:
+            head += ',"lifecycle_block":' + canonical_bytes(block_json).decode()
+        digest = hashlib.sha256(head.encode())
+        digest.update(b',"manifest":{"entries":[')
+        parts.hash_runs(digest)
+        digest.update(
+            f'],"stable_prefix":{{"messages":{parts.prefix_messages},"tokens":{prefix_tokens}}}'
+            f',"tokens":{total}}},"messages":['.encode()
+        )
+        digest.update(parts.message_bytes)
+        digest.update(block_bytes)
+        digest.update(b"],")
+        digest.update(self._tail(policy, counter.name))
+        return digest.hexdigest()
+
+    def _sync(self, state: ContextState) -> _Parts:
+        parts = self._parts
+        if parts is None or not self._follows(parts, state):
+            previous = {} if parts is None else parts.cache
+            parts = self._parts = _Parts(state, previous)
+            self._header_seq = state.header_seq
+        parts.advance()
+        return parts
+
+    def _tail(self, policy: Policy, counter: str) -> bytes:
+        """The projection's last members, ``"policy":...,"token_counter":...}``."""
+        found = self._tails.get((policy, counter))
+        if found is None:
+            members = {"policy": policy.to_json(), "token_counter": counter}
+            found = self._tails[(policy, counter)] = canonical_bytes(members)[1:]
+        return found
+
+    def _follows(self, parts: _Parts, state: ContextState) -> bool:
+        """Whether ``state`` is the state ``parts`` follow with entries appended since, and
+        no compaction (the header's seq moves at every compaction)."""
+        if parts.state is not state or state.header_seq != self._header_seq:
+            return False
+        tail = state.tail
+        if state.at < parts.at or len(tail) < parts.tail_len:
+            return False
+        return parts.last_item is None or tail[parts.tail_len - 1] is parts.last_item
+
+    def _cached(self, counter: TokenCounter) -> TokenCounter:
+        found = self._counters.get(counter.name)
+        if found is None or found[0] is not counter:
+            found = self._counters[counter.name] = (counter, line_counter(counter))
+        return found[1]
+
+    def _lifecycle_view(self, lifecycle: LifecycleState) -> LifecycleView:
+        if self._view is None or self._view[0] is not lifecycle:
+            self._view = (lifecycle, lifecycle_view(lifecycle))
+        return self._view[1]
+
+
+_RUN_STATUSES: Final = frozenset(("verbatim", "pinned", "summarized", "stubbed", "folded"))
+
+
+def run_bytes(run: ManifestRun) -> bytes:
+    """``canonical_bytes(run.to_json())``, written directly: the members in RFC 8785 order
+    (``compaction``, ``from``, ``line``, ``message``, ``pin``, ``status``, ``to``; all keys
+    ASCII), integers in decimal; a status outside :data:`STATUSES` or a pin id that is not
+    plain ASCII letters, digits and ``-`` goes through :func:`canonical_bytes`."""
+    pin = run.pin
+    if run.status not in _RUN_STATUSES or not (pin is None or _plain(pin)):
+        return canonical_bytes(run.to_json())
+    out = "{"
+    if run.compaction is not None:
+        out += f'"compaction":{run.compaction},'
+    out += f'"from":{run.first},'
+    if run.line is not None:
+        out += f'"line":{run.line},'
+    if run.message is not None:
+        out += f'"message":{run.message},'
+    if pin is not None:
+        out += f'"pin":"{pin}",'
+    return f'{out}"status":"{run.status}","to":{run.last}}}'.encode("ascii")
+
+
+def message_bytes(message: Message) -> bytes:
+    """``canonical_bytes(message.to_json())``, written directly: members ``call_id``,
+    ``content``, ``name``, ``role`` (RFC 8785 order), strings escaped as RFC 8785 escapes
+    them (``\\"``, ``\\\\``, ``\\b \\t \\n \\f \\r``, other controls as lowercase
+    ``\\u00xx``, everything else as is: the rule of ``json``'s encoder without
+    ``ensure_ascii``). A text with a lone surrogate goes through :func:`canonical_bytes`,
+    which refuses it."""
+    try:
+        out = "{"
+        if message.call_id is not None:
+            out += f'"call_id":{_string(message.call_id)},'
+        out += f'"content":{_string(message.content)},'
+        if message.name is not None:
+            out += f'"name":{_string(message.name)},'
+        return f'{out}"role":{_string(message.role)}}}'.encode()
+    except UnicodeEncodeError:
+        return canonical_bytes(message.to_json())
+
+
+def _plain(text: str) -> bool:
+    return text.isascii() and text.replace("-", "").isalnum()
+
+
+def _summarized(
+    first: int, last: int, compaction: int, line: int | None, message: int
+) -> ManifestRun:
+    if line is None:
+        return ManifestRun(first, last, "folded")
+    return ManifestRun(first, last, "summarized", message, compaction, line)
+
+
+def _continues(previous: ManifestRun, run: ManifestRun) -> bool:
+    """Whether ``run`` extends ``previous`` (``project``'s rule for merging runs)."""
+    if previous.last + 1 != run.first or previous.status != run.status:
+        return False
+    if run.status == "folded":
+        return True
+    if run.status == "summarized":
+        return (previous.compaction, previous.line) == (run.compaction, run.line)
+    if run.status in ("verbatim", "stubbed") and previous.message is not None:
+        return previous.message + (previous.last - previous.first + 1) == run.message
+    return False
