@@ -320,7 +320,8 @@ class _Layout:
             if index < self.protected and item.verbatim_tokens(counter) <= threshold:
                 continue  # outside the recent turns, only bulky results are stubbed
             if index >= self.latest:
-                elidable.append(index)  # the latest turn's outputs are elided, not stubbed
+                if item.text:  # an elision leaves something out: an empty output has none
+                    elidable.append(index)  # the latest turn's outputs are elided, not stubbed
                 continue
             stub = message_tokens(stub_message(item.seq, item.body), counter)
             if stub < self.tokens[index]:  # a stub must pay for itself

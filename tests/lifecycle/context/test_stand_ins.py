@@ -242,6 +242,18 @@ def test_parallel_outputs_of_the_latest_turn_are_elided_biggest_first() -> None:
     verify_entries(builder)
 
 
+def test_an_empty_output_in_the_latest_turn_is_never_elided() -> None:
+    """Found by the lifecycle-block property test: an empty tool output in the latest turn
+    made the planner build an elision of 0 + 0 of its 0 characters, a ValueError out of
+    ``Thread.compact`` (exit 4 on the command line) where the budget simply cannot be met."""
+    policy = Policy(budget_tokens=200, keep_recent_turns=2, bulky_tool_output_tokens=50)
+    builder = ThreadBuilder(policy=policy, compact=False)
+    builder.turn("user", "Search everywhere. " * 60)
+    builder.tool("bash", "true", "")
+    with pytest.raises(RecentTurnsOverBudgetError, match="66 over the budget of 200"):
+        plan_compaction(builder.state, policy, COUNTER)
+
+
 def test_a_restored_snapshot_shows_the_same_elision_and_the_later_stub() -> None:
     builder = investigation(BUDGET_8K, big_output())
     seq = builder.compactions[-1]
