@@ -48,7 +48,7 @@ from registre.lifecycle.context import Policy, Projection, TokenCounter
 if TYPE_CHECKING:
     from registre.ledger import Ledger, Thread
 
-__all__ = ["PinCheck", "QualitySample", "RunRecorder", "sample_points"]
+__all__ = ["PinCheck", "QualitySample", "RunRecorder", "even_points", "sample_points"]
 
 
 def sample_points(total: int, count: int, start: int = 50) -> list[int]:
@@ -59,6 +59,15 @@ def sample_points(total: int, count: int, start: int = 50) -> list[int]:
     ratio = (total / start) ** (1 / max(1, count - 1))
     points = sorted({int(start * ratio**k) for k in range(count)} | {total})
     return [p for p in points if p <= total]
+
+
+def even_points(total: int, count: int, start: int = 50) -> list[int]:
+    """About ``count`` history lengths from ``start`` to ``total``, evenly spaced (so every
+    third of the history gets a third of them), increasing, without repeats."""
+    if count < 1 or total <= start:
+        return [total]
+    step = (total - start) / max(1, count - 1)
+    return sorted({min(total, int(start + step * k)) for k in range(count)} | {total})
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,8 @@ class RunRecorder:
     quality_points: Sequence[int]
     naive_points: Sequence[int]
     checkpoint_every: int = 0
+    projection_points: Sequence[int] = ()
+    lean: bool = False
     step_seconds: dict[str, list[float]] = field(default_factory=dict)
     compaction_seconds: list[float] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
@@ -103,6 +114,7 @@ class RunRecorder:
     refusals: Counter[str] = field(default_factory=Counter)
     ours_latency: list[tuple[int, float]] = field(default_factory=list)
     naive_latency: list[tuple[int, float]] = field(default_factory=list)
+    naive_pairs: list[tuple[int, float, float]] = field(default_factory=list)
     naive_equal: int = 0
     call_latency: list[tuple[int, float]] = field(default_factory=list)
     quality: list[QualitySample] = field(default_factory=list)
@@ -117,7 +129,7 @@ class RunRecorder:
     calls_with_needs: int = 0
 
     def __post_init__(self) -> None:
-        self.truncation = TruncationBaseline(self.counter)
+        self.truncation = TruncationBaseline(self.counter, keep=not self.lean)
         self.masking = ObservationMaskingBaseline(self.truncation)
         self.rolling = RollingSummaryBaseline(self.truncation, self.policy)
         self.methods = {name: MethodTally() for name in METHODS}
@@ -125,6 +137,7 @@ class RunRecorder:
         self._live_lines: tuple[Line, ...] = ()
         self._next_quality = 0
         self._next_naive = 0
+        self._next_even = 0
         self._next_checkpoint = self.checkpoint_every
 
     @property
@@ -142,7 +155,7 @@ class RunRecorder:
         began = time.perf_counter()
         if outcome.seqs:
             self._read_back(outcome.seqs[-1] + 1, step.phase)
-        if step.kind == "model.call":
+        if step.kind == "model.call" and not self.lean:
             self._working_context(step.needs, outcome)
         if outcome.projection is not None:
             self.call_latency.append((self.size, outcome.seconds))
@@ -253,24 +266,19 @@ class RunRecorder:
         self.last_projection = projection
         self.calls.append((projection.at + 1, projection.tokens, self.truncation.history_tokens))
         history = self.size
-        if self._next_quality < len(self.quality_points) and (
-            history >= self.quality_points[self._next_quality]
-        ):
+        projected = False
+        if _due(self.quality_points, self._next_quality, history):
             self._sample_quality(projection)
-            while (
-                self._next_quality < len(self.quality_points)
-                and self.quality_points[self._next_quality] <= history
-            ):
-                self._next_quality += 1
-        if self._next_naive < len(self.naive_points) and (
-            history >= self.naive_points[self._next_naive]
-        ):
+            self._next_quality = _advance(self.quality_points, self._next_quality, history)
+            projected = True
+        if _due(self.naive_points, self._next_naive, history):
             self._sample_naive()
-            while (
-                self._next_naive < len(self.naive_points)
-                and self.naive_points[self._next_naive] <= history
-            ):
-                self._next_naive += 1
+            self._next_naive = _advance(self.naive_points, self._next_naive, history)
+            projected = True
+        if _due(self.projection_points, self._next_even, history):
+            if not projected:
+                self._project()
+            self._next_even = _advance(self.projection_points, self._next_even, history)
 
     def _project(self) -> Projection:
         start = time.perf_counter()
@@ -282,6 +290,8 @@ class RunRecorder:
 
     def _sample_quality(self, sent: Projection) -> None:
         self._project()
+        if self.lean:  # a lean run samples projection latency only
+            return
         budget = self.policy.budget_tokens
         window = self.truncation.window(budget)
         ours_text = "\x00".join(message.content for message in sent.messages)
@@ -306,6 +316,18 @@ class RunRecorder:
             self.policy,
             self.counter,
         )
-        self.naive_latency.append((self.size, time.perf_counter() - start))
+        naive_s = time.perf_counter() - start
+        self.naive_latency.append((self.size, naive_s))
+        self.naive_pairs.append((self.size, self.ours_latency[-1][1], naive_s))
         if naive.to_json() == ours.to_json():
             self.naive_equal += 1
+
+
+def _due(points: Sequence[int], index: int, history: int) -> bool:
+    return index < len(points) and history >= points[index]
+
+
+def _advance(points: Sequence[int], index: int, history: int) -> int:
+    while index < len(points) and points[index] <= history:
+        index += 1
+    return index
