@@ -1,10 +1,13 @@
 """What the harness measures while an investigation runs, step by step.
 
 A :class:`RunRecorder` is the ``on_step`` callback of one run (one thread, one budget). After
-each step it reads the entries the step wrote back from the ledger (``Thread.entries``,
-signatures checked) into the :class:`~registre.bench.baselines.TruncationBaseline`, and records:
+each step it reads the entries the step wrote back from the ledger
+(``Thread.context_entries``: parsed, signatures not re-checked) into the
+:class:`~registre.bench.baselines.TruncationBaseline`, and records:
 
-* every step's wall time by kind, and every compaction's;
+* every step's wall time by kind, and every compaction's; at every model call the time of
+  ``thread.compact`` when it found nothing to do (a *compaction check*), and the call's
+  total (compact, then ``thread.model_call``);
 * at every model call: the tokens of the context sent, and the tokens of the whole history
   (what replaying it verbatim would take);
 * at **quality points** (a geometric grid of history lengths): the latency of
@@ -13,7 +16,9 @@ signatures checked) into the :class:`~registre.bench.baselines.TruncationBaselin
   evidence the context still references (an entry the manifest does not mark ``folded``;
   for truncation, an entry inside the kept window);
 * at **naive points** (a sparser geometric grid): the naive projection's latency, and
-  whether it equals registre's;
+  whether it equals registre's (and its ratio to registre's projection at the same call);
+* at **even points** (evenly spaced history lengths): the latency of ``thread.project`` at
+  the head again, so that every third of a long history holds a third of the samples;
 * at **every model call**, the working-context quality (:mod:`registre.bench.quality`) of
   registre's context and of the three context baselines built from the same entries with
   the same counter at the same budget (silent truncation, observation masking, a rolling
@@ -23,14 +28,21 @@ signatures checked) into the :class:`~registre.bench.baselines.TruncationBaselin
   compaction entries read back (the fold's rule: a fold replaces the live summaries inside
   its range).
 
-Reading back and the quality checks are harness work, outside every timed figure.
+Reading back and the quality checks are harness work, outside every timed figure; their
+time is kept by part (:data:`HARNESS_PARTS`). Every grid has a fixed number of points, so
+the harness's work per run is linear in the history (reading each entry back once) plus a
+bounded number of samples, each costing at most the context's size, or for a naive re-fold
+the history's. A **lean** recorder (``lean=True``) keeps no transcript and skips the
+working-context tallies and the pin and evidence checks: O(1) memory per entry beyond the
+per-call latencies.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +60,28 @@ from registre.lifecycle.context import Policy, Projection, TokenCounter
 if TYPE_CHECKING:
     from registre.ledger import Ledger, Thread
 
-__all__ = ["PinCheck", "QualitySample", "RunRecorder", "even_points", "sample_points"]
+__all__ = [
+    "HARNESS_PARTS",
+    "PinCheck",
+    "QualitySample",
+    "RunRecorder",
+    "even_points",
+    "sample_points",
+]
+
+
+HARNESS_PARTS = (
+    "read_back_s",
+    "working_context_s",
+    "samples_s",
+    "naive_s",
+    "checkpoints_s",
+)
+"""Where the harness's time goes inside a run (``harness_parts``): reading each step's
+entries back (signatures checked) into the transcript; the working-context tallies of the
+four methods at every model call; the samples after a call (projections, pins, evidence,
+naive re-folds; ``naive_s`` is the re-folds alone, a part of ``samples_s``); the periodic
+checkpoints."""
 
 
 def sample_points(total: int, count: int, start: int = 50) -> list[int]:
@@ -117,13 +150,20 @@ class RunRecorder:
     naive_pairs: list[tuple[int, float, float]] = field(default_factory=list)
     naive_equal: int = 0
     call_latency: list[tuple[int, float]] = field(default_factory=list)
+    call_totals: list[tuple[int, float]] = field(default_factory=list)
+    compact_checks: list[float] = field(default_factory=list)
     quality: list[QualitySample] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
     phases: Counter[str] = field(default_factory=Counter)
     pointers: list[tuple[int, int]] = field(default_factory=list)
+    pointer_spans: int = 0
+    pointer_capacity: int = 0
     checkpoint_seconds: list[float] = field(default_factory=list)
     last_projection: Projection | None = None
     harness_seconds: float = 0.0
+    harness_parts: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(HARNESS_PARTS, 0.0)
+    )
     methods: dict[str, MethodTally] = field(default_factory=dict)
     fact_ages: list[int] = field(default_factory=list)
     calls_with_needs: int = 0
@@ -138,6 +178,7 @@ class RunRecorder:
         self._next_quality = 0
         self._next_naive = 0
         self._next_even = 0
+        self._reservoir = random.Random(0)
         self._next_checkpoint = self.checkpoint_every
 
     @property
@@ -150,36 +191,49 @@ class RunRecorder:
         self.step_seconds.setdefault(step.kind, []).append(outcome.seconds)
         if outcome.compaction_seconds is not None:
             self.compaction_seconds.append(outcome.compaction_seconds)
+        elif outcome.compact_seconds is not None:
+            self.compact_checks.append(outcome.compact_seconds)
         if outcome.refused is not None:
             self.refusals[f"{step.kind}: {outcome.refused}"] += 1
         began = time.perf_counter()
         if outcome.seqs:
             self._read_back(outcome.seqs[-1] + 1, step.phase)
+        read = time.perf_counter()
         if step.kind == "model.call" and not self.lean:
             self._working_context(step.needs, outcome)
+        tallied = time.perf_counter()
         if outcome.projection is not None:
             self.call_latency.append((self.size, outcome.seconds))
+            self.call_totals.append((self.size, outcome.seconds + (outcome.compact_seconds or 0)))
             self._after_call(outcome.projection)
+        sampled = time.perf_counter()
         if self.checkpoint_every and self.size >= self._next_checkpoint:
-            start = time.perf_counter()
             self.thread.checkpoint()
-            self.checkpoint_seconds.append(time.perf_counter() - start)
+            self.checkpoint_seconds.append(time.perf_counter() - sampled)
             self._next_checkpoint += self.checkpoint_every
-        self.harness_seconds += time.perf_counter() - began
+        ended = time.perf_counter()
+        parts = self.harness_parts
+        parts["read_back_s"] += read - began
+        parts["working_context_s"] += tallied - read
+        parts["samples_s"] += sampled - tallied
+        parts["checkpoints_s"] += ended - sampled
+        self.harness_seconds += ended - began
 
     def _read_back(self, stop: int, phase: str) -> None:
-        for entry in self.thread.entries(self.truncation.size, stop):
+        # parsed, signatures not re-checked: harness work (thread.entries checks each one)
+        for entry in self.thread.context_entries(self.truncation.size, stop):
             self.truncation.add(entry)
             self.kinds[entry.kind] += 1
             self.phases[phase] += 1
             if entry.kind == "context.compaction":
                 self._compaction(entry.seq, entry.body)
 
-    def _compaction(self, seq: int, body: dict[str, Any]) -> None:
+    def _compaction(self, seq: int, body: Mapping[str, Any]) -> None:
         folded = body.get("folded")
         lines = body["summary"]
         for line in lines:
-            self.pointers.extend((first, last) for first, last in line["pointers"])
+            for first, last in line["pointers"]:
+                self._keep_pointer((int(first), int(last)))
         if folded is not None:
             first, last = folded["from"], folded["to"]
             live = [s for s in self._live if s[1] < first or s[0] > last]
@@ -208,6 +262,18 @@ class RunRecorder:
                 "refold": refold,
             }
         )
+
+    def _keep_pointer(self, span: tuple[int, int]) -> None:
+        """Every summary pointer span is counted (:attr:`pointer_spans`); :attr:`pointers`
+        keeps them all, or with ``pointer_capacity`` a seeded uniform sample of that many
+        (reservoir sampling: memory bounded however long the run)."""
+        self.pointer_spans += 1
+        if not self.pointer_capacity or len(self.pointers) < self.pointer_capacity:
+            self.pointers.append(span)
+            return
+        slot = self._reservoir.randrange(self.pointer_spans)
+        if slot < self.pointer_capacity:
+            self.pointers[slot] = span
 
     def _working_context(self, needs: tuple[Fact, ...], outcome: StepOutcome) -> None:
         """Tally every method's context at this model call (module docstring)."""
@@ -317,6 +383,7 @@ class RunRecorder:
             self.counter,
         )
         naive_s = time.perf_counter() - start
+        self.harness_parts["naive_s"] += naive_s
         self.naive_latency.append((self.size, naive_s))
         self.naive_pairs.append((self.size, self.ours_latency[-1][1], naive_s))
         if naive.to_json() == ours.to_json():

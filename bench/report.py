@@ -90,13 +90,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _naive_ratio(run: Mapping[str, Any]) -> str:
     naive = run["projection"]["naive"]["points"]
-    ours = run["projection"]["ours"]["points"]
-    if not naive or not ours:
-        return "-"
+    ratio = run["projection"].get("naive_ratio")
+    if not naive or ratio is None or ratio["at_largest"] is None:
+        return "not sampled" if run.get("lean") else "-"
     history, naive_s = naive[-1]
-    near = min(ours, key=lambda point: abs(point[0] - history))
-    ratio = naive_s / near[1] if near[1] else 0
-    return f"{_s(naive_s)} at {history} ({ratio:.0f}x ours)"
+    return f"{_s(naive_s)} at {history:,} ({ratio['at_largest']:.1f}x ours)"
 
 
 def summary_table(results: Mapping[str, Any]) -> list[str]:

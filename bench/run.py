@@ -1,16 +1,21 @@
 """The benchmark harness behind ``registre bench``: investigations on a real ledger, measured.
 
-For each size and each budget, :func:`run_bench` records one investigation
-(:mod:`registre.bench.investigation`, the same one for every budget of a size) on its own thread of
-one ledger (a fresh embedded SQLite file by default, or the database ``db`` names), through the
-real API, with a :class:`~registre.bench.measure.RunRecorder` watching every step. After the
-investigation it checks every summary pointer it can afford (``Thread.expand``: the entry
-and its verified inclusion proof), signs a checkpoint, exports the signed bundle
-(:func:`registre.ledger.exchange.export.export_thread`), verifies it offline with only the verifier
-key (:func:`registre.attest.verifier.verify_bundle`), and builds the thread's Merkle tree beside
-pymerkle (:mod:`registre.bench.merkle_side`). The results are plain JSON data (schema
-``registre-bench/2``, ``specs/bench.md``); :func:`write_outputs` writes ``results.json``,
-``report.md`` and the plots.
+:func:`run_bench` first measures appends beside their raw floors
+(:mod:`registre.bench.raw`), then for each size and each budget records one investigation
+(:mod:`registre.bench.investigation`, the same one for every budget of a size) on its own
+thread of one ledger (a fresh embedded SQLite file by default, or the database ``db``
+names), through the real API, with a :class:`~registre.bench.measure.RunRecorder` watching
+every step. After the investigation it checks the summary pointers it can afford
+(``Thread.expand``: the entry and its verified inclusion proof), projects at the head,
+signs a checkpoint, proves inclusion and consistency at seeded positions, exports the
+signed bundle and verifies it offline with only the verifier key, each of these in a child
+process of its own (:mod:`registre.bench.stepproc`), with the signature checks alone timed
+on the same bundle, and builds the thread's Merkle tree beside pymerkle
+(:mod:`registre.bench.merkle_side`). Every step is timed with its peak resident memory
+(:mod:`registre.bench.memory`). Runs above ``lean_above`` entries are lean
+(:data:`LEAN_ABOVE`). The results are plain JSON data (schema ``registre-bench/3``,
+``specs/bench.md``); :func:`write_outputs` writes ``results.json``, ``report.md`` and the
+plots.
 """
 
 from __future__ import annotations
@@ -243,6 +248,7 @@ def run_investigation(
         thread_id = f"bench-n{size}-b{budget}-s{config.seed}"
         if config.db is not None:
             thread_id += f"-{config.tag}"
+    run_started = time.perf_counter()
     thread = ledger.create_thread(thread_id)
     policy = policy_for(budget)
     counter = default_counter()
@@ -257,6 +263,7 @@ def run_investigation(
         checkpoint_every=max(1000, size // 8),
         projection_points=even_points(size, config.projection_samples),
         lean=lean,
+        pointer_capacity=config.pointer_samples,
     )
     investigation, steps = investigation_steps(
         InvestigationConfig(size, config.seed, policy, summarizer, counter, config.model)
@@ -268,14 +275,16 @@ def run_investigation(
                 progress(step.plans)
     assert appending.measure is not None
     measured = {"append": appending.measure.to_json()}
+    pointers_started = time.perf_counter()
     extra: dict[str, Any] = {
         "wall_s": appending.measure.seconds,
         "lean": lean,
         "storyline": asdict(investigation.stats),
-        "pointers": _check_pointers(thread, recorder.pointers, config),
+        "pointers": _check_pointers(thread, recorder, config),
         "stale_at_end": sum(1 for c in thread.conclusions.list(stale=True) if c.status == "active"),
         "facts": investigation.facts,
     }
+    harness = {"pointers_s": time.perf_counter() - pointers_started}
     measured["project"] = _head_projections(thread, recorder, config)
     with StepMeter() as checkpointing:
         thread.checkpoint()
@@ -285,8 +294,13 @@ def run_investigation(
     url = ledger.engine.url.render_as_string(hide_password=False)
     extra["bundle"] = _bundle(url, signer, thread, config, bundle, measured)
     extra["steps"] = measured
+    started = time.perf_counter()
     if not lean:
         extra["merkle"] = compare_trees(thread, _leaf_batches(thread), seed=config.seed)
+    harness["merkle_s"] = time.perf_counter() - started
+    harness["signatures_s"] = extra["bundle"]["signatures_s"]
+    extra["harness"] = {name: round(value, 3) for name, value in harness.items()}
+    extra["run_s"] = time.perf_counter() - run_started
     return summarize_run(recorder, size=size, budget=budget, origin=thread.origin, extra=extra)
 
 
@@ -326,10 +340,10 @@ def _proofs(thread: Thread, config: BenchConfig) -> dict[str, Any]:
     return step
 
 
-def _check_pointers(
-    thread: Thread, spans: Sequence[tuple[int, int]], config: BenchConfig
-) -> dict[str, int]:
-    """Expand both ends of every summary pointer span (or a seeded sample of them)."""
+def _check_pointers(thread: Thread, recorder: RunRecorder, config: BenchConfig) -> dict[str, int]:
+    """Expand both ends of every summary pointer span (or of a seeded sample of at most
+    ``pointer_samples`` spans, then at most ``pointer_samples`` of their ends)."""
+    spans = recorder.pointers
     ends = sorted({seq for span in spans for seq in span})
     if len(ends) > config.pointer_samples:
         ends = sorted(random.Random(config.seed).sample(ends, config.pointer_samples))
@@ -341,7 +355,7 @@ def _check_pointers(
             continue
         if entry.seq == seq:
             resolved += 1
-    return {"spans": len(spans), "checked": len(ends), "resolved": resolved}
+    return {"spans": recorder.pointer_spans, "checked": len(ends), "resolved": resolved}
 
 
 def _bundle(

@@ -117,7 +117,12 @@ def flat_table(results: Mapping[str, Any]) -> list[str]:
                 f"(n={part['ours_samples']})"
             )
         for part in projection["by_third"]:
-            cells.append(f"{_ms(part['model_call_p50_ms'])} / {_ms(part['model_call_p99_ms'])}")
+            cells.append(
+                f"{_ms(part['model_call_p50_ms'])} / {_ms(part['model_call_p99_ms'])} "
+                f"({_ms(part['call_total_p50_ms'])} / {_ms(part['call_total_p99_ms'])})"
+            )
+        checks = run["compaction"]["checks"]
+        cells.append(f"{_ms(checks['p50_ms'])} / {_ms(checks['p99_ms'])} (n={checks['count']})")
         naive = projection["naive_ratio"]
         if naive["at"] is None:
             cells.append("not sampled" if run.get("lean") else "-")
@@ -134,9 +139,10 @@ def flat_table(results: Mapping[str, Any]) -> list[str]:
         "projection p50 / p99, first third",
         "second third",
         "last third",
-        "model call p50 / p99, first third",
+        "model call p50 / p99 (with its compact first), first third",
         "second third",
         "last third",
+        "compaction check (nothing to fold) p50 / p99",
         "naive re-fold over ours",
     ]
     return _table(header, rows)
@@ -232,7 +238,8 @@ def scale_sections(results: Mapping[str, Any]) -> list[str]:
         "",
         "Flat rows (along the history) and flat columns (across budgets) are the goal. "
         "Projection is sampled at evenly spaced and geometric history lengths; the model "
-        "call at every call.",
+        "call at every call, alone and (in brackets) with the `thread.compact` before it; "
+        "a compaction check is a `thread.compact` that found nothing to fold.",
         "",
         *flat_table(results),
         "",

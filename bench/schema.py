@@ -66,6 +66,8 @@ _SLICE: Final = {
     "model_calls": int,
     "model_call_p50_ms": _NUM_OR_NULL,
     "model_call_p99_ms": _NUM_OR_NULL,
+    "call_total_p50_ms": _NUM_OR_NULL,
+    "call_total_p99_ms": _NUM_OR_NULL,
 }
 _APPENDS: Final = {
     "count": int,
@@ -119,7 +121,18 @@ _RUN: Final = {
     "storyline": MapOf(int),
     "lean": bool,
     "wall_s": Number,
+    "run_s": Number,
     "harness_s": Number,
+    "harness": {
+        "read_back_s": Number,
+        "working_context_s": Number,
+        "samples_s": Number,
+        "naive_s": Number,
+        "checkpoints_s": Number,
+        "pointers_s": Number,
+        "merkle_s": Number,
+        "signatures_s": Number,
+    },
     "steps": {
         "append": _STEP,
         "project": _COUNTED_STEP,
@@ -165,11 +178,13 @@ _RUN: Final = {
     "model_calls": {
         **_LATENCY,
         "points": [[Number]],
+        "with_compact": _LATENCY,
         "refused": int,
         "refusals": MapOf(int),
     },
     "compaction": {
         **_LATENCY,
+        "checks": _LATENCY,
         "folds": int,
         "refolds": int,
         "stub_only": int,
@@ -289,10 +304,20 @@ is not installed; a lean run has no ``pins``, ``evidence``, ``working_context`` 
 
 def check_results(data: Any) -> None:
     """Raise ResultsSchemaError unless ``data`` follows :data:`RESULTS` and names the
-    :data:`SCHEMA` schema."""
+    :data:`SCHEMA` schema, and every run has the quality fields (``pins``, ``evidence``,
+    ``working_context``, ``merkle``) exactly when it is not lean."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsSchemaError(f'results: expected an object with "schema": "{SCHEMA}"')
     _check(data, RESULTS, "results")
+    for index, run in enumerate(data["runs"]):
+        for name in _QUALITY:
+            if run["lean"] == (name in run):
+                state = "present in a lean run" if run["lean"] else "missing"
+                raise ResultsSchemaError(f"results.runs[{index}].{name}: {state}")
+
+
+_QUALITY: Final = ("pins", "evidence", "working_context", "merkle")
+"""The fields a run has exactly when it is not lean."""
 
 
 def _check(value: Any, spec: Any, path: str) -> None:

@@ -102,11 +102,13 @@ def by_third(
     entries: int,
     ours: Sequence[tuple[int, float]],
     calls: Sequence[tuple[int, float]],
+    totals: Sequence[tuple[int, float]] = (),
     parts: int = 3,
 ) -> list[dict[str, Any]]:
-    """Projection and model-call latency by ``parts`` equal slices of the run's history
-    (``entries`` long; a sample at history ``h`` falls in slice ``h * parts // entries``):
-    flat rows mean the cost does not grow with the history."""
+    """Projection, model-call and whole-call (compact, then model call: ``totals``) latency
+    by ``parts`` equal slices of the run's history (``entries`` long; a sample at history
+    ``h`` falls in slice ``h * parts // entries``): flat rows mean the cost does not grow
+    with the history."""
     rows = []
     span = max(1, entries)
     for part in range(parts):
@@ -115,7 +117,7 @@ def by_third(
         def inside(points: Sequence[tuple[int, float]], part: int = part) -> list[float]:
             return [s for h, s in points if min(parts - 1, h * parts // span) == part]
 
-        mine, called = inside(ours), inside(calls)
+        mine, called, whole = inside(ours), inside(calls), inside(totals)
         rows.append(
             {
                 "part": part + 1,
@@ -127,6 +129,8 @@ def by_third(
                 "model_calls": len(called),
                 "model_call_p50_ms": _ms(percentile(called, 50)),
                 "model_call_p99_ms": _ms(percentile(called, 99)),
+                "call_total_p50_ms": _ms(percentile(whole, 50)),
+                "call_total_p99_ms": _ms(percentile(whole, 99)),
             }
         )
     return rows
@@ -256,8 +260,10 @@ def summarize_run(
     and the measured ``steps``). A lean run has no ``pins``, ``evidence``,
     ``working_context`` or ``merkle`` (``registre.bench.run.LEAN_ABOVE``)."""
     seconds = recorder.step_seconds
-    ledger_seconds = sum(sum(values) for values in seconds.values()) + sum(
-        recorder.compaction_seconds
+    ledger_seconds = (
+        sum(sum(values) for values in seconds.values())
+        + sum(recorder.compaction_seconds)
+        + sum(recorder.compact_checks)
     )
     plain = [value for kind in _APPENDS for value in seconds.get(kind, [])]
     storyline = extra["storyline"]
@@ -283,7 +289,12 @@ def summarize_run(
         "storyline": storyline,
         "lean": extra["lean"],
         "wall_s": round(extra["wall_s"], 3),
+        "run_s": round(extra["run_s"], 3),
         "harness_s": round(recorder.harness_seconds, 3),
+        "harness": {
+            **{name: round(value, 3) for name, value in recorder.harness_parts.items()},
+            **extra["harness"],
+        },
         "steps": extra["steps"],
         "append": {
             "entries": recorder.size,
@@ -299,16 +310,20 @@ def summarize_run(
             "naive_equal": recorder.naive_equal,
             "naive_ratio": naive_ratio(recorder.naive_pairs),
             "by_history": _buckets(recorder),
-            "by_third": by_third(recorder.size, recorder.ours_latency, recorder.call_latency),
+            "by_third": by_third(
+                recorder.size, recorder.ours_latency, recorder.call_latency, recorder.call_totals
+            ),
         },
         "model_calls": {
             **_latency([s for _h, s in recorder.call_latency]),
             "points": [[h, s] for h, s in _thin(recorder.call_latency)],
+            "with_compact": _latency([s for _h, s in recorder.call_totals]),
             "refused": storyline["refused_calls"],
             "refusals": dict(sorted(recorder.refusals.items())),
         },
         "compaction": {
             **_latency(recorder.compaction_seconds),
+            "checks": _latency(recorder.compact_checks),
             "folds": sum(1 for c in compactions if c["folded"] is not None),
             "refolds": sum(1 for c in compactions if c["refold"]),
             "stub_only": sum(1 for c in compactions if c["folded"] is None),

@@ -19,3 +19,11 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     out = tmp_path_factory.mktemp("bench")
     main(["bench", "--sizes", "200", "--budgets", "8k", "--out", str(out), "--seed", "3"])
     return out, json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def lean_smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """``registre bench --sizes 150 --lean-above 100``: a lean run, as 1e6 entries run."""
+    out = tmp_path_factory.mktemp("bench-lean")
+    main(["bench", "--sizes", "150", "--budgets", "8k", "--lean-above", "100", "--out", str(out)])
+    return out, json.loads((out / "results.json").read_text(encoding="utf-8"))
