@@ -1,6 +1,6 @@
 """Smoke of `registre bench` at a tiny size, so the harness never rots: it runs through the
-real ledger, writes a report naming every metric, results.json following registre-bench/2,
-and three PNG plots. No timing is asserted."""
+real ledger, writes a report naming every metric, results.json following registre-bench/3,
+and its PNG plots. No timing is asserted."""
 
 from __future__ import annotations
 

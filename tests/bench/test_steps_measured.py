@@ -5,6 +5,8 @@ lean run (as 1e6 entries run) still runs every step for real. No timing is asser
 from __future__ import annotations
 
 import base64
+import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ def test_every_step_has_its_time_and_peak_memory(smoke: tuple[Path, dict[str, An
     # the signature checks alone ran over every entry of the same bundle
     assert bundle["signatures"] == bundle["entries"] == run["entries"]
     assert bundle["signatures_s"] > 0 and bundle["verify_jobs"] == 1
-    assert bundle["verify_s"] == run["steps"]["verify"]["seconds"]
+    assert bundle["verify_s"] == pytest.approx(run["steps"]["verify"]["seconds"], abs=1e-5)
 
 
 def test_projection_is_reported_by_third(smoke: tuple[Path, dict[str, Any]]) -> None:
@@ -125,3 +127,25 @@ def test_the_step_meter_sees_memory_a_step_holds() -> None:
     measure = meter.measure
     assert measure is not None and measure.peak_mb is not None and measure.start_mb is not None
     assert measure.peak_mb - measure.start_mb >= 48
+
+
+def test_an_old_results_document_prints_beside_a_new_one(
+    smoke: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registre-bench/2 document (before steps, thirds and signatures) is an old column:
+    what it lacks prints as ``-``."""
+    old = copy.deepcopy(smoke[1])
+    old["schema"] = "registre-bench/2"
+    for run in old["runs"]:
+        for name in ("steps", "run_s", "lean"):
+            run.pop(name)
+        for name in ("naive_ratio", "by_third"):
+            run["projection"].pop(name)
+        for name in ("signatures", "signatures_s"):
+            run["bundle"].pop(name)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    assert readme_main([str(smoke[0] / "results.json"), "--old", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "| peak memory: export / verify | - → " in text
+    assert "| projection p50 / p99, last third of the history | - → " in text
