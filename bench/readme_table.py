@@ -143,7 +143,7 @@ def scale_table(results: Mapping[str, Any], old: Mapping[str, Any] | None = None
     for label, cell in _ROWS:
         cells = [label]
         for budget in budgets:
-            text = cell(new_runs[budget])
+            text = _safe(cell, new_runs[budget])
             before = old_runs.get(budget)
             if before is not None:
                 text = f"{_safe(cell, before)} → {text}"

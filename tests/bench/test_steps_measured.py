@@ -149,3 +149,5 @@ def test_an_old_results_document_prints_beside_a_new_one(
     text = capsys.readouterr().out
     assert "| peak memory: export / verify | - → " in text
     assert "| projection p50 / p99, last third of the history | - → " in text
+    assert readme_main([str(path)]) == 0  # an old document alone prints too
+    assert "| whole run (investigation, steps and checks) | - |" in capsys.readouterr().out
