@@ -40,8 +40,8 @@ investigation, and only compactions and model calls differ.
 - **bundle size, export time, verify time**: `registre.ledger.exchange.export.export_thread` to a
   zip, then `registre.attest.verifier.verify_bundle` with only the operator's verifier key (steps
   1-7, the working context replayed).
-- **pymerkle**: the thread's own leaves in both trees, in memory; proofs at the same seeded
-  indices; both roots checked against the signed head.
+- **pymerkle**: the thread's own leaves (from the exported bundle) in both trees, in
+  memory; proofs at the same seeded indices; both roots checked against the signed head.
 - **fact recall**: the investigation plants facts (a segment's figure in a tool output, an
   exception in a finding, a supervisor's instruction, a definition) and, before each model
   call, names the facts the next step needs. A needed fact is recalled when its words appear

@@ -28,7 +28,7 @@ import random
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -46,7 +46,7 @@ from registre.bench.plots import write_plots
 from registre.bench.raw import measure_appends
 from registre.bench.report import render_report
 from registre.bench.schema import SCHEMA, check_results
-from registre.bench.stepproc import run_export, run_verify
+from registre.bench.stepproc import bundle_leaves, run_export, run_verify
 from registre.bench.summary import summarize_run
 from registre.ledger import Ledger, Thread
 from registre.lifecycle.context import ExtractiveSummarizer, Summarizer, default_counter
@@ -295,8 +295,14 @@ def run_investigation(
     extra["bundle"] = _bundle(url, signer, thread, config, bundle, measured)
     extra["steps"] = measured
     started = time.perf_counter()
+    path = Path(extra["bundle"].pop("file"))
     if not lean:
-        extra["merkle"] = compare_trees(thread, _leaf_batches(thread), seed=config.seed)
+        # the leaves of the exported (and verified) bundle; both roots are checked against
+        # the thread's signed head, so reading them again with signatures is not needed
+        batches = _leaf_batches(bundle_leaves(path))
+        extra["merkle"] = compare_trees(thread, batches, seed=config.seed)
+    if extra["bundle"]["path"] is None:
+        path.unlink()
     harness["merkle_s"] = time.perf_counter() - started
     harness["signatures_s"] = extra["bundle"]["signatures_s"]
     extra["harness"] = {name: round(value, 3) for name, value in harness.items()}
@@ -383,8 +389,6 @@ def _bundle(
     finally:
         vkey.unlink(missing_ok=True)
     steps["verify"] = _child_step(verified)
-    if not keep:
-        path.unlink()
     return {
         "bytes": exported["bytes"],
         "entries": exported["entries"],
@@ -396,6 +400,7 @@ def _bundle(
         "signatures_s": verified["signatures_s"],
         "verified": verified["verified"],
         "path": str(path) if keep else None,
+        "file": str(path),  # removed by the caller once read, unless kept
     }
 
 
@@ -408,15 +413,15 @@ def _child_step(figures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _leaf_batches(thread: Thread, batch: int = 2000) -> Iterator[list[bytes]]:
-    leaves: list[bytes] = []
-    for entry in thread.entries(batch=batch):
-        leaves.append(entry.leaf)
-        if len(leaves) == batch:
-            yield leaves
-            leaves = []
-    if leaves:
-        yield leaves
+def _leaf_batches(leaves: Iterable[bytes], batch: int = 2000) -> Iterator[list[bytes]]:
+    chunk: list[bytes] = []
+    for leaf in leaves:
+        chunk.append(leaf)
+        if len(chunk) == batch:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def write_outputs(results: dict[str, Any], out: Path) -> dict[str, Path]:
