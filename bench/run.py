@@ -152,9 +152,11 @@ def run_bench(config: BenchConfig, progress: Callable[[int], None] | None = None
     started = time.perf_counter()
     runs = []
     with Ledger.open(url, signer) as ledger:
-        appends = measure_appends(
-            ledger, signer, url, config.out, config.tag, count=config.raw_appends
-        )
+        appends = None
+        if config.raw_appends:
+            appends = measure_appends(
+                ledger, signer, url, config.out, config.tag, count=config.raw_appends
+            )
         for size in config.sizes:
             for budget in config.budgets:
                 runs.append(

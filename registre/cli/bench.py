@@ -109,6 +109,13 @@ def _refuse_used_database(url: str) -> None:
     show_default=True,
     help="Processes the bundle verifier uses (the signature checks alone use one).",
 )
+@click.option(
+    "--raw-appends",
+    type=click.IntRange(min=0, max=100_000),
+    default=400,
+    show_default=True,
+    help="Entries per measure of appends beside raw durable transactions (0: not measured).",
+)
 def bench_command(
     sizes: str,
     budgets: str,
@@ -119,6 +126,7 @@ def bench_command(
     keep_bundles: bool,
     lean_above: str,
     verify_jobs: int,
+    raw_appends: int,
 ) -> None:
     """Benchmark registre on long synthetic investigations; write a report and plots."""
     from registre.bench.investigation import MIN_ENTRIES
@@ -144,6 +152,7 @@ def bench_command(
         keep_bundles=keep_bundles,
         lean_above=lean,
         verify_jobs=verify_jobs,
+        raw_appends=raw_appends,
     )
     total = sum(size_list) * len(budget_list)
     pending = 0

@@ -80,6 +80,7 @@ def test_a_lean_run_runs_every_step_and_says_so(lean_smoke: tuple[Path, dict[str
     assert run["projection"]["naive"]["count"] == 0
     _steps_are_measured(run)
     assert run["bundle"]["verified"] and run["bundle"]["entries"] == run["entries"]
+    assert results["appends"] is None  # --raw-appends 0
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "(lean)" in report and "skipped the working-context quality tallies" in report
     assert not (out / "pins.png").exists() and (out / "flat.png").exists()
