@@ -38,6 +38,8 @@ test: lint typecheck unit
 BENCH_SIZES ?= 1000,100000,1000000
 # ... and a small `registre bench` (report.md, results.json, plots in .benchmarks/registre-bench):
 # make bench BENCH_RUN_SIZES=1e3,1e4 BENCH_BUDGETS=8k,32k,128k
+# It ends by printing the README's bench tables from that run (machine and date included):
+# python -m registre.bench.readme_table RESULTS.json [--old OLD_RESULTS.json]
 BENCH_RUN_SIZES ?= 1e3
 BENCH_BUDGETS ?= 8k,32k,128k
 bench: $(VENV)/.installed-test
@@ -49,6 +51,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python -m registre.bench.sidebyside .benchmarks/latest.json --markdown
 	$(BIN)/registre bench --sizes $(BENCH_RUN_SIZES) --budgets $(BENCH_BUDGETS) \
 		--out .benchmarks/registre-bench
+	$(BIN)/python -m registre.bench.readme_table .benchmarks/registre-bench/results.json
 
 clean:
 	rm -rf $(VENV) .registre .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks

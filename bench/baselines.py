@@ -109,10 +109,13 @@ class TruncationWindow:
 
 class TruncationBaseline:
     """The whole thread as a transcript, cut to the last ``budget`` tokens on demand. Feed it
-    every entry in seq order with :meth:`add`; O(1) amortised per entry, O(log n) per window."""
+    every entry in seq order with :meth:`add`; O(1) amortised per entry, O(log n) per window.
+    ``keep=False`` keeps no message, only :attr:`size` and :attr:`history_tokens` (a lean
+    run: O(1) memory; the windows and views are then empty)."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenCounter, *, keep: bool = True) -> None:
         self.counter = counter
+        self.keep = keep
         self.seqs: list[int] = []
         self.kinds: list[str] = []
         self.messages: list[Message] = []
@@ -135,6 +138,9 @@ class TruncationBaseline:
         if message is None:
             return
         tokens = message_tokens(message, self.counter)
+        if not self.keep:  # only the history's length in tokens (a lean run)
+            self._cumulative[-1] += tokens
+            return
         if entry.kind in _TURN_KINDS:
             self.turn_starts.append(len(self.messages))
         self.seqs.append(entry.seq)

@@ -1,10 +1,13 @@
 """What the harness measures while an investigation runs, step by step.
 
 A :class:`RunRecorder` is the ``on_step`` callback of one run (one thread, one budget). After
-each step it reads the entries the step wrote back from the ledger (``Thread.entries``,
-signatures checked) into the :class:`~registre.bench.baselines.TruncationBaseline`, and records:
+each step it reads the entries the step wrote back from the ledger
+(``Thread.context_entries``: parsed, signatures not re-checked) into the
+:class:`~registre.bench.baselines.TruncationBaseline`, and records:
 
-* every step's wall time by kind, and every compaction's;
+* every step's wall time by kind, and every compaction's; at every model call the time of
+  ``thread.compact`` when it found nothing to do (a *compaction check*), and the call's
+  total (compact, then ``thread.model_call``);
 * at every model call: the tokens of the context sent, and the tokens of the whole history
   (what replaying it verbatim would take);
 * at **quality points** (a geometric grid of history lengths): the latency of
@@ -13,7 +16,9 @@ signatures checked) into the :class:`~registre.bench.baselines.TruncationBaselin
   evidence the context still references (an entry the manifest does not mark ``folded``;
   for truncation, an entry inside the kept window);
 * at **naive points** (a sparser geometric grid): the naive projection's latency, and
-  whether it equals registre's;
+  whether it equals registre's (and its ratio to registre's projection at the same call);
+* at **even points** (evenly spaced history lengths): the latency of ``thread.project`` at
+  the head again, so that every third of a long history holds a third of the samples;
 * at **every model call**, the working-context quality (:mod:`registre.bench.quality`) of
   registre's context and of the three context baselines built from the same entries with
   the same counter at the same budget (silent truncation, observation masking, a rolling
@@ -23,14 +28,21 @@ signatures checked) into the :class:`~registre.bench.baselines.TruncationBaselin
   compaction entries read back (the fold's rule: a fold replaces the live summaries inside
   its range).
 
-Reading back and the quality checks are harness work, outside every timed figure.
+Reading back and the quality checks are harness work, outside every timed figure; their
+time is kept by part (:data:`HARNESS_PARTS`). Every grid has a fixed number of points, so
+the harness's work per run is linear in the history (reading each entry back once) plus a
+bounded number of samples, each costing at most the context's size, or for a naive re-fold
+the history's. A **lean** recorder (``lean=True``) keeps no transcript and skips the
+working-context tallies and the pin and evidence checks: O(1) memory per entry beyond the
+per-call latencies.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +60,28 @@ from registre.lifecycle.context import Policy, Projection, TokenCounter
 if TYPE_CHECKING:
     from registre.ledger import Ledger, Thread
 
-__all__ = ["PinCheck", "QualitySample", "RunRecorder", "sample_points"]
+__all__ = [
+    "HARNESS_PARTS",
+    "PinCheck",
+    "QualitySample",
+    "RunRecorder",
+    "even_points",
+    "sample_points",
+]
+
+
+HARNESS_PARTS = (
+    "read_back_s",
+    "working_context_s",
+    "samples_s",
+    "naive_s",
+    "checkpoints_s",
+)
+"""Where the harness's time goes inside a run (``harness_parts``): reading each step's
+entries back (signatures checked) into the transcript; the working-context tallies of the
+four methods at every model call; the samples after a call (projections, pins, evidence,
+naive re-folds; ``naive_s`` is the re-folds alone, a part of ``samples_s``); the periodic
+checkpoints."""
 
 
 def sample_points(total: int, count: int, start: int = 50) -> list[int]:
@@ -59,6 +92,15 @@ def sample_points(total: int, count: int, start: int = 50) -> list[int]:
     ratio = (total / start) ** (1 / max(1, count - 1))
     points = sorted({int(start * ratio**k) for k in range(count)} | {total})
     return [p for p in points if p <= total]
+
+
+def even_points(total: int, count: int, start: int = 50) -> list[int]:
+    """About ``count`` history lengths from ``start`` to ``total``, evenly spaced (so every
+    third of the history gets a third of them), increasing, without repeats."""
+    if count < 1 or total <= start:
+        return [total]
+    step = (total - start) / max(1, count - 1)
+    return sorted({min(total, int(start + step * k)) for k in range(count)} | {total})
 
 
 @dataclass(frozen=True)
@@ -96,6 +138,8 @@ class RunRecorder:
     quality_points: Sequence[int]
     naive_points: Sequence[int]
     checkpoint_every: int = 0
+    projection_points: Sequence[int] = ()
+    lean: bool = False
     step_seconds: dict[str, list[float]] = field(default_factory=dict)
     compaction_seconds: list[float] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
@@ -103,21 +147,29 @@ class RunRecorder:
     refusals: Counter[str] = field(default_factory=Counter)
     ours_latency: list[tuple[int, float]] = field(default_factory=list)
     naive_latency: list[tuple[int, float]] = field(default_factory=list)
+    naive_pairs: list[tuple[int, float, float]] = field(default_factory=list)
     naive_equal: int = 0
     call_latency: list[tuple[int, float]] = field(default_factory=list)
+    call_totals: list[tuple[int, float]] = field(default_factory=list)
+    compact_checks: list[float] = field(default_factory=list)
     quality: list[QualitySample] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
     phases: Counter[str] = field(default_factory=Counter)
     pointers: list[tuple[int, int]] = field(default_factory=list)
+    pointer_spans: int = 0
+    pointer_capacity: int = 0
     checkpoint_seconds: list[float] = field(default_factory=list)
     last_projection: Projection | None = None
     harness_seconds: float = 0.0
+    harness_parts: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(HARNESS_PARTS, 0.0)
+    )
     methods: dict[str, MethodTally] = field(default_factory=dict)
     fact_ages: list[int] = field(default_factory=list)
     calls_with_needs: int = 0
 
     def __post_init__(self) -> None:
-        self.truncation = TruncationBaseline(self.counter)
+        self.truncation = TruncationBaseline(self.counter, keep=not self.lean)
         self.masking = ObservationMaskingBaseline(self.truncation)
         self.rolling = RollingSummaryBaseline(self.truncation, self.policy)
         self.methods = {name: MethodTally() for name in METHODS}
@@ -125,6 +177,8 @@ class RunRecorder:
         self._live_lines: tuple[Line, ...] = ()
         self._next_quality = 0
         self._next_naive = 0
+        self._next_even = 0
+        self._reservoir = random.Random(0)
         self._next_checkpoint = self.checkpoint_every
 
     @property
@@ -137,36 +191,49 @@ class RunRecorder:
         self.step_seconds.setdefault(step.kind, []).append(outcome.seconds)
         if outcome.compaction_seconds is not None:
             self.compaction_seconds.append(outcome.compaction_seconds)
+        elif outcome.compact_seconds is not None:
+            self.compact_checks.append(outcome.compact_seconds)
         if outcome.refused is not None:
             self.refusals[f"{step.kind}: {outcome.refused}"] += 1
         began = time.perf_counter()
         if outcome.seqs:
             self._read_back(outcome.seqs[-1] + 1, step.phase)
-        if step.kind == "model.call":
+        read = time.perf_counter()
+        if step.kind == "model.call" and not self.lean:
             self._working_context(step.needs, outcome)
+        tallied = time.perf_counter()
         if outcome.projection is not None:
             self.call_latency.append((self.size, outcome.seconds))
+            self.call_totals.append((self.size, outcome.seconds + (outcome.compact_seconds or 0)))
             self._after_call(outcome.projection)
+        sampled = time.perf_counter()
         if self.checkpoint_every and self.size >= self._next_checkpoint:
-            start = time.perf_counter()
             self.thread.checkpoint()
-            self.checkpoint_seconds.append(time.perf_counter() - start)
+            self.checkpoint_seconds.append(time.perf_counter() - sampled)
             self._next_checkpoint += self.checkpoint_every
-        self.harness_seconds += time.perf_counter() - began
+        ended = time.perf_counter()
+        parts = self.harness_parts
+        parts["read_back_s"] += read - began
+        parts["working_context_s"] += tallied - read
+        parts["samples_s"] += sampled - tallied
+        parts["checkpoints_s"] += ended - sampled
+        self.harness_seconds += ended - began
 
     def _read_back(self, stop: int, phase: str) -> None:
-        for entry in self.thread.entries(self.truncation.size, stop):
+        # parsed, signatures not re-checked: harness work (thread.entries checks each one)
+        for entry in self.thread.context_entries(self.truncation.size, stop):
             self.truncation.add(entry)
             self.kinds[entry.kind] += 1
             self.phases[phase] += 1
             if entry.kind == "context.compaction":
                 self._compaction(entry.seq, entry.body)
 
-    def _compaction(self, seq: int, body: dict[str, Any]) -> None:
+    def _compaction(self, seq: int, body: Mapping[str, Any]) -> None:
         folded = body.get("folded")
         lines = body["summary"]
         for line in lines:
-            self.pointers.extend((first, last) for first, last in line["pointers"])
+            for first, last in line["pointers"]:
+                self._keep_pointer((int(first), int(last)))
         if folded is not None:
             first, last = folded["from"], folded["to"]
             live = [s for s in self._live if s[1] < first or s[0] > last]
@@ -195,6 +262,18 @@ class RunRecorder:
                 "refold": refold,
             }
         )
+
+    def _keep_pointer(self, span: tuple[int, int]) -> None:
+        """Every summary pointer span is counted (:attr:`pointer_spans`); :attr:`pointers`
+        keeps them all, or with ``pointer_capacity`` a seeded uniform sample of that many
+        (reservoir sampling: memory bounded however long the run)."""
+        self.pointer_spans += 1
+        if not self.pointer_capacity or len(self.pointers) < self.pointer_capacity:
+            self.pointers.append(span)
+            return
+        slot = self._reservoir.randrange(self.pointer_spans)
+        if slot < self.pointer_capacity:
+            self.pointers[slot] = span
 
     def _working_context(self, needs: tuple[Fact, ...], outcome: StepOutcome) -> None:
         """Tally every method's context at this model call (module docstring)."""
@@ -253,24 +332,19 @@ class RunRecorder:
         self.last_projection = projection
         self.calls.append((projection.at + 1, projection.tokens, self.truncation.history_tokens))
         history = self.size
-        if self._next_quality < len(self.quality_points) and (
-            history >= self.quality_points[self._next_quality]
-        ):
+        projected = False
+        if _due(self.quality_points, self._next_quality, history):
             self._sample_quality(projection)
-            while (
-                self._next_quality < len(self.quality_points)
-                and self.quality_points[self._next_quality] <= history
-            ):
-                self._next_quality += 1
-        if self._next_naive < len(self.naive_points) and (
-            history >= self.naive_points[self._next_naive]
-        ):
+            self._next_quality = _advance(self.quality_points, self._next_quality, history)
+            projected = True
+        if _due(self.naive_points, self._next_naive, history):
             self._sample_naive()
-            while (
-                self._next_naive < len(self.naive_points)
-                and self.naive_points[self._next_naive] <= history
-            ):
-                self._next_naive += 1
+            self._next_naive = _advance(self.naive_points, self._next_naive, history)
+            projected = True
+        if _due(self.projection_points, self._next_even, history):
+            if not projected:
+                self._project()
+            self._next_even = _advance(self.projection_points, self._next_even, history)
 
     def _project(self) -> Projection:
         start = time.perf_counter()
@@ -282,6 +356,8 @@ class RunRecorder:
 
     def _sample_quality(self, sent: Projection) -> None:
         self._project()
+        if self.lean:  # a lean run samples projection latency only
+            return
         budget = self.policy.budget_tokens
         window = self.truncation.window(budget)
         ours_text = "\x00".join(message.content for message in sent.messages)
@@ -306,6 +382,19 @@ class RunRecorder:
             self.policy,
             self.counter,
         )
-        self.naive_latency.append((self.size, time.perf_counter() - start))
+        naive_s = time.perf_counter() - start
+        self.harness_parts["naive_s"] += naive_s
+        self.naive_latency.append((self.size, naive_s))
+        self.naive_pairs.append((self.size, self.ours_latency[-1][1], naive_s))
         if naive.to_json() == ours.to_json():
             self.naive_equal += 1
+
+
+def _due(points: Sequence[int], index: int, history: int) -> bool:
+    return index < len(points) and history >= points[index]
+
+
+def _advance(points: Sequence[int], index: int, history: int) -> int:
+    while index < len(points) and points[index] <= history:
+        index += 1
+    return index

@@ -7,8 +7,12 @@
   model call against the budget and the high-water mark, with the history's own size (what
   replaying it verbatim would take) on the right axis; beside it a close-up of the last
   model calls with each compaction marked;
-* ``pins.png`` -- the largest size: live pins, and how many of them registre's context and
-  the truncation baseline carry word for word, along the thread.
+* ``pins.png`` -- the largest size that measured quality (not lean): live pins, and how many
+  of them registre's context and the truncation baseline carry word for word, along the
+  thread (absent when every run is lean);
+* ``flat.png`` -- projection and model-call latency (p50, p99 dashed) in each tenth of the
+  history, one line per run, one colour per budget: flat lines mean the cost does not grow
+  with the history, lines on top of each other that it does not grow with the budget.
 
 matplotlib is imported only when plotting, so the harness itself does not need it.
 """
@@ -20,14 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_plots"]
+__all__ = ["tenths", "write_plots"]
 
 _MAX_TICKS = 150  # more compactions than this would merge into a bar: the close-up shows them
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
 def write_plots(results: Mapping[str, Any], out: Path) -> dict[str, Path]:
-    """Write the three plots into ``out``; return ``{"latency": path, ...}``."""
+    """Write the plots into ``out``; return ``{"latency": path, ...}``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -42,13 +46,84 @@ def write_plots(results: Mapping[str, Any], out: Path) -> dict[str, Path]:
     last_runs = [run for run in runs if run["size"] == largest]
     paths = {
         "latency": out / "latency.png",
+        "flat": out / "flat.png",
         "tokens": out / "tokens.png",
-        "pins": out / "pins.png",
     }
     _latency(plt, runs, budgets, colour, paths["latency"])
+    _flat(plt, runs, colour, paths["flat"])
     _tokens(plt, last_runs, colour, paths["tokens"])
-    _pins(plt, last_runs, colour, paths["pins"])
+    full = [run for run in runs if "pins" in run]
+    if full:
+        widest = max(run["size"] for run in full)
+        paths["pins"] = out / "pins.png"
+        _pins(plt, [run for run in full if run["size"] == widest], colour, paths["pins"])
     return paths
+
+
+_TENTHS = 10
+_SIZE_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def tenths(points: list[Any], entries: int) -> list[tuple[float, float, float] | None]:
+    """``(centre, p50, p99)`` in seconds of the ``[history, seconds]`` points in each tenth
+    of a history of ``entries``, None for an empty tenth (nearest-rank percentiles)."""
+    bins: list[list[float]] = [[] for _ in range(_TENTHS)]
+    span = max(1, entries)
+    for history, seconds in points:
+        bins[min(_TENTHS - 1, int(history) * _TENTHS // span)].append(seconds)
+    rows: list[tuple[float, float, float] | None] = []
+    for index, values in enumerate(bins):
+        if not values:
+            rows.append(None)
+            continue
+        values.sort()
+        p99 = values[max(0, math.ceil(len(values) * 0.99) - 1)]
+        p50 = values[max(0, math.ceil(len(values) * 0.5) - 1)]
+        rows.append(((index + 0.5) / _TENTHS, p50, p99))
+    return rows
+
+
+def _flat(plt: Any, runs: list[Any], colour: Any, path: Path) -> None:
+    figure, panels = plt.subplots(1, 2, figsize=(12, 4.6), dpi=120, sharey=False)
+    sizes = sorted({run["size"] for run in runs})
+    marker = {size: _SIZE_MARKERS[i % len(_SIZE_MARKERS)] for i, size in enumerate(sizes)}
+    series = (
+        (panels[0], "projection (thread.project at the head)", "ours"),
+        (panels[1], "model call (thread.model_call)", "calls"),
+    )
+    for panel, title, what in series:
+        for run in runs:
+            if what == "ours":
+                points = run["projection"]["ours"]["points"]
+            else:
+                points = run["model_calls"]["points"]
+            rows = [row for row in tenths(points, run["entries"]) if row is not None]
+            if not rows:
+                continue
+            style = {"color": colour[run["budget"]], "marker": marker[run["size"]]}
+            panel.plot(
+                [r[0] for r in rows],
+                [r[1] * 1000 for r in rows],
+                "-",
+                markersize=4,
+                label=f"{_label(run['budget'])}, {run['entries']:,} entries (p50)",
+                **style,
+            )
+            panel.plot([r[0] for r in rows], [r[2] * 1000 for r in rows], "--", alpha=0.4, **style)
+        panel.set_yscale("log")
+        panel.set_xlim(0, 1)
+        panel.set_xlabel("position in the history (fraction of the run's entries)")
+        panel.set_ylabel("latency (ms); dashed: p99")
+        panel.set_title(title, fontsize=9, loc="left")
+        panel.grid(True, which="both", alpha=0.3)
+    panels[0].legend(fontsize=7, loc="upper left")
+    figure.suptitle(
+        "Latency by tenth of the history, per budget: flat in history, flat in budget is the goal",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
 
 
 def _label(budget: int) -> str:

@@ -16,6 +16,8 @@ from typing import Any, Final
 
 from registre.bench.facts import FACT_KINDS
 from registre.bench.quality import METHODS
+from registre.bench.report_method import METHOD_TEXT
+from registre.bench.scale_report import scale_sections
 
 __all__ = ["METRICS", "render_report", "summary_table", "working_context_table"]
 
@@ -75,6 +77,11 @@ def _budget(value: int) -> str:
     return f"{value // 1000}k" if value % 1000 == 0 else str(value)
 
 
+def _full(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The runs that measured quality (not lean)."""
+    return [run for run in results["runs"] if "working_context" in run]
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -83,21 +90,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _naive_ratio(run: Mapping[str, Any]) -> str:
     naive = run["projection"]["naive"]["points"]
-    ours = run["projection"]["ours"]["points"]
-    if not naive or not ours:
-        return "-"
+    ratio = run["projection"].get("naive_ratio")
+    if not naive or ratio is None or ratio["at_largest"] is None:
+        return "not sampled" if run.get("lean") else "-"
     history, naive_s = naive[-1]
-    near = min(ours, key=lambda point: abs(point[0] - history))
-    ratio = naive_s / near[1] if near[1] else 0
-    return f"{_s(naive_s)} at {history} ({ratio:.0f}x ours)"
+    return f"{_s(naive_s)} at {history:,} ({ratio['at_largest']:.1f}x ours)"
 
 
 def summary_table(results: Mapping[str, Any]) -> list[str]:
     """The headline table (one row per run): what the README shows."""
     rows = []
     for run in results["runs"]:
-        pins = run["pins"]
-        evidence = run["evidence"]
+        pins = run.get("pins", {"checks": 0, "ours_kept": 0, "truncation_kept": 0})
+        evidence = run.get("evidence", {"ours_share": None, "truncation_share": None})
         context = run["context"]
         rows.append(
             [
@@ -249,7 +254,7 @@ def _span(pointers: Mapping[str, Any]) -> str:
 def working_context_table(results: Mapping[str, Any]) -> list[str]:
     """One row per (run, method): registre and the three baselines at the same budget."""
     rows = []
-    for run in results["runs"]:
+    for run in _full(results):
         methods = run["working_context"]["methods"]
         for name in METHODS:
             figures = methods[name]
@@ -295,7 +300,7 @@ def working_context_table(results: Mapping[str, Any]) -> list[str]:
 
 def _recall_by_kind(results: Mapping[str, Any]) -> list[str]:
     rows = []
-    for run in results["runs"]:
+    for run in _full(results):
         for name in METHODS:
             by_kind = run["working_context"]["methods"][name]["fact_recall"]["by_kind"]
             cells = []
@@ -318,7 +323,7 @@ def _recall_goal(budget: int) -> float:
 def _goals(results: Mapping[str, Any]) -> list[str]:
     """Issue 12's goals against registre's figures: printed, never asserted."""
     rows = []
-    for run in results["runs"]:
+    for run in _full(results):
         methods = run["working_context"]["methods"]
         ours = methods["registre"]
         share = ours["fact_recall"]["share"]
@@ -362,7 +367,7 @@ def _better(theirs: float | None, ours: float | None) -> bool:
 def _losses(results: Mapping[str, Any]) -> list[str]:
     """Where a baseline does better than registre, figure by figure."""
     lines = []
-    for run in results["runs"]:
+    for run in _full(results):
         methods = run["working_context"]["methods"]
         ours = methods["registre"]
         where = f"{run['entries']:,} @ {_budget(run['budget'])}"
@@ -403,7 +408,7 @@ def _refused(calls: Mapping[str, Any]) -> str:
 def _pins(results: Mapping[str, Any]) -> list[str]:
     lines: list[str] = []
     rows = []
-    for run in results["runs"]:
+    for run in _full(results):
         for kind, tally in run["pins"]["by_kind"].items():
             rows.append(
                 [
@@ -417,7 +422,8 @@ def _pins(results: Mapping[str, Any]) -> list[str]:
     lines += _table(
         ["run", "pin kind", "checks", "pin survival (ours)", "pin survival (truncation)"], rows
     )
-    last = results["runs"][-1] if results["runs"] else None
+    full = _full(results)
+    last = full[-1] if full else None
     if last is not None:
         lost = last["pins"]["lost_at_end"]
         lines += [
@@ -436,7 +442,7 @@ def _pins(results: Mapping[str, Any]) -> list[str]:
 
 def _merkle(results: Mapping[str, Any]) -> list[str]:
     rows = []
-    for run in results["runs"]:
+    for run in _full(results):
         merkle = run["merkle"]
         ours, theirs = merkle["ours"], merkle.get("theirs")
 
@@ -456,7 +462,8 @@ def _merkle(results: Mapping[str, Any]) -> list[str]:
                 _s(ours["stored_inclusion_s"]),
             ]
         )
-    version = results["runs"][0]["merkle"]["pymerkle"] if results["runs"] else "-"
+    full = _full(results)
+    version = full[0]["merkle"]["pymerkle"] if full else "-"
     header = [
         "leaves",
         "budget",
@@ -477,66 +484,6 @@ def _mix(results: Mapping[str, Any]) -> list[str]:
     ]
     header = ["kind"] + [f"{r['size']:,} @ {_budget(r['budget'])}" for r in results["runs"]]
     return _table(header, rows)
-
-
-_METHOD = """\
-How each figure is measured. Every run records one investigation (`registre.bench.investigation`) on
-its own thread through the real API; for one seed and size every budget sees the same
-investigation, and only compactions and model calls differ.
-
-- **append throughput**: entries written over the wall time of the API calls that wrote them
-  (all steps, compactions included); *plain appends*: turns, tool calls and results and
-  decisions only. One transaction per step, SQLite with `synchronous=FULL`.
-- **model call latency**: `thread.model_call` (fold the context from the stored snapshot,
-  project, sign and append the `model.call`), after `thread.compact` (timed separately as
-  **compaction latency**, planning and summarizing included).
-- **projection latency p50 / p99**: `thread.project` at the head, at a geometric grid of
-  history lengths (so short and long histories are both sampled).
-- **naive projection**: the same projection computed by re-reading every entry of the thread
-  and folding from entry 0 (`registre.bench.baselines.naive_projection`). It costs O(history) per
-  call, so it is sampled at a sparser geometric grid rather than run at every call; each
-  sample is compared with registre's projection (they must be equal).
-- **tokens used against budget**: the tokens of the context sent at each model call over the
-  budget; **compression ratio**: the tokens of the whole history rendered verbatim over the
-  tokens of the context at the last call.
-- **pin survival**: at each quality sample, each live pin counts as kept when its text
-  appears word for word in the context; the **truncation baseline** renders the whole thread
-  verbatim and silently keeps the last `budget` tokens, as an agent loop without registre
-  does.
-- **active evidence referenced**: active evidence whose admitting entry the manifest does not
-  mark `folded` (verbatim, pinned, summarized or stubbed); for truncation, inside the window.
-- **pointer resolvability**: both ends of every summary pointer span (or a seeded sample)
-  expanded with `thread.expand` (entry plus verified inclusion proof).
-- **conclusions left stale / repaired**: hypotheses flagged stale by an evidence change, and
-  revised afterwards; *stale at end* counts active conclusions still stale after the final.
-- **bundle size, export time, verify time**: `registre.ledger.exchange.export.export_thread` to a
-  zip, then `registre.attest.verifier.verify_bundle` with only the operator's verifier key (steps
-  1-7, the working context replayed).
-- **pymerkle**: the thread's own leaves in both trees, in memory; proofs at the same seeded
-  indices; both roots checked against the signed head.
-- **fact recall**: the investigation plants facts (a segment's figure in a tool output, an
-  exception in a finding, a supervisor's instruction, a definition) and, before each model
-  call, names the facts the next step needs. A needed fact is recalled when its words appear
-  in a message of the context, or when a summary line whose pointers cover the fact's entry
-  quotes its keys (the segment and its figure, the definition's code and criterion). A call
-  registre refuses misses every fact it needed.
-- **pointer specificity**: entries per pointer span (`last - first + 1`) over the live
-  summary lines, at the quality samples; **count-only lines**: live summary lines without a
-  quote, a figure or a name (`registre.bench.quality.count_only`).
-- **stable prefix**: the prefix a method declares (registre: the manifest's pins and
-  summaries; the rolling summary: its summary message; truncation and masking declare none),
-  its share of the context's tokens, and the share of consecutive calls whose declared prefix
-  is byte-identical; *reusable* is the share of tokens in the longest run of leading messages
-  identical to the previous call's, what a provider's prompt cache could reuse, measured the
-  same way for every method.
-- **baselines**: *truncation* keeps the last `budget` tokens of the verbatim transcript;
-  *observation masking* replaces every tool output older than the 10 most recent turns by
-  `[output omitted]`, keeps everything else verbatim and then truncates from the start;
-  the *rolling summary*, past the policy's high-water mark, replaces everything older than
-  the policy's recent turns by one line made of the first sentence of each folded assistant
-  turn (oldest dropped first beyond the policy's summary share) and truncates the rest from
-  the start. All three are computed at every model call, incrementally.
-"""
 
 
 def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
@@ -560,6 +507,7 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "",
         *_cost(results),
         "",
+        *scale_sections(results),
         "## Projection latency against history length",
         "",
         *_latency_by_history(results),
@@ -606,7 +554,7 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "",
         "## Method",
         "",
-        _METHOD,
+        METHOD_TEXT,
     ]
     refusals = {
         f"{run['size']:,} @ {_budget(run['budget'])}": run["model_calls"]["refusals"]

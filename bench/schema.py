@@ -1,9 +1,10 @@
-"""The ``results.json`` schema, ``registre-bench/2`` (``specs/bench.md``), and its checker.
+"""The ``results.json`` schema, ``registre-bench/3`` (``specs/bench.md``), and its checker.
 
 :data:`RESULTS` describes the document as nested Python values: a dict lists required keys
 (every key must be present; others are refused, so a renamed field cannot slip through), a
-one-item list is "a list of these", :class:`MapOf` is an object with free keys, and a tuple
-is "one of these types". ``Number`` is an int or a float; ``None`` in a tuple allows null.
+one-item list is "a list of these", :class:`MapOf` is an object with free keys,
+:class:`Nullable` is "this, or null", and a tuple is "one of these types". ``Number`` is an
+int or a float; ``None`` in a tuple allows null.
 :func:`check_results` raises :class:`ResultsSchemaError` naming the first path that breaks it.
 """
 
@@ -14,19 +15,26 @@ from typing import Any, Final
 
 from registre.attest.errors import MalformedError
 
-__all__ = ["RESULTS", "SCHEMA", "MapOf", "ResultsSchemaError", "check_results"]
+__all__ = ["RESULTS", "SCHEMA", "MapOf", "Nullable", "ResultsSchemaError", "check_results"]
 
-SCHEMA: Final = "registre-bench/2"
+SCHEMA: Final = "registre-bench/3"
 """The schema's name; a change of fields is a new name."""
 
 
 class ResultsSchemaError(MalformedError):
-    """A results document that does not follow ``registre-bench/2``."""
+    """A results document that does not follow ``registre-bench/3``."""
 
 
 @dataclass(frozen=True)
 class MapOf:
     """An object with any keys, every value following ``value``."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Nullable:
+    """``value``, or null."""
 
     value: Any
 
@@ -41,6 +49,40 @@ _LATENCY: Final = {
     "total_s": Number,
 }
 _PIN: Final = {"id": str, "kind": str, "text": str}
+_STEP: Final = {
+    "seconds": Number,
+    "peak_rss_mb": _NUM_OR_NULL,
+    "start_rss_mb": _NUM_OR_NULL,
+    "how": str,
+}
+_COUNTED_STEP: Final = {**_STEP, "count": int}
+_SLICE: Final = {
+    "part": int,
+    "from": int,
+    "to": int,
+    "ours_samples": int,
+    "ours_p50_ms": _NUM_OR_NULL,
+    "ours_p99_ms": _NUM_OR_NULL,
+    "model_calls": int,
+    "model_call_p50_ms": _NUM_OR_NULL,
+    "model_call_p99_ms": _NUM_OR_NULL,
+    "call_total_p50_ms": _NUM_OR_NULL,
+    "call_total_p99_ms": _NUM_OR_NULL,
+}
+_APPENDS: Final = {
+    "count": int,
+    "body_bytes": int,
+    "raw_sqlite_txn_per_second": _NUM_OR_NULL,
+    "raw_sign_per_second": Number,
+    "single_per_second": Number,
+    "concurrent_writers": int,
+    "concurrent_per_second": Number,
+    "batch_size": int,
+    "batch_per_second": Number,
+    "single_vs_raw": _NUM_OR_NULL,
+    "concurrent_vs_raw": _NUM_OR_NULL,
+    "batch_vs_sign": Number,
+}
 _METHOD: Final = {
     "calls": int,
     "refused": {"calls": int, "pins_fit": int},
@@ -77,8 +119,28 @@ _RUN: Final = {
     "kinds": MapOf(int),
     "phases": MapOf(int),
     "storyline": MapOf(int),
+    "lean": bool,
     "wall_s": Number,
+    "run_s": Number,
     "harness_s": Number,
+    "harness": {
+        "read_back_s": Number,
+        "working_context_s": Number,
+        "samples_s": Number,
+        "naive_s": Number,
+        "checkpoints_s": Number,
+        "pointers_s": Number,
+        "merkle_s": Number,
+        "signatures_s": Number,
+    },
+    "steps": {
+        "append": _STEP,
+        "project": _COUNTED_STEP,
+        "checkpoint": _STEP,
+        "prove": _COUNTED_STEP,
+        "export": _STEP,
+        "verify": _STEP,
+    },
     "append": {
         "entries": int,
         "ledger_s": Number,
@@ -91,6 +153,13 @@ _RUN: Final = {
         "ours": {**_LATENCY, "points": [[Number]]},
         "naive": {**_LATENCY, "points": [[Number]]},
         "naive_equal": int,
+        "naive_ratio": {
+            "samples": int,
+            "at": (int, None),
+            "at_largest": _NUM_OR_NULL,
+            "min_from_1000": _NUM_OR_NULL,
+        },
+        "by_third": [_SLICE],
         "by_history": [
             {
                 "from": int,
@@ -106,9 +175,16 @@ _RUN: Final = {
             }
         ],
     },
-    "model_calls": {**_LATENCY, "refused": int, "refusals": MapOf(int)},
+    "model_calls": {
+        **_LATENCY,
+        "points": [[Number]],
+        "with_compact": _LATENCY,
+        "refused": int,
+        "refusals": MapOf(int),
+    },
     "compaction": {
         **_LATENCY,
+        "checks": _LATENCY,
         "folds": int,
         "refolds": int,
         "stub_only": int,
@@ -127,7 +203,7 @@ _RUN: Final = {
         "series": [[int]],
         "recent": [[int]],
     },
-    "pins": {
+    "pins?": {
         "samples": int,
         "checks": int,
         "ours_kept": int,
@@ -136,7 +212,7 @@ _RUN: Final = {
         "series": [[int]],
         "lost_at_end": {"at": (int, None), "ours": [_PIN], "truncation": [_PIN]},
     },
-    "evidence": {
+    "evidence?": {
         "samples": int,
         "ours_share": _NUM_OR_NULL,
         "truncation_share": _NUM_OR_NULL,
@@ -156,7 +232,7 @@ _RUN: Final = {
         "stale_at_end": int,
     },
     "pointers": {"spans": int, "checked": int, "resolved": int},
-    "working_context": {
+    "working_context?": {
         "facts": {
             "planted": int,
             "by_kind": MapOf(int),
@@ -178,10 +254,13 @@ _RUN: Final = {
         "checkpoints": int,
         "export_s": Number,
         "verify_s": Number,
+        "verify_jobs": int,
+        "signatures": int,
+        "signatures_s": Number,
         "verified": bool,
         "path": (str, None),
     },
-    "merkle": {
+    "merkle?": {
         "leaves": int,
         "pymerkle": str,
         "ours": {
@@ -197,7 +276,7 @@ RESULTS: Final = {
     "schema": str,
     "registre": str,
     "created": str,
-    "machine": {"python": str, "platform": str, "cpus": int},
+    "machine": {"python": str, "platform": str, "cpus": int, "memory_mb": (int, None)},
     "config": {
         "seed": int,
         "sizes": [int],
@@ -209,25 +288,44 @@ RESULTS: Final = {
         "quality_samples": int,
         "naive_samples": int,
         "pointer_samples": int,
+        "projection_samples": int,
+        "prove_samples": int,
+        "lean_above": int,
+        "verify_jobs": int,
     },
+    "appends": Nullable(_APPENDS),
     "runs": [_RUN],
     "seconds": Number,
 }
 """The schema. A key ending in ``?`` is optional (``merkle.theirs`` is absent when pymerkle
-is not installed)."""
+is not installed; a lean run has no ``pins``, ``evidence``, ``working_context`` or
+``merkle``)."""
 
 
 def check_results(data: Any) -> None:
     """Raise ResultsSchemaError unless ``data`` follows :data:`RESULTS` and names the
-    :data:`SCHEMA` schema."""
+    :data:`SCHEMA` schema, and every run has the quality fields (``pins``, ``evidence``,
+    ``working_context``, ``merkle``) exactly when it is not lean."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsSchemaError(f'results: expected an object with "schema": "{SCHEMA}"')
     _check(data, RESULTS, "results")
+    for index, run in enumerate(data["runs"]):
+        for name in _QUALITY:
+            if run["lean"] == (name in run):
+                state = "present in a lean run" if run["lean"] else "missing"
+                raise ResultsSchemaError(f"results.runs[{index}].{name}: {state}")
+
+
+_QUALITY: Final = ("pins", "evidence", "working_context", "merkle")
+"""The fields a run has exactly when it is not lean."""
 
 
 def _check(value: Any, spec: Any, path: str) -> None:
     if isinstance(spec, dict):
         _check_object(value, spec, path)
+    elif isinstance(spec, Nullable):
+        if value is not None:
+            _check(value, spec.value, path)
     elif isinstance(spec, MapOf):
         if not isinstance(value, dict):
             raise ResultsSchemaError(f"{path}: expected an object")

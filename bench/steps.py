@@ -77,6 +77,8 @@ class StepOutcome:
     compacted); ``seconds``: wall time of the API calls, compaction excluded;
     ``compaction``/``compaction_seconds``: the ``context.compaction`` entry written and the
     time ``thread.compact`` took (its planning and summarizing included), or None;
+    ``compact_seconds``: for a model call step, the time ``thread.compact`` took whether it
+    compacted or found nothing to do (None if it was refused);
     ``projection``: the context a model call was sent; ``result``: the API's return value
     (an :class:`~registre.attest.entry.Entry`, :class:`~registre.ledger.lifecycle.api.BatchResult`
     or :class:`~registre.ledger.lifecycle.api.StepResult`); ``refused``: the refusal's class name,
@@ -91,6 +93,7 @@ class StepOutcome:
     result: Entry | BatchResult | StepResult | None = None
     refused: str | None = None
     refusal: str | None = None
+    compact_seconds: float | None = None
 
 
 @dataclass
@@ -201,7 +204,8 @@ def model_call_step(
         compacted = time.perf_counter()
         # the automatic task pins written before the compaction, then the compaction
         seqs: tuple[int, ...] = () if compaction is None else tuple(range(size, compaction.seq + 1))
-        compaction_seconds = compacted - start if compaction is not None else None
+        compact_seconds = compacted - start
+        compaction_seconds = compact_seconds if compaction is not None else None
         try:
             projection, call = thread.model_call(
                 model, policy.budget_tokens, policy, counter, compact=False
@@ -215,6 +219,7 @@ def model_call_step(
                 compaction_seconds,
                 refused=failed.refused,
                 refusal=failed.refusal,
+                compact_seconds=compact_seconds,
             )
         return StepOutcome(
             (*seqs, call.seq),
@@ -223,6 +228,7 @@ def model_call_step(
             compaction_seconds,
             projection,
             call,
+            compact_seconds=compact_seconds,
         )
 
     return Step("model.call", phase, 1, action, needs=needs)

@@ -18,7 +18,15 @@ from typing import Any
 from registre.bench.facts import FACT_KINDS, FactBook
 from registre.bench.measure import RunRecorder
 
-__all__ = ["HISTORY_BUCKETS", "MAX_SERIES", "RECENT_CALLS", "percentile", "summarize_run"]
+__all__ = [
+    "HISTORY_BUCKETS",
+    "MAX_SERIES",
+    "RECENT_CALLS",
+    "by_third",
+    "naive_ratio",
+    "percentile",
+    "summarize_run",
+]
 
 MAX_SERIES = 1500
 RECENT_CALLS = 300
@@ -88,6 +96,59 @@ def _buckets(recorder: RunRecorder) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def by_third(
+    entries: int,
+    ours: Sequence[tuple[int, float]],
+    calls: Sequence[tuple[int, float]],
+    totals: Sequence[tuple[int, float]] = (),
+    parts: int = 3,
+) -> list[dict[str, Any]]:
+    """Projection, model-call and whole-call (compact, then model call: ``totals``) latency
+    by ``parts`` equal slices of the run's history (``entries`` long; a sample at history
+    ``h`` falls in slice ``h * parts // entries``): flat rows mean the cost does not grow
+    with the history."""
+    rows = []
+    span = max(1, entries)
+    for part in range(parts):
+        low, high = part * span // parts, (part + 1) * span // parts
+
+        def inside(points: Sequence[tuple[int, float]], part: int = part) -> list[float]:
+            return [s for h, s in points if min(parts - 1, h * parts // span) == part]
+
+        mine, called, whole = inside(ours), inside(calls), inside(totals)
+        rows.append(
+            {
+                "part": part + 1,
+                "from": low,
+                "to": high,
+                "ours_samples": len(mine),
+                "ours_p50_ms": _ms(percentile(mine, 50)),
+                "ours_p99_ms": _ms(percentile(mine, 99)),
+                "model_calls": len(called),
+                "model_call_p50_ms": _ms(percentile(called, 50)),
+                "model_call_p99_ms": _ms(percentile(called, 99)),
+                "call_total_p50_ms": _ms(percentile(whole, 50)),
+                "call_total_p99_ms": _ms(percentile(whole, 99)),
+            }
+        )
+    return rows
+
+
+def naive_ratio(pairs: Sequence[tuple[int, float, float]]) -> dict[str, Any]:
+    """The naive re-fold over registre's projection at the same history (each naive sample
+    follows a projection at the same call): at the largest sample, and the smallest ratio
+    over the samples of at least 1,000 entries of history."""
+    ratios = [(h, naive / ours) for h, ours, naive in pairs if ours > 0]
+    large = [ratio for h, ratio in ratios if h >= 1000]
+    last = ratios[-1] if ratios else None
+    return {
+        "samples": len(ratios),
+        "at": None if last is None else last[0],
+        "at_largest": None if last is None else round(last[1], 3),
+        "min_from_1000": round(min(large), 3) if large else None,
+    }
 
 
 def _pins(recorder: RunRecorder) -> dict[str, Any]:
@@ -195,17 +256,29 @@ def summarize_run(
 ) -> dict[str, Any]:
     """The run's entry of ``results.json``: the recorder's measurements, plus ``extra`` (wall
     time, storyline tallies, pointers, stale conclusions at the end, bundle, merkle, and the
-    investigation's planted ``facts``, a :class:`~registre.bench.facts.FactBook`)."""
+    investigation's planted ``facts``, a :class:`~registre.bench.facts.FactBook`; ``lean``
+    and the measured ``steps``). A lean run has no ``pins``, ``evidence``,
+    ``working_context`` or ``merkle`` (``registre.bench.run.LEAN_ABOVE``)."""
     seconds = recorder.step_seconds
-    ledger_seconds = sum(sum(values) for values in seconds.values()) + sum(
-        recorder.compaction_seconds
+    ledger_seconds = (
+        sum(sum(values) for values in seconds.values())
+        + sum(recorder.compaction_seconds)
+        + sum(recorder.compact_checks)
     )
     plain = [value for kind in _APPENDS for value in seconds.get(kind, [])]
     storyline = extra["storyline"]
     compactions = recorder.compactions
     ours = [s for _h, s in recorder.ours_latency]
     naive = [s for _h, s in recorder.naive_latency]
-    return {
+    quality: dict[str, Any] = {}
+    if not extra["lean"]:
+        quality = {
+            "pins": _pins(recorder),
+            "evidence": _evidence(recorder),
+            "working_context": _working_context(recorder, extra["facts"]),
+            "merkle": extra["merkle"],
+        }
+    run = {
         "size": size,
         "budget": budget,
         "policy": recorder.policy.to_json(),
@@ -214,8 +287,15 @@ def summarize_run(
         "kinds": dict(sorted(recorder.kinds.items())),
         "phases": dict(sorted(recorder.phases.items())),
         "storyline": storyline,
+        "lean": extra["lean"],
         "wall_s": round(extra["wall_s"], 3),
+        "run_s": round(extra["run_s"], 3),
         "harness_s": round(recorder.harness_seconds, 3),
+        "harness": {
+            **{name: round(value, 3) for name, value in recorder.harness_parts.items()},
+            **extra["harness"],
+        },
+        "steps": extra["steps"],
         "append": {
             "entries": recorder.size,
             "ledger_s": round(ledger_seconds, 6),
@@ -228,15 +308,22 @@ def summarize_run(
             "ours": {**_latency(ours), "points": [[h, s] for h, s in recorder.ours_latency]},
             "naive": {**_latency(naive), "points": [[h, s] for h, s in recorder.naive_latency]},
             "naive_equal": recorder.naive_equal,
+            "naive_ratio": naive_ratio(recorder.naive_pairs),
             "by_history": _buckets(recorder),
+            "by_third": by_third(
+                recorder.size, recorder.ours_latency, recorder.call_latency, recorder.call_totals
+            ),
         },
         "model_calls": {
             **_latency([s for _h, s in recorder.call_latency]),
+            "points": [[h, s] for h, s in _thin(recorder.call_latency)],
+            "with_compact": _latency([s for _h, s in recorder.call_totals]),
             "refused": storyline["refused_calls"],
             "refusals": dict(sorted(recorder.refusals.items())),
         },
         "compaction": {
             **_latency(recorder.compaction_seconds),
+            "checks": _latency(recorder.compact_checks),
             "folds": sum(1 for c in compactions if c["folded"] is not None),
             "refolds": sum(1 for c in compactions if c["refold"]),
             "stub_only": sum(1 for c in compactions if c["folded"] is None),
@@ -244,8 +331,6 @@ def summarize_run(
             "seqs": [c["seq"] for c in compactions],
         },
         "context": _context(recorder, budget),
-        "pins": _pins(recorder),
-        "evidence": _evidence(recorder),
         "conclusions": {
             "computed": storyline["hypotheses"],
             "revisions": storyline["hypothesis_revisions"],
@@ -257,7 +342,7 @@ def summarize_run(
             "stale_at_end": extra["stale_at_end"],
         },
         "pointers": extra["pointers"],
-        "working_context": _working_context(recorder, extra["facts"]),
         "bundle": extra["bundle"],
-        "merkle": extra["merkle"],
     }
+    run.update(quality)
+    return run

@@ -3,8 +3,9 @@
 For each size and budget it records one investigation (``registre.bench.investigation``) on a fresh
 embedded SQLite ledger in ``--out`` (or on the database ``--db`` names), projecting the
 context at every model call and compacting as the policy says, then exports and verifies a
-signed bundle. It writes ``report.md`` (tables), ``results.json`` (schema
-``registre-bench/2``, ``specs/bench.md``) and PNG plots into ``--out``. Nothing is asserted:
+signed bundle, each step timed with its peak resident memory. It writes ``report.md``
+(tables), ``results.json`` (schema ``registre-bench/3``, ``specs/bench.md``) and PNG plots
+into ``--out``. Nothing is asserted:
 figures and ratios are reported. The ``bench`` package is imported only when the command
 runs.
 """
@@ -94,6 +95,27 @@ def _refuse_used_database(url: str) -> None:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="The investigations' seed.")
 @click.option("--keep-bundles", is_flag=True, help="Keep the exported bundles in --out/bundles.")
+@click.option(
+    "--lean-above",
+    default="200k",
+    show_default=True,
+    help="Sizes above this many entries run lean: every step for real, but no quality "
+    "tallies, context baselines, naive re-folds or pymerkle comparison.",
+)
+@click.option(
+    "--verify-jobs",
+    type=click.IntRange(min=1, max=64),
+    default=1,
+    show_default=True,
+    help="Processes the bundle verifier uses (the signature checks alone use one).",
+)
+@click.option(
+    "--raw-appends",
+    type=click.IntRange(min=0, max=100_000),
+    default=400,
+    show_default=True,
+    help="Entries per measure of appends beside raw durable transactions (0: not measured).",
+)
 def bench_command(
     sizes: str,
     budgets: str,
@@ -102,6 +124,9 @@ def bench_command(
     out: Path,
     seed: int,
     keep_bundles: bool,
+    lean_above: str,
+    verify_jobs: int,
+    raw_appends: int,
 ) -> None:
     """Benchmark registre on long synthetic investigations; write a report and plots."""
     from registre.bench.investigation import MIN_ENTRIES
@@ -113,6 +138,7 @@ def bench_command(
             f"sizes must be at least {MIN_ENTRIES} entries", param_hint="--sizes"
         )
     budget_list = _quantities(budgets, "budget", "--budgets", MAX_BUDGET)
+    (lean,) = _quantities(lean_above, "size", "--lean-above", 10 * MAX_SIZE)[:1]
     resolve_summarizer(summarizer)  # a bad name fails before anything runs
     if db is not None:
         _refuse_used_database(db)
@@ -124,6 +150,9 @@ def bench_command(
         db=db,
         seed=seed,
         keep_bundles=keep_bundles,
+        lean_above=lean,
+        verify_jobs=verify_jobs,
+        raw_appends=raw_appends,
     )
     total = sum(size_list) * len(budget_list)
     pending = 0

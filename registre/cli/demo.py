@@ -127,7 +127,11 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
     write_atomically(audit_path, render_report(audit))
     results = results_document(config, summarizer, [run], "sqlite", time.perf_counter() - started)
     paths = write_outputs(results, workdir)
-    _step(7, f"benchmark report of this run: {paths['report']} (+ results.json and 3 plots)")
+    _step(
+        7,
+        f"benchmark report of this run: {paths['report']} "
+        f"(+ results.json and {len(paths) - 2} plots)",
+    )
     _step(
         8,
         f"audit report {audit_path} ({'VERIFIED' if audit.verified else 'NOT VERIFIED'}, "

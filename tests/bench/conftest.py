@@ -17,5 +17,15 @@ from tests.db_fixtures import db_url  # noqa: F401  (a fresh SQLite or PostgreSQ
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """``registre bench --sizes 200 --budgets 8k`` into a temporary folder: (folder, results)."""
     out = tmp_path_factory.mktemp("bench")
-    main(["bench", "--sizes", "200", "--budgets", "8k", "--out", str(out), "--seed", "3"])
+    sizes = ["--sizes", "200", "--budgets", "8k", "--seed", "3"]
+    main(["bench", *sizes, "--raw-appends", "40", "--out", str(out)])
+    return out, json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def lean_smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """``registre bench --sizes 150 --lean-above 100``: a lean run, as 1e6 entries run."""
+    out = tmp_path_factory.mktemp("bench-lean")
+    sizes = ["--sizes", "150", "--budgets", "8k", "--lean-above", "100"]
+    main(["bench", *sizes, "--raw-appends", "0", "--out", str(out)])
     return out, json.loads((out / "results.json").read_text(encoding="utf-8"))

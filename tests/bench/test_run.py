@@ -1,6 +1,6 @@
 """Smoke of `registre bench` at a tiny size, so the harness never rots: it runs through the
-real ledger, writes a report naming every metric, results.json following registre-bench/2,
-and three PNG plots. No timing is asserted."""
+real ledger, writes a report naming every metric, results.json following registre-bench/3,
+and its PNG plots. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from registre.lifecycle.context import ExtractiveSummarizer
 def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
     _out, results = smoke
     check_results(results)
-    assert results["schema"] == SCHEMA == "registre-bench/2"
+    assert results["schema"] == SCHEMA == "registre-bench/3"
     assert results["config"]["sizes"] == [200] and results["config"]["budgets"] == [8000]
     default = ExtractiveSummarizer()
     assert results["config"]["summarizer"] == {"name": default.name, "version": default.version}
@@ -35,7 +35,7 @@ def test_report_names_every_metric(smoke: tuple[Path, dict[str, Any]]) -> None:
 
 
 def test_plots_are_written(smoke: tuple[Path, dict[str, Any]]) -> None:
-    for name in ("latency", "tokens", "pins"):
+    for name in ("latency", "flat", "tokens", "pins"):
         data = (smoke[0] / f"{name}.png").read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
 

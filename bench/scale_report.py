@@ -1,0 +1,258 @@
+"""The scale sections of ``report.md`` (issue 17): what each step of a run costs in time and
+peak memory, projection latency by third of the history and by budget, the verifier beside
+its signature checks alone, and appends beside their raw floors.
+
+Every table reads a ``registre-bench/3`` document (``specs/bench.md``); none asserts
+anything. :func:`scale_sections` returns the Markdown lines, section headings included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+__all__ = [
+    "STEP_NAMES",
+    "appends_table",
+    "flat_table",
+    "scale_sections",
+    "steps_table",
+    "verify_table",
+]
+
+STEP_NAMES: Final = ("append", "project", "checkpoint", "prove", "export", "verify")
+"""The measured steps of every run, in the order they run."""
+
+_HOW: Final = {
+    "vmhwm": "in-process, the kernel's high-water mark (VmHWM) reset before the step",
+    "sampled": "in-process, RSS sampled every 10 ms",
+    "subprocess": "a child process of its own, its ru_maxrss (interpreter and imports included)",
+    "unavailable": "not measurable on this platform",
+}
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.3g} ms" if value >= 1 else f"{value * 1000:.3g} µs"
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else _ms(value * 1000)
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} MB"
+
+
+def _budget(value: int) -> str:
+    return f"{value // 1000}k" if value % 1000 == 0 else str(value)
+
+
+def _ratio(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}x"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _run_name(run: Mapping[str, Any]) -> str:
+    lean = " (lean)" if run.get("lean") else ""
+    return f"{run['entries']:,} @ {_budget(run['budget'])}{lean}"
+
+
+def steps_table(results: Mapping[str, Any]) -> list[str]:
+    """One row per run: each step's wall time and peak resident memory."""
+    rows = []
+    for run in results["runs"]:
+        steps = run["steps"]
+        cells = [_run_name(run)]
+        for name in STEP_NAMES:
+            step = steps[name]
+            count = step.get("count")
+            time = _s(step["seconds"])
+            if name == "project":
+                time += f" (median of {count})"
+            elif name == "prove" and count:
+                time += f" ({count} proofs)"
+            cells.append(f"{time} / {_mb(step['peak_rss_mb'])}")
+        cells.append(f"{run['wall_s']:.0f} s")
+        rows.append(cells)
+    header = ["run", *(f"{name}: time / peak memory" for name in STEP_NAMES), "investigation"]
+    lines = _table(header, rows)
+    hows = sorted({run["steps"][n]["how"] for run in results["runs"] for n in STEP_NAMES})
+    lines += ["", "Peak memory is resident memory (RSS), measured per step:"]
+    lines += [f"- `{how}`: {_HOW.get(how, how)}" for how in hows]
+    lines += [
+        "- *append* is the whole investigation (appends, model calls, compactions, and the "
+        "harness's read-back and projection samples); *project* the projection at the head; "
+        "*checkpoint* the final signed checkpoint; *prove* inclusion and consistency proofs "
+        "to the head at seeded positions; *export* the signed bundle; *verify* it offline "
+        "with only the verifier key. An in-process peak includes what the harness itself "
+        "holds (its start is in results.json, `start_rss_mb`)."
+    ]
+    return lines
+
+
+def flat_table(results: Mapping[str, Any]) -> list[str]:
+    """Per budget, one row per size: projection and model-call p50 / p99 in each third of
+    the history, and the naive re-fold over ours at the largest naive sample."""
+    rows = []
+    runs = sorted(results["runs"], key=lambda run: (run["budget"], run["size"]))
+    for run in runs:
+        projection = run["projection"]
+        cells = [_budget(run["budget"]), f"{run['entries']:,}"]
+        for part in projection["by_third"]:
+            cells.append(
+                f"{_ms(part['ours_p50_ms'])} / {_ms(part['ours_p99_ms'])} "
+                f"(n={part['ours_samples']})"
+            )
+        for part in projection["by_third"]:
+            cells.append(
+                f"{_ms(part['model_call_p50_ms'])} / {_ms(part['model_call_p99_ms'])} "
+                f"({_ms(part['call_total_p50_ms'])} / {_ms(part['call_total_p99_ms'])})"
+            )
+        checks = run["compaction"]["checks"]
+        cells.append(f"{_ms(checks['p50_ms'])} / {_ms(checks['p99_ms'])} (n={checks['count']})")
+        naive = projection["naive_ratio"]
+        if naive["at"] is None:
+            cells.append("not sampled" if run.get("lean") else "-")
+        else:
+            floor = naive["min_from_1000"]
+            cells.append(
+                f"{_ratio(naive['at_largest'], 1)} at {naive['at']:,}"
+                + ("" if floor is None else f" (≥ {_ratio(floor, 1)} from 1,000)")
+            )
+        rows.append(cells)
+    header = [
+        "budget",
+        "entries",
+        "projection p50 / p99, first third",
+        "second third",
+        "last third",
+        "model call p50 / p99 (with its compact first), first third",
+        "second third",
+        "last third",
+        "compaction check (nothing to fold) p50 / p99",
+        "naive re-fold over ours",
+    ]
+    return _table(header, rows)
+
+
+def verify_table(results: Mapping[str, Any]) -> list[str]:
+    """One row per run: the verifier beside the Ed25519 checks of the same bundle alone."""
+    rows = []
+    for run in results["runs"]:
+        bundle = run["bundle"]
+        signatures = bundle["signatures_s"]
+        ratio = bundle["verify_s"] / signatures if signatures else None
+        rows.append(
+            [
+                _run_name(run),
+                f"{bundle['entries']:,}",
+                str(bundle["verify_jobs"]),
+                _s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
+                _s(signatures),
+                _ratio(ratio),
+                _mb(run["steps"]["verify"]["peak_rss_mb"]),
+            ]
+        )
+    header = [
+        "run",
+        "entries",
+        "jobs",
+        "verify the bundle",
+        "Ed25519 checks of its entries alone",
+        "verify / signatures",
+        "verify peak memory",
+    ]
+    return _table(header, rows)
+
+
+def appends_table(results: Mapping[str, Any]) -> list[str]:
+    """Appends beside the raw floors measured in the same run (``appends``)."""
+    appends = results.get("appends")
+    if not appends:
+        return ["Not measured in this run."]
+    raw = appends["raw_sqlite_txn_per_second"]
+    rows = [
+        [
+            "single append (one writer)",
+            f"{appends['single_per_second']:,.0f} /s",
+            "raw durable one-row SQLite transaction",
+            "-" if raw is None else f"{raw:,.0f} /s",
+            _share(appends["single_vs_raw"]),
+        ],
+        [
+            f"single appends, {appends['concurrent_writers']} concurrent writers",
+            f"{appends['concurrent_per_second']:,.0f} /s",
+            "raw durable one-row SQLite transaction",
+            "-" if raw is None else f"{raw:,.0f} /s",
+            _share(appends["concurrent_vs_raw"]),
+        ],
+        [
+            f"batched append ({appends['batch_size']} per call)",
+            f"{appends['batch_per_second']:,.0f} entries/s",
+            "raw Ed25519 signing",
+            f"{appends['raw_sign_per_second']:,.0f} /s",
+            _share(appends["batch_vs_sign"]),
+        ],
+    ]
+    note = (
+        f"{appends['count']} entries per measure, turns of {appends['body_bytes']} bytes of "
+        "text; the raw rows are measured in the same run on the same disk (WAL, "
+        "`synchronous=FULL`)."
+    )
+    return [note, "", *_table(["ours", "rate", "floor", "rate", "ours / floor"], rows)]
+
+
+def scale_sections(results: Mapping[str, Any]) -> list[str]:
+    """The scale sections of the report (module docstring), headings included."""
+    lean = [run for run in results["runs"] if run.get("lean")]
+    lines = [
+        "## Steps: time and peak memory",
+        "",
+        *steps_table(results),
+        "",
+    ]
+    if lean:
+        above = results["config"]["lean_above"]
+        lines += [
+            f"Runs marked *lean* (more than {above:,} entries) ran every step above for real "
+            "but skipped the working-context quality tallies, the context baselines, the "
+            "naive re-folds and the pymerkle comparison: those hold the whole history in the "
+            "harness's memory.",
+            "",
+        ]
+    lines += [
+        "## Projection latency by third of the history, per budget",
+        "",
+        "Flat rows (along the history) and flat columns (across budgets) are the goal. "
+        "Projection is sampled at evenly spaced and geometric history lengths; the model "
+        "call at every call, alone and (in brackets) with the `thread.compact` before it; "
+        "a compaction check is a `thread.compact` that found nothing to fold.",
+        "",
+        *flat_table(results),
+        "",
+        "## Verify beside its signature checks alone",
+        "",
+        "Same run, same bundle, one process each: the verifier (every step, the working "
+        "context replayed) and the Ed25519 verification of every entry alone.",
+        "",
+        *verify_table(results),
+        "",
+        "## Appends beside raw durable transactions",
+        "",
+        *appends_table(results),
+        "",
+    ]
+    return lines
