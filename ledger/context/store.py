@@ -37,9 +37,9 @@ from registre.attest.keys import Signer, Verifier
 from registre.attest.projection import (
     REGISTRE_SHAPE,
     claims_block,
-    shape_digest,
     verify_model_call,
 )
+from registre.ledger.context.digest import call_digest
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,
@@ -49,6 +49,7 @@ from registre.ledger.core.append import (
 )
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
+from registre.ledger.store.context_cache import fold_cache
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -412,9 +413,10 @@ def record_model_call(
         state = fold_context(conn, thread, frontier.size - 1, signer.verifier())
         lifecycle = slot.current(conn, frontier.size).state if lifecycle_block else None
         projection = project(state, budget, policy, counter, lifecycle)
+        fold_cache().adopt(db.engine, thread, state)  # keep what it counted
         body: dict[str, Any] = {
             "model": model,
-            "projection_sha256": shape_digest(projection, shape),
+            "projection_sha256": call_digest(projection, shape),
             "at_seq": state.at,
             "budget_tokens": budget,
             "policy": policy.to_json(),

@@ -364,6 +364,21 @@ class ContextState:
         """Keep ``cache`` as derived cache ``name`` (:meth:`cache`)."""
         self._caches[name] = cache
 
+    def adopt_caches(self, other: ContextState) -> bool:
+        """Take copies of ``other``'s derived caches if ``other`` is an unchanged
+        :meth:`copy` of this state (same entry folded last, same tail items), so that what
+        was computed on a copy is kept with the original; return whether it was."""
+        if (
+            other._at != self._at
+            or other._boundary != self._boundary
+            or other._header_seq != self._header_seq
+            or len(other._tail) != len(self._tail)
+            or (self._tail and other._tail[-1] is not self._tail[-1])
+        ):
+            return False
+        self._caches = {name: cache.copy() for name, cache in other._caches.items()}
+        return True
+
     def _own_pins(self) -> None:
         """Copy the pin table shared with a copy before changing it."""
         if self._shared_pins:

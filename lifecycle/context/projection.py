@@ -108,8 +108,14 @@ class Manifest:
 
     def to_json(self) -> dict[str, object]:
         """``{"entries": [runs], "stable_prefix": {"messages", "tokens"}, "tokens"}``."""
+        data = self.json_skeleton()
+        data["entries"] = [run.to_json() for run in self.runs]
+        return data
+
+    def json_skeleton(self) -> dict[str, object]:
+        """:meth:`to_json` with ``"entries"`` an empty list (the same keys, in order)."""
         return {
-            "entries": [run.to_json() for run in self.runs],
+            "entries": [],
             "stable_prefix": {
                 "messages": self.stable_prefix_messages,
                 "tokens": self.stable_prefix_tokens,
@@ -147,14 +153,22 @@ class Projection:
         """Plain JSON data, ready for RFC 8785: the projection digest is SHA-256 over its
         canonical bytes (``specs/context.md`` section 8). ``"lifecycle_block"`` is there
         only for a projection with the block."""
+        data = self.json_skeleton()
+        data["messages"] = [message.to_json() for message in self.messages]
+        data["manifest"] = self.manifest.to_json()
+        return data
+
+    def json_skeleton(self) -> dict[str, object]:
+        """:meth:`to_json` with ``"messages"`` and the manifest's ``"entries"`` empty lists
+        (the same keys, in order): what a digest made of cached parts starts from."""
         data: dict[str, object] = {
             "format": PROJECTION_FORMAT,
             "at": self.at,
             "budget_tokens": self.budget,
             "token_counter": self.counter,
             "policy": self.policy.to_json(),
-            "messages": [message.to_json() for message in self.messages],
-            "manifest": self.manifest.to_json(),
+            "messages": [],
+            "manifest": self.manifest.json_skeleton(),
         }
         if self.block is not None:
             shown = None if self.block.message is None else len(self.messages) - 1
