@@ -37,7 +37,8 @@ from registre.lifecycle.context import ManifestRun, Message, Projection
 __all__ = ["CACHE_BYTES", "call_digest", "projection_bytes"]
 
 CACHE_BYTES: Final = 64 * 1024 * 1024
-"""The most encoded bytes the part cache holds (the part encoded longest ago dropped first)."""
+"""The most encoded bytes the part cache holds (the part encoded longest ago dropped first),
+and the most the joins it keeps hold together (at most 32 joins, the oldest dropped first)."""
 
 _MESSAGES: Final = b'"messages":[]'
 _ENTRIES: Final = b'"manifest":{"entries":[]'
@@ -87,7 +88,10 @@ class _Parts:
         with self._lock:
             self._joins.pop(id(parts[0]), None)
             self._joins[id(parts[0])] = _Join(list(parts), ends, joined)
-            while len(self._joins) > self._max_joins:
+            while len(self._joins) > self._max_joins or (
+                len(self._joins) > 1
+                and sum(len(join.joined) for join in self._joins.values()) > self._max
+            ):
                 del self._joins[next(iter(self._joins))]
         return joined
 

@@ -47,7 +47,7 @@ CATCH_UP: Final = 4096
 (which reads the tail) is no dearer."""
 
 MAX_THREADS: Final = 64
-MAX_ITEMS: Final = 400_000
+MAX_ITEMS: Final = 100_000
 
 _entry = tables.entry
 _HASHED = (

@@ -16,8 +16,16 @@ provider's prompt cache stays valid between compactions. The manifest gives ever
 ``0..at`` exactly one status (:data:`STATUSES`) as runs of consecutive entries, and reports
 the stable prefix length in messages and tokens.
 
-Cost: O(header + live summaries + their pointer spans + tail), independent of the length of
-the history behind the summaries. ``project`` never cuts anything silently: a context over
+Cost: the state keeps what its projection shows (:meth:`ContextState.cache`): the prefix's
+messages and manifest runs, built once per compaction in O(header + live summaries + their
+pointer spans), and the tail's messages, manifest runs and per-counter token counts, extended
+by the entries folded since the last projection. So a projection costs O(entries appended
+since) plus copying the message and run lists into the result (C-level, tiny per item), and
+:func:`context_tokens` O(entries appended since): independent of the history behind the
+summaries, and close to independent of the budget. The first projection after a compaction
+(or of a state restored from a snapshot) builds them in O(context).
+
+``project`` never cuts anything silently: a context over
 the budget raises :class:`~registre.lifecycle.context.errors.PinsOverBudgetError` (the pins alone do
 not fit) or :class:`~registre.lifecycle.context.errors.ProjectionOverBudgetError` (compact first).
 """
