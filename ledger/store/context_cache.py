@@ -37,10 +37,19 @@ from typing import Final
 
 from sqlalchemy import Connection, Engine, bindparam, select
 
+from registre.attest.keys import Signer, Verifier
 from registre.ledger.store.schema import tables
 from registre.lifecycle.context import ContextEntry, ContextState
 
-__all__ = ["CATCH_UP", "MAX_ITEMS", "MAX_THREADS", "CachedFold", "FoldCache", "fold_cache"]
+__all__ = [
+    "CATCH_UP",
+    "MAX_ITEMS",
+    "MAX_THREADS",
+    "CachedFold",
+    "FoldCache",
+    "fold_cache",
+    "verifier_of",
+]
 
 CATCH_UP: Final = 4096
 """The most entries a hit folds onto the cached state; further than that, the snapshot path
@@ -176,6 +185,22 @@ class FoldCache:
 
 
 _CACHE: Final = FoldCache()
+_VERIFIERS: dict[int, tuple[Signer, Verifier]] = {}
+_VERIFIERS_LOCK: Final = threading.Lock()
+
+
+def verifier_of(signer: Signer) -> Verifier:
+    """``signer.verifier()``, built once per signer (building one checks the public key,
+    which costs more than the fold of a few entries)."""
+    found = _VERIFIERS.get(id(signer))
+    if found is not None and found[0] is signer:
+        return found[1]
+    verifier = signer.verifier()
+    with _VERIFIERS_LOCK:
+        if len(_VERIFIERS) >= MAX_THREADS:
+            _VERIFIERS.clear()
+        _VERIFIERS[id(signer)] = (signer, verifier)
+    return verifier
 
 
 def fold_cache() -> FoldCache:
