@@ -24,6 +24,7 @@ Provider shapes are digested by :func:`~registre.attest.projection.shape_digest`
 from __future__ import annotations
 
 import hashlib
+import itertools
 import operator
 import threading
 from collections.abc import Sequence
@@ -64,15 +65,7 @@ class _Parts:
         last = self._joins.get(id(parts[0]))
         common = 0
         if last is not None and last.parts[0] is parts[0]:
-            limit = min(len(last.parts), len(parts))
-            if all(map(operator.is_, last.parts[:limit], parts[:limit])):
-                common = limit
-            else:
-                common = next(
-                    index
-                    for index, (old, new) in enumerate(zip(last.parts, parts, strict=False))
-                    if old is not new
-                )
+            common = _common_prefix(last.parts, parts)
         if common:
             assert last is not None
             head, ends = last.joined[: last.ends[common - 1]], last.ends[:common]
@@ -112,6 +105,22 @@ class _Parts:
         return encoded
 
 
+def _common_prefix(old: Sequence[object], new: Sequence[object]) -> int:
+    """How many first items of ``old`` and ``new`` are the same objects. Checks whole
+    prefixes at C speed, shorter and shorter from the end (a projection differs from the one
+    before at its last messages), then steps forward from the longest that matched."""
+    limit = min(len(old), len(new))
+    length, back = limit, 0
+    while length > 0 and not all(
+        map(operator.is_, itertools.islice(old, length), itertools.islice(new, length))
+    ):
+        back = max(1, back * 2)
+        length = max(0, limit - back)
+    while length < limit and old[length] is new[length]:
+        length += 1
+    return length
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _Join:
     """A join: its parts, the end of each part's encoding in it, the joined bytes."""
@@ -126,22 +135,25 @@ _PARTS: Final = _Parts(CACHE_BYTES)
 
 def projection_bytes(projection: Projection) -> bytes:
     """``canonical_bytes(projection.to_json())``, from cached parts (module docstring)."""
+    return b"".join(_pieces(projection))
+
+
+def _pieces(projection: Projection) -> list[bytes]:
+    """:func:`projection_bytes` in pieces, to be joined or hashed one after the other."""
     skeleton = canonical_bytes(projection.json_skeleton())
     at = skeleton.rfind(_MESSAGES)
     manifest = skeleton.rfind(_ENTRIES, 0, at)
     if at < 0 or manifest < 0:  # not the shape this module knows: encode it whole
-        return canonical_bytes(projection.to_json())
+        return [canonical_bytes(projection.to_json())]
     entries_at = manifest + len(_ENTRIES) - 1
-    return b"".join(
-        (
-            skeleton[:entries_at],
-            _PARTS.join(projection.manifest.runs),
-            skeleton[entries_at:at],
-            b'"messages":[',
-            _PARTS.join(projection.messages),
-            skeleton[at + len(_MESSAGES) - 1 :],
-        )
-    )
+    return [
+        skeleton[:entries_at],
+        _PARTS.join(projection.manifest.runs),
+        skeleton[entries_at:at],
+        b'"messages":[',
+        _PARTS.join(projection.messages),
+        skeleton[at + len(_MESSAGES) - 1 :],
+    ]
 
 
 def call_digest(projection: Projection, shape: str = REGISTRE_SHAPE) -> str:
@@ -149,4 +161,7 @@ def call_digest(projection: Projection, shape: str = REGISTRE_SHAPE) -> str:
     registre shape from cached parts."""
     if shape != REGISTRE_SHAPE:
         return shape_digest(projection, shape)
-    return hashlib.sha256(projection_bytes(projection)).hexdigest()
+    digest = hashlib.sha256()
+    for piece in _pieces(projection):
+        digest.update(piece)
+    return digest.hexdigest()
