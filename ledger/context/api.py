@@ -52,6 +52,7 @@ from registre.ledger.context.store import (
 )
 from registre.ledger.core.thread_core import ThreadCore, ThreadInclusionProof
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
+from registre.ledger.store.context_cache import fold_cache, verifier_of
 from registre.ledger.store.context_snapshots import context_entries, fold_context
 from registre.ledger.store.engine import read_transaction
 from registre.lifecycle import LifecycleFormatError
@@ -109,7 +110,7 @@ class ContextThread(ThreadCore):
                     "(-1: before the first)"
                 )
             signer = self._db.signer
-            return fold_context(conn, self.id, at, signer.verifier() if signer else None)
+            return fold_context(conn, self.id, at, verifier_of(signer) if signer else None)
 
     def context_entries(self, start: int = 0, stop: int | None = None) -> list[ContextEntry]:
         """Entries ``start <= seq < stop`` (default: to the head) as the context fold reads
@@ -144,7 +145,9 @@ class ContextThread(ThreadCore):
         if lifecycle_block:
             with read_transaction(self._db.engine, snapshot=True) as conn:
                 lifecycle = lifecycle_at(conn, self.id, state.at).state
-        return project(state, budget, policy, counter or default_counter(), lifecycle)
+        projection = project(state, budget, policy, counter or default_counter(), lifecycle)
+        fold_cache().adopt(self._db.engine, self.id, state)  # keep what it counted
+        return projection
 
     def compact(
         self,

@@ -37,9 +37,9 @@ from registre.attest.keys import Signer, Verifier
 from registre.attest.projection import (
     REGISTRE_SHAPE,
     claims_block,
-    shape_digest,
     verify_model_call,
 )
+from registre.ledger.context.digest import call_digest
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,
@@ -49,6 +49,7 @@ from registre.ledger.core.append import (
 )
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
+from registre.ledger.store.context_cache import fold_cache, verifier_of
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -229,7 +230,7 @@ def append_context_checked(
     signer = db.require_signer()
     with write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)
-        state = fold_context(conn, thread, frontier.size - 1, signer.verifier())
+        state = fold_context(conn, thread, frontier.size - 1, verifier_of(signer))
         return commit_context_items(conn, signer, thread, state, items, counter_registry(counters))
 
 
@@ -260,7 +261,7 @@ def commit_context_items(
                 validate_compaction(state, entry, texts, counters)
             elif kind == "model.call":
                 at = _model_call_state(
-                    conn, thread, state, batch, body["at_seq"], entry.seq, signer.verifier()
+                    conn, thread, state, batch, body["at_seq"], entry.seq, verifier_of(signer)
                 )
                 lifecycle = None
                 if claims_block(body):
@@ -353,7 +354,7 @@ def record_compaction(
     for _attempt in range(_PLAN_ATTEMPTS):
         with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
-            state = fold_context(conn, thread, size - 1, signer.verifier())
+            state = fold_context(conn, thread, size - 1, verifier_of(signer))
         texts = LeafTexts(engine_reader(db.engine, thread), size)
         body = prepare_compaction(state, policy, counter, summarizer, texts)
         if body is None:
@@ -409,12 +410,13 @@ def record_model_call(
         _origin, frontier = read_head(conn, thread)
         if frontier.size == 0:
             raise EmptyThreadError(f"thread {thread} has no entries: there is no context to send")
-        state = fold_context(conn, thread, frontier.size - 1, signer.verifier())
+        state = fold_context(conn, thread, frontier.size - 1, verifier_of(signer))
         lifecycle = slot.current(conn, frontier.size).state if lifecycle_block else None
         projection = project(state, budget, policy, counter, lifecycle)
+        fold_cache().adopt(db.engine, thread, state)  # keep what it counted
         body: dict[str, Any] = {
             "model": model,
-            "projection_sha256": shape_digest(projection, shape),
+            "projection_sha256": call_digest(projection, shape),
             "at_seq": state.at,
             "budget_tokens": budget,
             "policy": policy.to_json(),

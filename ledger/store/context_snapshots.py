@@ -54,6 +54,7 @@ from sqlmodel import Field
 from registre.attest.errors import RegistreError
 from registre.attest.keys import Signer, Verifier
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
+from registre.ledger.store.context_cache import CATCH_UP, fold_cache
 from registre.ledger.store.schema import LedgerModel, tables
 from registre.lifecycle import LifecycleFormatError, ReplayMismatchError
 from registre.lifecycle.context import (
@@ -350,8 +351,45 @@ def fold_context(
     """The context fold of ``thread``'s entries ``0..at`` (``at`` >= -1, at most the last
     entry), from the latest stored snapshot at or before ``at`` if its seal verifies under
     ``key`` (default: the thread's bound key), else from the entries alone (module
-    docstring). ContextHistoryError if the stored entries do not fold; StoreCorruptError for
-    a sealed snapshot that does not restore."""
+    docstring) -- or, when this process folded the thread up to some ``at`` or less not long
+    before, from that fold and the entries since (:mod:`registre.ledger.store.context_cache`).
+    The state returned is the caller's: nothing else holds it. ContextHistoryError if the
+    stored entries do not fold; StoreCorruptError for a sealed snapshot that does not
+    restore."""
+    cache = fold_cache()
+    found = cache.lookup(conn, thread) if at >= 0 else None
+    if found is not None and found.state.at <= at <= found.state.at + CATCH_UP:
+        trusted = found.trust is None or found.trust == _vkey(
+            key if key is not None else bound_key(conn, thread)
+        )
+        if trusted:
+            state = cache.catch_up(
+                conn,
+                thread,
+                found,
+                at,
+                _context_entry,
+                lambda base, entries: fold_on(base, entries, thread),
+            )
+            if state is not None:
+                return state
+    state, trust = _fold_stored(conn, thread, at, key)
+    if at >= 0 and (found is None or found.state.at <= at):
+        leaf_hash = cache.leaf_hash(conn, thread, at)
+        if leaf_hash is not None:
+            cache.store(conn, thread, state, leaf_hash, trust)
+    return state
+
+
+def _vkey(key: Verifier | None) -> str | None:
+    return None if key is None else key.vkey()
+
+
+def _fold_stored(
+    conn: Connection, thread: str, at: int, key: Verifier | None
+) -> tuple[ContextState, str | None]:
+    """:func:`fold_context` from the stored snapshots and entries, with the vkey of the seal
+    it trusted (None: folded from the entries alone)."""
     found = conn.execute(_LATEST, {"thread": thread, "at": at}).one_or_none() if at >= 0 else None
     if found is not None:
         key = key if key is not None else bound_key(conn, thread)
@@ -359,8 +397,9 @@ def fold_context(
         if key is not None and seal_verifies(
             key, thread, seq, found.boundary, found.snapshot, found.seal
         ):
-            return fold_from_snapshot(conn, thread, seq, _decode(thread, seq, found.snapshot), at)
-    return fold_on(ContextState(), context_entries(conn, thread, 0, at + 1), thread)
+            snapshot = _decode(thread, seq, found.snapshot)
+            return fold_from_snapshot(conn, thread, seq, snapshot, at), key.vkey()
+    return fold_on(ContextState(), context_entries(conn, thread, 0, at + 1), thread), None
 
 
 def fold_from_snapshot(

@@ -32,6 +32,7 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Protocol
 
 from registre.lifecycle.codec import parse_body
 from registre.lifecycle.context.errors import (
@@ -61,11 +62,22 @@ __all__ = [
     "ContextState",
     "HeaderPin",
     "LiveSummary",
+    "StateCache",
     "SummaryRun",
     "TailItem",
     "protected_start",
     "safe_cuts",
 ]
+
+
+class StateCache(Protocol):
+    """Something derived from a :class:`ContextState` and kept with it
+    (:meth:`ContextState.cache`); :meth:`ContextState.copy` copies it with ``copy``."""
+
+    def copy(self) -> StateCache:
+        """An independent copy (changing either never changes the other)."""
+        ...
+
 
 SummaryRun = tuple[int, int, int | None]
 """``(first, last, line)``: entries ``first..last`` of a summary's range are stood for by line
@@ -236,11 +248,13 @@ class ContextState:
     __slots__ = (
         "_at",
         "_boundary",
+        "_caches",
         "_header",
         "_header_seq",
         "_open_calls",
         "_pin_entry",
         "_pins",
+        "_shared_pins",
         "_summaries",
         "_tail",
     )
@@ -255,6 +269,8 @@ class ContextState:
         self._tail: list[TailItem] = []
         self._boundary = 0
         self._open_calls: dict[str, TailItem] = {}
+        self._shared_pins = False
+        self._caches: dict[str, StateCache] = {}
 
     @classmethod
     def replay(cls, entries: Iterable[ContextEntry]) -> ContextState:
@@ -317,21 +333,72 @@ class ContextState:
         return pin_set_sha256(self._pins)
 
     def copy(self) -> ContextState:
-        """An independent state equal to this one. O(tail + summaries + pins)."""
+        """An independent state equal to this one: folding either never changes the other.
+        O(tail + live summaries) pointer copies; the tail items are shared (the fold never
+        changes an item in a tail: it replaces it by a changed :meth:`TailItem.clone`), the
+        pin table is shared until either state folds a pin or unpin, and the derived caches
+        (:meth:`cache`) are copied."""
         other = ContextState()
         other._at = self._at
-        other._pins = self._pins.copy()
-        other._pin_entry = dict(self._pin_entry)
+        other._pins = self._pins
+        other._pin_entry = self._pin_entry
+        other._shared_pins = self._shared_pins = True
         other._header = self._header
         other._header_seq = self._header_seq
         other._summaries = list(self._summaries)
-        other._tail = [item.clone() for item in self._tail]
+        other._tail = list(self._tail)
         other._boundary = self._boundary
-        by_seq = {item.seq: item for item in other._tail}
-        other._open_calls = {
-            call_id: by_seq[item.seq] for call_id, item in self._open_calls.items()
-        }
+        other._open_calls = dict(self._open_calls)
+        other._caches = {name: cache.copy() for name, cache in self._caches.items()}
         return other
+
+    def cache(self, name: str) -> StateCache | None:
+        """The derived cache ``name`` set by :meth:`set_cache`, or None. Caches hold what
+        is computed from the state (a projection's token counts, messages, manifest runs);
+        the fold drops them all whenever the header, the summaries or an item already in
+        the tail change (a compaction), and keeps them when it only appends to the tail:
+        a cache extends itself to the items appended since."""
+        return self._caches.get(name)
+
+    def set_cache(self, name: str, cache: StateCache) -> None:
+        """Keep ``cache`` as derived cache ``name`` (:meth:`cache`)."""
+        self._caches[name] = cache
+
+    def adopt_caches(self, other: ContextState) -> bool:
+        """Take copies of ``other``'s derived caches if ``other`` is an unchanged
+        :meth:`copy` of this state (same entry folded last, same tail items), so that what
+        was computed on a copy is kept with the original; return whether it was."""
+        if (
+            other._at != self._at
+            or other._boundary != self._boundary
+            or other._header_seq != self._header_seq
+            or len(other._tail) != len(self._tail)
+            or (self._tail and other._tail[-1] is not self._tail[-1])
+        ):
+            return False
+        self._caches = {name: cache.copy() for name, cache in other._caches.items()}
+        return True
+
+    def _own_pins(self) -> None:
+        """Copy the pin table shared with a copy before changing it."""
+        if self._shared_pins:
+            self._pins = self._pins.copy()
+            self._pin_entry = dict(self._pin_entry)
+            self._shared_pins = False
+
+    def _replace_item(self, item: TailItem) -> TailItem:
+        """Put a clone of ``item`` (an item of the tail) in its place and return it: the one
+        way the fold changes an item once it is in the tail (another state may share it)."""
+        index = item.seq - self._boundary
+        if not 0 <= index < len(self._tail) or self._tail[index] is not item:
+            raise ValueError(f"entry {item.seq} is not in the tail")
+        clone = self._tail[index] = item.clone()
+        if item.kind == "tool.call":
+            for key, call in self._open_calls.items():
+                if call is item:
+                    self._open_calls[key] = clone
+                    break
+        return clone
 
     # --- folding ------------------------------------------------------------------------
 
@@ -383,6 +450,7 @@ class ContextState:
         pin table (which re-decides it). Without, the table already holds its effect (a
         restored state)."""
         event = parse_body(entry.kind, entry.body)
+        self._own_pins()
         if decide:
             self._pins = apply_event(self._pins, event)
         message = None
@@ -420,6 +488,9 @@ class ContextState:
             return
         call = self._open_calls.pop(key, None)
         if call is not None:
+            index = call.seq - self._boundary
+            if 0 <= index < len(self._tail) and self._tail[index] is call:
+                call = self._tail[index] = call.clone()
             call.partner = item.seq
             item.partner = call.seq
 
@@ -445,10 +516,13 @@ class ContextState:
                 self._tail = list(kept)
                 self._boundary = last + 1
         for item in stub_items:
+            item = self._replace_item(item)
             item.stub = stub_message(item.seq, item.body)
             item.elision = None
         for item, (_seq, head, tail) in zip(elided_items, record.elided, strict=True):
+            item = self._replace_item(item)
             item.elide(elided_message(item.seq, item.body, head, tail))
+        self._caches.clear()
         self._header = _header(self._pins, self._pin_entry)
         self._header_seq = record.seq
 
@@ -525,11 +599,12 @@ class ContextState:
         tail, boundary = self._tail, self._boundary
         for seq, head, last in record.elided:
             if boundary <= seq < boundary + len(tail):
-                item = tail[seq - boundary]
+                item = self._replace_item(tail[seq - boundary])
                 item.elide(elided_message(item.seq, item.body, head, last))
         for seq in record.stubbed:
             if boundary <= seq < boundary + len(tail):
-                tail[seq - boundary].elision = None
+                self._replace_item(tail[seq - boundary]).elision = None
+        self._caches.clear()
 
     def __repr__(self) -> str:
         return (

@@ -16,8 +16,16 @@ provider's prompt cache stays valid between compactions. The manifest gives ever
 ``0..at`` exactly one status (:data:`STATUSES`) as runs of consecutive entries, and reports
 the stable prefix length in messages and tokens.
 
-Cost: O(header + live summaries + their pointer spans + tail), independent of the length of
-the history behind the summaries. ``project`` never cuts anything silently: a context over
+Cost: the state keeps what its projection shows (:meth:`ContextState.cache`): the prefix's
+messages and manifest runs, built once per compaction in O(header + live summaries + their
+pointer spans), and the tail's messages, manifest runs and per-counter token counts, extended
+by the entries folded since the last projection. So a projection costs O(entries appended
+since) plus copying the message and run lists into the result (C-level, tiny per item), and
+:func:`context_tokens` O(entries appended since): independent of the history behind the
+summaries, and close to independent of the budget. The first projection after a compaction
+(or of a state restored from a snapshot) builds them in O(context).
+
+``project`` never cuts anything silently: a context over
 the budget raises :class:`~registre.lifecycle.context.errors.PinsOverBudgetError` (the pins alone do
 not fit) or :class:`~registre.lifecycle.context.errors.ProjectionOverBudgetError` (compact first).
 """
@@ -108,8 +116,14 @@ class Manifest:
 
     def to_json(self) -> dict[str, object]:
         """``{"entries": [runs], "stable_prefix": {"messages", "tokens"}, "tokens"}``."""
+        data = self.json_skeleton()
+        data["entries"] = [run.to_json() for run in self.runs]
+        return data
+
+    def json_skeleton(self) -> dict[str, object]:
+        """:meth:`to_json` with ``"entries"`` an empty list (the same keys, in order)."""
         return {
-            "entries": [run.to_json() for run in self.runs],
+            "entries": [],
             "stable_prefix": {
                 "messages": self.stable_prefix_messages,
                 "tokens": self.stable_prefix_tokens,
@@ -147,14 +161,22 @@ class Projection:
         """Plain JSON data, ready for RFC 8785: the projection digest is SHA-256 over its
         canonical bytes (``specs/context.md`` section 8). ``"lifecycle_block"`` is there
         only for a projection with the block."""
+        data = self.json_skeleton()
+        data["messages"] = [message.to_json() for message in self.messages]
+        data["manifest"] = self.manifest.to_json()
+        return data
+
+    def json_skeleton(self) -> dict[str, object]:
+        """:meth:`to_json` with ``"messages"`` and the manifest's ``"entries"`` empty lists
+        (the same keys, in order): what a digest made of cached parts starts from."""
         data: dict[str, object] = {
             "format": PROJECTION_FORMAT,
             "at": self.at,
             "budget_tokens": self.budget,
             "token_counter": self.counter,
             "policy": self.policy.to_json(),
-            "messages": [message.to_json() for message in self.messages],
-            "manifest": self.manifest.to_json(),
+            "messages": [],
+            "manifest": self.manifest.json_skeleton(),
         }
         if self.block is not None:
             shown = None if self.block.message is None else len(self.messages) - 1
@@ -203,23 +225,12 @@ def project(
     """
     if budget < 1:
         raise ValueError(f"budget must be at least 1 token, got {budget}")
-    messages: list[Message] = []
-    tokens: list[int] = []
-    for pin in state.header:
-        messages.append(pin.message)
-        tokens.append(pin.tokens(counter))
-    for summary in state.summaries:
-        messages.append(summary.message)
-        tokens.append(summary.tokens(counter))
-    prefix_messages = len(messages)
-    prefix_tokens = sum(tokens)
-    header_seq = state.header_seq
-    for item in state.tail:
-        shown = item.shown(header_seq)
-        if shown is not None:
-            messages.append(shown)
-            tokens.append(item.tokens(counter, header_seq))
-    total = sum(tokens)
+    view = _view(state)
+    counts = view.counts(state, counter)
+    view.extend(state)
+    messages = view.prefix_messages + view.messages
+    tokens = counts.prefix + counts.values
+    total = counts.prefix_total + counts.total
     if total > budget:
         _refuse(state, budget, total, counter)
     block = None
@@ -230,7 +241,7 @@ def project(
             messages.append(block.message)
             tokens.append(block.tokens)
             total += block.tokens
-    manifest = Manifest(_runs(state), prefix_messages, prefix_tokens, total)
+    manifest = Manifest(view.manifest_runs(), len(view.prefix_messages), counts.prefix_total, total)
     return Projection(
         state.at, budget, counter.name, policy, tuple(messages), tuple(tokens), manifest, block
     )
@@ -238,13 +249,10 @@ def project(
 
 def context_tokens(state: ContextState, counter: TokenCounter) -> int:
     """Tokens of the context the state describes, whatever the budget (what
-    ``tokens_before`` and ``tokens_after`` of a compaction record). O(live context)."""
-    header_seq = state.header_seq
-    return (
-        sum(pin.tokens(counter) for pin in state.header)
-        + sum(summary.tokens(counter) for summary in state.summaries)
-        + sum(item.tokens(counter, header_seq) for item in state.tail)
-    )
+    ``tokens_before`` and ``tokens_after`` of a compaction record). O(entries folded since
+    the last call with this counter, or since the last compaction)."""
+    counts = _view(state).counts(state, counter)
+    return counts.prefix_total + counts.total
 
 
 def live_pin_tokens(state: ContextState, counter: TokenCounter) -> int:
@@ -271,9 +279,154 @@ def _refuse(state: ContextState, budget: int, total: int, counter: TokenCounter)
 # --- the manifest ---------------------------------------------------------------------------
 
 
+_VIEW: Final = "registre.projection/view"
+
+
+class _Counts:
+    """Token counts of one counter: of the prefix messages, and of the shown tail items
+    among the first ``items`` items of the tail (``values``, summed in ``total``)."""
+
+    __slots__ = ("items", "prefix", "prefix_total", "total", "values")
+
+    def __init__(self, prefix: list[int]) -> None:
+        self.prefix = prefix
+        self.prefix_total = sum(prefix)
+        self.items = 0
+        self.values: list[int] = []
+        self.total = 0
+
+    def copy(self) -> _Counts:
+        other = _Counts.__new__(_Counts)
+        other.prefix, other.prefix_total = self.prefix, self.prefix_total
+        other.items, other.values, other.total = self.items, list(self.values), self.total
+        return other
+
+
+class _View:
+    """What a projection of a state shows, kept with the state
+    (:meth:`ContextState.cache`) and extended as the tail grows: the prefix messages and
+    manifest runs (fixed until the next compaction, which drops the view), the messages and
+    manifest runs of the first ``items`` tail items, and per counter their token counts."""
+
+    __slots__ = (
+        "boundary",
+        "counters",
+        "header_seq",
+        "items",
+        "messages",
+        "pinned",
+        "prefix_messages",
+        "prefix_runs",
+        "tail_runs",
+    )
+
+    def __init__(self, state: ContextState) -> None:
+        self.header_seq = state.header_seq
+        self.boundary = state.boundary
+        self.prefix_messages = [pin.message for pin in state.header]
+        self.prefix_messages += [summary.message for summary in state.summaries]
+        self.pinned = {pin.entry_seq: (pin.pin.id, index) for index, pin in enumerate(state.header)}
+        self.prefix_runs = _prefix_runs(state, self.pinned)
+        self.items = 0
+        self.messages: list[Message] = []
+        self.tail_runs: list[ManifestRun] = []
+        self.counters: dict[str, _Counts] = {}
+
+    def copy(self) -> _View:
+        other = _View.__new__(_View)
+        other.header_seq, other.boundary = self.header_seq, self.boundary
+        other.prefix_messages, other.pinned = self.prefix_messages, self.pinned
+        other.prefix_runs, other.items = self.prefix_runs, self.items
+        other.messages, other.tail_runs = list(self.messages), list(self.tail_runs)
+        other.counters = {name: counts.copy() for name, counts in self.counters.items()}
+        return other
+
+    def fits(self, state: ContextState) -> bool:
+        """Whether this view can be extended to ``state`` (a cheap sanity check)."""
+        return (
+            self.header_seq == state.header_seq
+            and self.boundary == state.boundary
+            and self.items <= len(state.tail)
+        )
+
+    def counts(self, state: ContextState, counter: TokenCounter) -> _Counts:
+        """``counter``'s counts, extended to the whole tail."""
+        counts = self.counters.get(counter.name)
+        if counts is None:
+            prefix = [pin.tokens(counter) for pin in state.header]
+            prefix += [summary.tokens(counter) for summary in state.summaries]
+            counts = self.counters[counter.name] = _Counts(prefix)
+        tail = state.tail
+        if counts.items < len(tail):
+            header_seq, values, total = self.header_seq, counts.values, counts.total
+            for item in tail[counts.items :]:
+                if item.shown(header_seq) is not None:
+                    value = item.tokens(counter, header_seq)
+                    values.append(value)
+                    total += value
+            counts.total, counts.items = total, len(tail)
+        return counts
+
+    def extend(self, state: ContextState) -> None:
+        """Extend the messages and the tail's manifest runs to the whole tail."""
+        tail = state.tail
+        if self.items >= len(tail):
+            return
+        header_seq, pinned, runs, messages = (
+            self.header_seq,
+            self.pinned,
+            self.tail_runs,
+            self.messages,
+        )
+        base = len(self.prefix_messages)
+        for item in tail[self.items :]:
+            shown = item.shown(header_seq)
+            if shown is not None:
+                message = base + len(messages)
+                messages.append(shown)
+                if item.pin_id is not None:
+                    _push(runs, ManifestRun(item.seq, item.seq, "pinned", message, pin=item.pin_id))
+                else:
+                    status = "stubbed" if item.stubbed else "verbatim"
+                    _push(runs, ManifestRun(item.seq, item.seq, status, message))
+            elif item.seq in pinned:
+                pin_id, pin_message_index = pinned[item.seq]
+                _push(
+                    runs, ManifestRun(item.seq, item.seq, "pinned", pin_message_index, pin=pin_id)
+                )
+            else:
+                _push(runs, ManifestRun(item.seq, item.seq, "folded"))
+        self.items = len(tail)
+
+    def manifest_runs(self) -> tuple[ManifestRun, ...]:
+        """The manifest's runs: the prefix's, then the tail's (the first may continue the
+        prefix's last run, as when pushed one after the other)."""
+        runs = list(self.prefix_runs)
+        if self.tail_runs:
+            _push(runs, self.tail_runs[0])
+            runs.extend(self.tail_runs[1:])
+        return tuple(runs)
+
+
+def _view(state: ContextState) -> _View:
+    view = state.cache(_VIEW)
+    if not isinstance(view, _View) or not view.fits(state):
+        view = _View(state)
+        state.set_cache(_VIEW, view)
+    return view
+
+
 def _runs(state: ContextState) -> tuple[ManifestRun, ...]:
+    """The manifest's runs of ``state``, built from nothing (what the view keeps)."""
+    view = _View(state)
+    view.extend(state)
+    return view.manifest_runs()
+
+
+def _prefix_runs(
+    state: ContextState, pinned: dict[int, tuple[str, int]]
+) -> tuple[ManifestRun, ...]:
     runs: list[ManifestRun] = []
-    pinned = {pin.entry_seq: (pin.pin.id, index) for index, pin in enumerate(state.header)}
     pinned_seqs = sorted(pinned)
     message = len(state.header)
     for summary in state.summaries:
@@ -290,21 +443,6 @@ def _runs(state: ContextState) -> tuple[ManifestRun, ...]:
             if start <= last:
                 _push(runs, _summarized(start, last, summary.seq, line, message))
         message += 1
-    header_seq = state.header_seq
-    for item in state.tail:
-        shown = item.shown(header_seq)
-        if shown is not None and item.pin_id is not None:
-            _push(runs, ManifestRun(item.seq, item.seq, "pinned", message, pin=item.pin_id))
-            message += 1
-        elif shown is not None:
-            status = "stubbed" if item.stubbed else "verbatim"
-            _push(runs, ManifestRun(item.seq, item.seq, status, message))
-            message += 1
-        elif item.seq in pinned:
-            pin_id, pin_message_index = pinned[item.seq]
-            _push(runs, ManifestRun(item.seq, item.seq, "pinned", pin_message_index, pin=pin_id))
-        else:
-            _push(runs, ManifestRun(item.seq, item.seq, "folded"))
     return tuple(runs)
 
 

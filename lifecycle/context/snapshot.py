@@ -122,6 +122,7 @@ def restore_state(snapshot: Mapping[str, object], tail: Iterable[ContextEntry]) 
         if item is None or item.kind != "tool.result":
             raise ValueError(f"stubbed entry {seq!r} is not a tool result of the tail")
         item.stub = stub_message(item.seq, item.body)
+    state._caches.clear()
     return state
 
 
