@@ -15,7 +15,7 @@ the parts of the projection that only grow between two compactions:
 
 A call then costs the entries folded since the last call, the lifecycle block (built per call:
 its text names ``at``; the view is cached per lifecycle state and the counts of its lines in
-:func:`registre.attest.line_counts.line_counter`), and one SHA-256 over the canonical
+:func:`registre.lifecycle.context.line_counts.line_counter`), and one SHA-256 over the canonical
 bytes streamed from those parts -- byte for byte what ``canonical_bytes(projection.to_json())``
 gives (``specs/context.md`` section 8; tests/attest/test_projection_stream.py holds the two
 side by side). A compaction, a new state object or anything but entries appended since the
@@ -34,7 +34,6 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Final
 
 from registre.attest.canonical import canonical_bytes
-from registre.attest.line_counts import line_counter
 from registre.attest.projection import claims_block, verify_model_call
 from registre.lifecycle import LifecycleState
 from registre.lifecycle.context import (
@@ -50,6 +49,7 @@ from registre.lifecycle.context import (
 )
 from registre.lifecycle.context.fold import TailItem
 from registre.lifecycle.context.lifecycle_block import LifecycleView, block_allowance
+from registre.lifecycle.context.line_counts import line_counter
 from registre.lifecycle.context.projection import PROJECTION_FORMAT
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from registre.lifecycle.context.line_counts import block_counter
 from registre.lifecycle.context.model import Message
 from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
 from registre.lifecycle.context.tokens import TokenCounter
@@ -220,6 +221,7 @@ def lifecycle_block(
     over), else the id list, else the count line, else none. An empty view gives none."""
     if view.empty or allowance <= 0:
         return _NONE
+    counter = block_counter(counter)  # the same counts; each line counted once per counter
 
     def sized(text: str) -> tuple[Message, int]:
         message = Message("system", text)

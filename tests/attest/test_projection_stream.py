@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from registre.attest.canonical import LoneSurrogateError, canonical_bytes
 from registre.attest.errors import RegistreError
-from registre.attest.line_counts import LineCounter, line_counter
 from registre.attest.projection import projection_digest, verify_model_call
 from registre.attest.projection_stream import ModelCallChecker, message_bytes, run_bytes
 from registre.lifecycle import PinRequest, ReadRequest, Statement, UnpinRequest, UpsertRequest
@@ -20,11 +19,9 @@ from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
     LIFECYCLE_BLOCK_VERSION,
     STATUSES,
-    CachedCounter,
     ContextBudgetError,
     ContextEntry,
     ContextState,
-    DefaultTokenCounter,
     ExtractiveSummarizer,
     ManifestRun,
     Message,
@@ -198,23 +195,3 @@ def test_run_bytes_are_canonical_bytes(
 ) -> None:
     run = ManifestRun(first, last, status, message, compaction, line, pin)
     assert run_bytes(run) == canonical_bytes(run.to_json())
-
-
-lines_text = st.lists(
-    st.text(st.sampled_from("ab Z9\t\n\r.,;é漢\x00\x7f  -"), max_size=12), max_size=6
-).map("\n".join)
-
-
-@given(st.one_of(lines_text, st.text(max_size=60)))
-def test_line_counter_counts_as_the_default_counter(text: str) -> None:
-    counter = LineCounter(DefaultTokenCounter())
-    assert counter.count(text) == DefaultTokenCounter().count(text)
-    assert counter.count(text) == DefaultTokenCounter().count(text)  # from the cache too
-
-
-def test_line_counter_is_only_for_the_default_rule() -> None:
-    assert isinstance(line_counter(default_counter()), LineCounter)
-    other = CachedCounter(default_counter())
-    wrapped = line_counter(other)
-    assert not isinstance(wrapped, LineCounter)
-    assert wrapped.name == other.name

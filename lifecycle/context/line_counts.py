@@ -14,13 +14,17 @@ their lines, and any other text whole; for any other counter it is the plain
 
 from __future__ import annotations
 
+import threading
 from typing import Final
 
-from registre.lifecycle.context import CachedCounter, DefaultTokenCounter, TokenCounter
+from registre.lifecycle.context.tokens import CachedCounter, DefaultTokenCounter, TokenCounter
 
-__all__ = ["LineCounter", "line_counter"]
+__all__ = ["LineCounter", "block_counter", "line_counter"]
 
 _ASCII_SPACE: Final = "\t\n\v\f\r "
+
+_KEPT: Final = 8
+"""The most counters :func:`block_counter` keeps a cache for (the oldest dropped first)."""
 
 
 class LineCounter:
@@ -59,3 +63,22 @@ def line_counter(counter: TokenCounter) -> TokenCounter:
     if type(counter) is DefaultTokenCounter:
         return LineCounter(counter)
     return CachedCounter(counter)
+
+
+_block_counters: dict[int, tuple[TokenCounter, TokenCounter]] = {}
+_block_lock = threading.Lock()
+
+
+def block_counter(counter: TokenCounter) -> TokenCounter:
+    """:func:`line_counter` of ``counter``, kept from call to call for the same counter
+    object (at most a few counters at a time): what the lifecycle block counts with, so the
+    statement lines it counts at every call are counted once."""
+    found = _block_counters.get(id(counter))
+    if found is not None and found[0] is counter:
+        return found[1]
+    wrapped = line_counter(counter)
+    with _block_lock:
+        _block_counters[id(counter)] = (counter, wrapped)
+        while len(_block_counters) > _KEPT:
+            del _block_counters[next(iter(_block_counters))]
+    return wrapped
