@@ -3,7 +3,7 @@
 :func:`verify_bundle` trusts only what the caller pins (:class:`TrustPolicy`: the log's
 verifier key, witness keys and a quorum) and, optionally, its own state file. It runs
 
-1. **container** -- :func:`registre.attest.bundle.read_bundle`: a safe zip, every member as the
+1. **container** -- :func:`registre.attest.bundle.open_bundle`: a safe zip, every member as the
    manifest records it; (1.10) a bundle disclosing every seq ``0..n-1`` is checked as full
    whatever its label; (1.11) ``require_full`` refuses the other partial bundles;
 2. **checkpoints** -- every checkpoint signed by the pinned log key, for the bundle's origin,
@@ -29,6 +29,13 @@ re-read, re-checked, merged, written atomically). It returns a
 own :class:`~registre.attest.errors.RegistreError` subclass with the report attached
 (:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
 it names are informational, and its proofs are looked up by sizes taken from signed data.
+
+Memory is bounded whatever the bundle's length: the zip stays open while the steps run, and
+``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
+bytes), checked chunk by chunk in step 3 (which keeps the semantic bodies and the chain
+marks), read forward again by the working-context replay of step 6 -- never held whole
+(:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked
+against its step-1 hash).
 """
 
 from __future__ import annotations
@@ -37,9 +44,11 @@ import base64
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import islice
 
-from registre.attest.bundle import Bundle, read_bundle
+from registre.attest.bundle import Bundle, open_bundle
 from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
 from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
@@ -52,7 +61,7 @@ from registre.attest.errors import (
 )
 from registre.attest.keys import Verifier
 from registre.attest.lifecycle_chain import ChainProgress, check_lifecycle_chain
-from registre.attest.merkle import CompactRange, leaf_hash
+from registre.attest.merkle import CompactRange
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.attest.verify_context import context_hooks
 from registre.attest.verify_entries import (
@@ -191,6 +200,7 @@ class _Verification:
         self.semantics: SemanticsChecked
         self.trusted: TrustedHead | None = None
         """The head the state file trusted for this (key, origin) when step 5 read it."""
+        self.open = ExitStack()
 
     def run(self, name: str) -> VerifyReport:
         self.report = VerifyReport(bundle=name)
@@ -203,20 +213,21 @@ class _Verification:
             self._step6_semantics,
             self._step7_claims,
         )
-        for number, step in enumerate(steps, start=1):
-            result = self.report.step(number)
-            self.seq = None
-            try:
-                step(result)
-            except RegistreError as error:
-                result.status = "failed"
-                self.report.failure = Failure(
-                    number, self.seq, type(error).__name__, str(error), error.exit_code
-                )
-                attach(error, self.report)
-                raise
-            if result.status == "not run":
-                result.status = "passed"
+        with self.open:  # the bundle's zip, opened by step 1, read by the later steps
+            for number, step in enumerate(steps, start=1):
+                result = self.report.step(number)
+                self.seq = None
+                try:
+                    step(result)
+                except RegistreError as error:
+                    result.status = "failed"
+                    self.report.failure = Failure(
+                        number, self.seq, type(error).__name__, str(error), error.exit_code
+                    )
+                    attach(error, self.report)
+                    raise
+                if result.status == "not run":
+                    result.status = "passed"
         if self.state_file is not None:
             self._record_state(self.state_file)
         return self.report
@@ -263,7 +274,7 @@ class _Verification:
     # 1. container ----------------------------------------------------------------------
 
     def _step1_container(self, result: StepResult) -> None:
-        bundle = self.bundle = read_bundle(self.source, self.limits)
+        bundle = self.bundle = self.open.enter_context(open_bundle(self.source, self.limits))
         manifest = bundle.manifest
         report = self.report
         report.origin, report.disclosure = manifest.origin, manifest.disclosure
@@ -371,6 +382,7 @@ class _Verification:
                 root_sizes=self.checkpoints,
                 jobs=self.jobs,
                 progress=progress,
+                leaf_hashes=bundle.leaf_hashes,
             )
         finally:
             if progress.line is not None:
@@ -436,9 +448,9 @@ class _Verification:
         assert proofs is not None
         consistency = proofs.consistency
         # 4.3 each disclosed leaf is in the head's tree at its signed seq
-        for leaf, proof in zip(bundle.leaves, proofs.inclusion, strict=True):
+        for digest, proof in zip(bundle.leaf_hashes, proofs.inclusion, strict=True):
             self.seq = proof.seq
-            verify_inclusion(leaf_hash(leaf), proof.seq, head.size, proof.hashes, head.root)
+            verify_inclusion(digest, proof.seq, head.size, proof.hashes, head.root)
         # 4.4 each disclosed entry's prev.root is the head tree's root at its seq
         for proof, prev_root in zip(proofs.inclusion, self.entries.prev_roots, strict=True):
             self.seq = seq = proof.seq
@@ -504,7 +516,7 @@ class _Verification:
     def _root_at(self, size: int) -> bytes:
         """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size)."""
         tree = CompactRange()
-        for digest in self.entries.leaf_hashes[:size]:
+        for digest in islice(self.entries.leaf_hashes, size):
             tree.append(digest)
         return tree.root()
 
@@ -516,7 +528,7 @@ class _Verification:
             self.semantics = check_semantics(
                 self.entries.records,
                 full=self.full,
-                leaves=self.bundle.leaves,
+                leaves=self.bundle.leaves,  # the hooks' prefixes are views read from the zip
                 hooks=self.hooks,
                 progress=progress,
                 lifecycle_complete=self.lifecycle_complete,
