@@ -30,12 +30,13 @@ own :class:`~registre.attest.errors.RegistreError` subclass with the report atta
 (:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
 it names are informational, and its proofs are looked up by sizes taken from signed data.
 
-Memory is bounded whatever the bundle's length: the zip stays open while the steps run, and
+Memory does not grow with the entries' bytes: the zip stays open while the steps run, and
 ``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
-bytes), checked chunk by chunk in step 3 (which keeps the semantic bodies and the chain
-marks), read forward again by the working-context replay of step 6 -- never held whole
-(:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked
-against its step-1 hash).
+bytes), checked chunk by chunk in step 3 (which keeps the bodies of the semantic kinds and
+the chain marks that matter), read forward again by the working-context replay of step 6 --
+never held whole (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again
+is checked against its step-1 hash). What still grows with the thread is those semantic
+bodies and what the working-context replay keeps (:mod:`registre.attest.verify_context`).
 """
 
 from __future__ import annotations
