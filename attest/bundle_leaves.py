@@ -109,6 +109,10 @@ class BundleLeaves(Sequence[bytes]):
         """The leaf hash of every line, in line order."""
         return self._hashes
 
+    def fork(self) -> BundleLeaves:
+        """The same lines with a cursor of their own (for a second reader moving forward)."""
+        return BundleLeaves(self._chunks, self._hashes)
+
     def __len__(self) -> int:
         return len(self._hashes)
 

@@ -32,11 +32,12 @@ it names are informational, and its proofs are looked up by sizes taken from sig
 
 Memory does not grow with the entries' bytes: the zip stays open while the steps run, and
 ``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
-bytes), checked chunk by chunk in step 3 (which keeps the bodies of the semantic kinds and
-the chain marks that matter), read forward again by the working-context replay of step 6 --
-never held whole (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again
-is checked against its step-1 hash). What still grows with the thread is those semantic
-bodies and what the working-context replay keeps (:mod:`registre.attest.verify_context`).
+bytes), checked chunk by chunk in step 3 (which keeps the bodies of the semantic kinds but
+compactions, and the chain marks that matter), read forward again by step 6 (the compaction
+bodies, and the working-context replay) -- never held whole
+(:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked against
+its step-1 hash). What still grows with the thread is the lifecycle and model-call bodies and
+what the working-context replay keeps (:mod:`registre.attest.verify_context`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
 
-from registre.attest.bundle import Bundle, open_bundle
+from registre.attest.bundle import Bundle, BundleLeaves, open_bundle
 from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
 from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
@@ -69,6 +70,7 @@ from registre.attest.verify_entries import (
     EntriesChecked,
     EntriesProgress,
     PrevRootMismatchError,
+    RecordsWithBodies,
     check_entries,
 )
 from registre.attest.verify_freshness import (
@@ -105,6 +107,12 @@ __all__ = [
     "TrustPolicy",
     "verify_bundle",
 ]
+
+
+_REREAD = frozenset({"context.compaction"})
+"""Kinds whose bodies step 3 does not keep; step 6 reads them again from the zip (a
+compaction's body lists what it folds, stubs and elides: ~1 MB of JSON when it folds 50,000
+entries)."""
 
 
 class CheckpointNameError(VerificationError):
@@ -384,6 +392,7 @@ class _Verification:
                 jobs=self.jobs,
                 progress=progress,
                 leaf_hashes=bundle.leaf_hashes,
+                reread=_REREAD,
             )
         finally:
             if progress.line is not None:
@@ -526,8 +535,10 @@ class _Verification:
     def _step6_semantics(self, result: StepResult) -> None:
         progress = SemanticsProgress()
         try:
+            leaves = self.bundle.leaves
+            second = leaves.fork() if isinstance(leaves, BundleLeaves) else leaves
             self.semantics = check_semantics(
-                self.entries.records,
+                RecordsWithBodies(self.entries.records, self.entries.reread, second),
                 full=self.full,
                 leaves=self.bundle.leaves,  # the hooks' prefixes are views read from the zip
                 hooks=self.hooks,

@@ -45,11 +45,11 @@ import json
 import math
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, overload
 
 from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.bundle_leaves import PackedHashes
@@ -79,6 +79,7 @@ __all__ = [
     "EntryOriginMismatchError",
     "EntryRecord",
     "PrevRootMismatchError",
+    "RecordsWithBodies",
     "SeqDuplicateError",
     "SeqGapError",
     "SeqMismatchError",
@@ -278,6 +279,47 @@ class EntriesChecked:
     roots: dict[int, bytes] = field(default_factory=dict)
     prev_roots: list[bytes] = field(default_factory=list)
     marks: list[ChainMark] = field(default_factory=list)
+    reread: dict[int, int] = field(default_factory=dict)
+    """Records kept without their body (the ``reread`` kinds): seq -> line to read it from."""
+
+
+class RecordsWithBodies(Sequence[EntryRecord]):
+    """The records of step 3 with the bodies it did not keep (``reread``: seq -> line) read
+    again from ``leaves`` -- verified bytes (a
+    :class:`~registre.attest.bundle_leaves.BundleLeaves` checks each against step 1), whose
+    canonical JSON the C parser reads exactly as step 3 did. Iterated in seq order, so a
+    reader of its own (``BundleLeaves.fork()``) goes through the member once; one body is
+    held at a time."""
+
+    def __init__(
+        self, records: Sequence[EntryRecord], reread: Mapping[int, int], leaves: Sequence[bytes]
+    ) -> None:
+        self._records = records
+        self._reread = reread
+        self._leaves = leaves
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @overload
+    def __getitem__(self, index: int) -> EntryRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[EntryRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> EntryRecord | Sequence[EntryRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        record = self._records[index]
+        line = self._reread.get(record.seq)
+        if line is None:
+            return record
+        body = json.loads(self._leaves[line])["entry"]["body"]
+        return EntryRecord(record.seq, record.kind, record.actor, body)
+
+    def __iter__(self) -> Iterator[EntryRecord]:
+        for index in range(len(self._records)):
+            yield self[index]
 
 
 @dataclass
@@ -297,6 +339,7 @@ class _Chunk:
     seqs: list[int]
     frontier: tuple[int, list[bytes]] | None
     origin: str
+    reread: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -368,7 +411,10 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
         marks.append(
             ChainMark(entry.seq, entry.kind in LIFECYCLE_KINDS, entry.leaf_hash, entry.lifecycle)
         )
-        if entry.kind in SEMANTIC_KINDS:
+        if entry.kind in chunk.reread:
+            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, {}))
+            checked.reread[entry.seq] = chunk.start + offset
+        elif entry.kind in SEMANTIC_KINDS:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
     checked.marks = thin_marks(marks)
     return _ChunkResult(checked)
@@ -385,6 +431,7 @@ def check_entries(
     jobs: int = 1,
     progress: EntriesProgress | None = None,
     leaf_hashes: PackedHashes | None = None,
+    reread: Iterable[str] = (),
 ) -> EntriesChecked:
     """Step 3 over all ``leaves``: raise the error of the first bad line, or return the facts.
 
@@ -397,7 +444,10 @@ def check_entries(
     the chunks over that many processes (when there are at least
     :data:`MIN_LEAVES_PER_PROCESS` leaves per process); this process meanwhile reads and
     hashes the leaves and hands each chunk the tree before it. On failure
-    ``progress.line`` names the bad line.
+    ``progress.line`` names the bad line. Records of the ``reread`` kinds (semantic kinds
+    whose bodies can be large: compactions) are kept with an empty body, their lines in
+    ``reread`` of the result, for :class:`RecordsWithBodies` to read again when step 6 needs
+    them.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -411,7 +461,9 @@ def check_entries(
         if len(leaf_hashes) != count:
             raise ValueError(f"{len(leaf_hashes)} leaf hashes for {count} leaves")
         merged.leaf_hashes = leaf_hashes
-    chunks = _chunks(leaves, seqs, full, origin, size, root_sizes, merged, leaf_hashes)
+    chunks = _chunks(
+        leaves, seqs, full, origin, size, root_sizes, merged, leaf_hashes, frozenset(reread)
+    )
     if jobs == 1:
         results: Iterator[_ChunkResult] = (_check_chunk(chunk, keys) for chunk in chunks)
         failed = _merge(results, merged)
@@ -438,6 +490,7 @@ def _merge(results: Iterator[_ChunkResult], into: EntriesChecked) -> int | None:
         into.records.extend(result.checked.records)
         into.prev_roots.extend(result.checked.prev_roots)
         into.marks.extend(result.checked.marks)
+        into.reread.update(result.checked.reread)
     return None
 
 
@@ -469,6 +522,7 @@ def _chunks(
     root_sizes: Iterable[int],
     into: EntriesChecked,
     known: PackedHashes | None,
+    reread: frozenset[str],
 ) -> Iterator[_Chunk]:
     """The leaves in chunks of ``size`` lines, read as they are asked for. For a full
     bundle, the leaves are hashed on the way (or their ``known`` hashes taken): each chunk
@@ -487,7 +541,7 @@ def _chunks(
             return
         end = start + len(batch)
         frontier = (tree.size, tree.hashes()) if full else None
-        yield _Chunk(start, batch, list(seqs[start:end]), frontier, origin)
+        yield _Chunk(start, batch, list(seqs[start:end]), frontier, origin, reread)
         if full:
             for index in range(start, end):
                 if known is None:

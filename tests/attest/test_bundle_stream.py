@@ -43,7 +43,7 @@ from registre.attest.lifecycle_chain import (
 )
 from registre.attest.merkle import leaf_hash
 from registre.attest.note import parse_note
-from registre.attest.verify_entries import thin_marks
+from registre.attest.verify_entries import RecordsWithBodies, check_entries, thin_marks
 from registre.errors import RegistreError
 from tests.bundles import Thread, build_thread
 
@@ -331,3 +331,25 @@ def test_thinned_marks_give_the_chain_check_the_same_outcome(
     thinned = thin_marks(marks)
     assert _outcome(thinned, full, size) == _outcome(marks, full, size)
     assert all(mark in thinned for mark in marks if mark.lifecycle)
+
+
+def test_bodies_left_out_by_step_3_are_read_again_as_they_were(tmp_path: Path) -> None:
+    thread = build_thread(30)  # the story: a compaction at seq 7, a model call at 8
+    target = tmp_path / "story.zip"
+    write_bundle(target, **full_args(thread))
+    with open_bundle(target) as bundle:
+        common: dict[str, Any] = {
+            "seqs": range(len(bundle.leaves)),
+            "full": True,
+            "origin": bundle.origin,
+            "keys": [thread.signer.verifier()],
+        }
+        kept = check_entries(bundle.leaves, **common)
+        light = check_entries(bundle.leaves, reread=["context.compaction"], **common)
+        compaction = next(i for i, record in enumerate(light.records) if record.seq == 7)
+        assert light.reread == {7: 7} and not light.records[compaction].body
+        assert kept.records[compaction].body
+        leaves = bundle.leaves
+        assert isinstance(leaves, BundleLeaves)
+        again = RecordsWithBodies(light.records, light.reread, leaves.fork())
+        assert list(again) == kept.records and again[compaction] == kept.records[compaction]
