@@ -3,21 +3,28 @@
 A bundle is a deterministic zip (:mod:`registre.attest.bundle_zip`) holding
 
 * ``manifest.json`` -- format, origin, disclosure (``full`` or ``partial``), tree size, entry
-  count, checkpoint sizes, and the byte size and SHA-256 of every other member;
+  count, checkpoint sizes, and the byte size and SHA-256 of every other member
+  (:mod:`registre.attest.bundle_manifest`);
 * ``entries.jsonl`` -- the leaves, byte for byte, each followed by ``\\n`` (canonical JSON
   has no raw newline); in seq order;
 * ``checkpoints/<size, 20 digits>.note`` -- signed checkpoint notes with any cosignatures;
 * ``proofs.json`` -- only in a partial bundle: an inclusion proof for each disclosed entry
   against the head checkpoint, and consistency proofs between sizes.
 
-:func:`bundle_bytes` / :func:`write_bundle` take plain data (an origin, leaf bytes, signed
-notes, proofs) so an exporter needs no more than its database rows; :func:`build_proofs`
-(:mod:`registre.attest.bundle_proofs`, re-exported here) makes the proofs from any
-:class:`~registre.attest.merkle.HashSource`. :func:`read_bundle` is step 1
-of the verifier (``specs/verify.md``): the container checks of
-:func:`registre.attest.bundle_zip.read_zip`, then the manifest, then every member against it.
-Nothing read here is trusted yet: keys in the manifest are informational only, and signatures are
-the verifier's job.
+:func:`write_bundle` (to a file) and :func:`bundle_bytes` (in memory), from
+:mod:`registre.attest.bundle_writer` and re-exported here, take plain data (an origin, leaf
+bytes, signed notes, proofs) so an exporter needs no more than its database rows; they stream
+the leaves into the zip as they come, so an export's memory does not grow with the thread.
+:func:`build_proofs` (:mod:`registre.attest.bundle_proofs`, re-exported here) makes the
+proofs from any :class:`~registre.attest.merkle.HashSource`.
+
+:func:`open_bundle` is step 1 of the verifier (``specs/verify.md``): the container checks of
+:func:`registre.attest.bundle_zip.open_zip`, then the manifest, then every member against it;
+``entries.jsonl`` is streamed once, hashed, split and checked line by line, and only each
+line's leaf hash is kept (:class:`registre.attest.bundle_leaves.BundleLeaves` reads the
+lines again when a later step asks). :func:`read_bundle` is the same with the leaves read
+into a list, for bundles that fit in memory. Nothing read here is trusted yet: keys in the
+manifest are informational only, and signatures are the verifier's job.
 """
 
 from __future__ import annotations
@@ -25,13 +32,32 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import pairwise
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
+from registre.attest.bundle_leaves import (
+    BundleLeaves,
+    EntriesChangedError,
+    LeafRange,
+    PackedHashes,
+)
+from registre.attest.bundle_manifest import (
+    CHECKPOINT_DIR,
+    ENTRIES_MEMBER,
+    FORMAT,
+    MANIFEST_BASE_VALUES,
+    MANIFEST_MEMBER,
+    MANIFEST_VALUES_PER_MEMBER,
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_STRING,
+    MAX_MANIFEST_VALUES,
+    Manifest,
+    ManifestFormatError,
+    checkpoint_member,
+    parse_manifest,
+)
 from registre.attest.bundle_proofs import (
     PROOFS_MEMBER,
     BundleProofs,
@@ -40,18 +66,21 @@ from registre.attest.bundle_proofs import (
     build_proofs,
     parse_proofs,
 )
+from registre.attest.bundle_writer import (
+    WRITE_BUFFER,
+    BundleWriteError,
+    bundle_bytes,
+    write_bundle,
+)
 from registre.attest.bundle_zip import (
     DEFAULT_LIMITS,
     ZipArchive,
     ZipLimits,
-    deterministic_zip,
     open_zip,
 )
-from registre.attest.canonical import canonical_bytes, parse_strict
-from registre.attest.checkpoint import Checkpoint
 from registre.attest.entry import MAX_LEAF_BYTES
-from registre.attest.errors import MalformedError, RefusedError, VerificationError
-from registre.attest.note import parse_note
+from registre.attest.errors import MalformedError, VerificationError
+from registre.attest.merkle import leaf_hash
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -63,63 +92,38 @@ __all__ = [
     "MAX_MANIFEST_VALUES",
     "MAX_NOTE_BYTES",
     "PROOFS_MEMBER",
+    "WRITE_BUFFER",
     "Bundle",
+    "BundleLeaves",
     "BundleProofs",
     "BundleWriteError",
+    "EntriesChangedError",
     "EntriesFormatError",
     "InclusionProof",
     "LeafCountError",
+    "LeafRange",
     "LeafTooLargeError",
     "Manifest",
     "ManifestFormatError",
     "ManifestMismatchError",
     "MemberDigestMismatchError",
     "MissingMemberError",
+    "PackedHashes",
     "ProofsFormatError",
     "UncheckedCheckpointError",
     "UnexpectedMemberError",
     "build_proofs",
     "bundle_bytes",
     "checkpoint_member",
+    "open_bundle",
     "read_bundle",
     "write_bundle",
 ]
 
-FORMAT = "registre-bundle/1"
-MANIFEST_MEMBER = "manifest.json"
-ENTRIES_MEMBER = "entries.jsonl"
-CHECKPOINT_DIR = "checkpoints/"
-MAX_MANIFEST_BYTES = 16 << 20
 MAX_NOTE_BYTES = 1 << 20
-MAX_MANIFEST_VALUES = 1 << 16
-"""Values in a manifest at most: 64, and 4 per member of the zip (a member's record is 3, a
-checkpoint's size 1), never more than this; so ``informational`` stays small."""
-_MANIFEST_BASE_VALUES = 64
-_MANIFEST_VALUES_PER_MEMBER = 4
-MAX_MANIFEST_STRING = 1 << 16
 
 _LINE_OVERHEAD = 64  # a bytes object and its list slot, rounded up
 _CHECKPOINT_NAME = re.compile(r"checkpoints/([0-9]{20})\.note")
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_MANIFEST_FIELDS = (
-    "format",
-    "origin",
-    "disclosure",
-    "tree_size",
-    "entry_count",
-    "checkpoint_sizes",
-    "members",
-)
-
-Disclosure = Literal["full", "partial"]
-
-
-class BundleWriteError(RefusedError):
-    """Writer input that cannot make a valid bundle; nothing was written."""
-
-
-class ManifestFormatError(MalformedError):
-    """``manifest.json`` that does not follow the manifest schema."""
 
 
 class EntriesFormatError(MalformedError):
@@ -159,58 +163,25 @@ class UncheckedCheckpointError(ManifestMismatchError):
     verifier would never open it."""
 
 
-def checkpoint_member(size: int) -> str:
-    """The member name of the checkpoint of ``size``: ``checkpoints/`` + 20 digits + ``.note``."""
-    return f"{CHECKPOINT_DIR}{size:020d}.note"
-
-
-# --- the manifest ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """The parsed ``manifest.json``. ``members`` maps each other member to (bytes, sha256 hex);
-    ``informational`` holds keys the exporter named, which the verifier never trusts."""
-
-    origin: str
-    disclosure: Disclosure
-    tree_size: int
-    entry_count: int
-    checkpoint_sizes: tuple[int, ...]
-    members: Mapping[str, tuple[int, str]]
-    informational: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "format": FORMAT,
-            "origin": self.origin,
-            "disclosure": self.disclosure,
-            "tree_size": self.tree_size,
-            "entry_count": self.entry_count,
-            "checkpoint_sizes": list(self.checkpoint_sizes),
-            "members": {
-                name: {"bytes": size, "sha256": digest}
-                for name, (size, digest) in sorted(self.members.items())
-            },
-        }
-        if self.informational:
-            document["informational"] = dict(self.informational)
-        return document
+# --- the bundle ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Bundle:
     """A bundle that passed step 1: members present, hashed and sized as the manifest says.
 
-    ``leaves`` are the lines of ``entries.jsonl``; ``checkpoints`` maps each size to its note
-    bytes; ``proofs`` is set exactly for a partial bundle. Nothing here is verified beyond
-    the container: signatures, proofs and sizes are the verifier's steps 2 to 7.
+    ``leaves`` are the lines of ``entries.jsonl`` (a list from :func:`read_bundle`, a
+    :class:`BundleLeaves` reading them again from the open zip from :func:`open_bundle`), and
+    ``leaf_hashes`` their RFC 9162 leaf hashes, one per line; ``checkpoints`` maps each size
+    to its note bytes; ``proofs`` is set exactly for a partial bundle. Nothing here is
+    verified beyond the container: signatures, proofs and sizes are the verifier's steps 2 to 7.
     """
 
     manifest: Manifest
-    leaves: list[bytes]
+    leaves: Sequence[bytes]
     checkpoints: dict[int, bytes]
     proofs: BundleProofs | None
+    leaf_hashes: PackedHashes
 
     @property
     def origin(self) -> str:
@@ -221,170 +192,24 @@ class Bundle:
         return self.manifest.disclosure == "partial"
 
 
-# --- writing ---------------------------------------------------------------------------
-
-
-def bundle_bytes(
-    *,
-    origin: str,
-    leaves: Sequence[bytes],
-    checkpoints: Sequence[str | bytes],
-    seqs: Sequence[int] | None = None,
-    proofs: BundleProofs | None = None,
-    informational: Mapping[str, Any] | None = None,
-) -> bytes:
-    """The zip bytes of a bundle. Deterministic: the same arguments give the same bytes.
-
-    ``leaves`` are entry leaf bytes in seq order. A *full* bundle (``seqs`` is None) holds
-    leaves ``0 .. n-1`` and its largest checkpoint must have size ``n``. A *partial* bundle
-    gives the disclosed ``seqs`` (strictly increasing, one per leaf) and ``proofs`` with
-    exactly one inclusion proof per seq, in order. ``checkpoints`` are signed notes (any
-    order) for ``origin``, with distinct sizes; the largest is the bundle's head.
-    ``informational`` (e.g. ``{"log_key": vkey}``) is copied into the manifest for people;
-    verifiers ignore it. Raises :class:`BundleWriteError` (nothing is produced) for input
-    that cannot make a valid bundle; signatures are not checked here.
-    """
-    notes = _checkpoints_by_size(origin, checkpoints)
-    head = max(notes)
-    for index, leaf in enumerate(leaves):
-        if not isinstance(leaf, bytes) or not leaf or b"\n" in leaf or b"\r" in leaf:
-            raise BundleWriteError(
-                f"leaf {index} is empty or holds a raw newline; leaves are canonical JSON"
-            )
-    disclosure: Disclosure = "full" if seqs is None else "partial"
-    if seqs is None:
-        if proofs is not None:
-            raise BundleWriteError("a full bundle carries no proofs.json; pass seqs for partial")
-        if len(leaves) != head:
-            raise BundleWriteError(
-                f"a full bundle holds every entry of its head checkpoint: {head} expected, "
-                f"{len(leaves)} given"
-            )
-    else:
-        _check_partial_input(seqs, leaves, proofs, head)
-    members: dict[str, bytes] = {ENTRIES_MEMBER: b"".join(leaf + b"\n" for leaf in leaves)}
-    for size, note in notes.items():
-        members[checkpoint_member(size)] = note
-    if proofs is not None:
-        members[PROOFS_MEMBER] = canonical_bytes(proofs.to_json())
-    manifest = Manifest(
-        origin=origin,
-        disclosure=disclosure,
-        tree_size=head,
-        entry_count=len(leaves),
-        checkpoint_sizes=tuple(sorted(notes)),
-        members={
-            name: (len(data), hashlib.sha256(data).hexdigest()) for name, data in members.items()
-        },
-        informational=dict(informational or {}),
-    )
-    members[MANIFEST_MEMBER] = canonical_bytes(manifest.to_json())
-    return deterministic_zip(members)
-
-
-def write_bundle(
-    path: str | os.PathLike[str],
-    *,
-    origin: str,
-    leaves: Sequence[bytes],
-    checkpoints: Sequence[str | bytes],
-    seqs: Sequence[int] | None = None,
-    proofs: BundleProofs | None = None,
-    informational: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-) -> int:
-    """Write :func:`bundle_bytes` to ``path`` safely; return the number of bytes written.
-
-    The zip goes to a temporary file in the target folder, is flushed and fsynced, then
-    renamed over ``path`` (``overwrite=True``) or linked to it only if ``path`` does not
-    exist yet (:class:`BundleWriteError` if it does); the folder is fsynced after. A crash
-    leaves either no bundle or a complete one, never a torn file.
-    """
-    data = bundle_bytes(
-        origin=origin,
-        leaves=leaves,
-        checkpoints=checkpoints,
-        seqs=seqs,
-        proofs=proofs,
-        informational=informational,
-    )
-    target = Path(path)
-    if not overwrite and target.exists():
-        raise BundleWriteError(f"{target} exists; choose another name or allow overwriting")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if overwrite:
-            os.replace(temporary, target)
-        else:
-            try:
-                os.link(temporary, target)
-            except FileExistsError:
-                raise BundleWriteError(
-                    f"{target} appeared while writing; nothing was replaced"
-                ) from None
-            os.unlink(temporary)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    _fsync_directory(target.parent)
-    return len(data)
-
-
-def _fsync_directory(folder: Path) -> None:
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory descriptors
-        return
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _checkpoints_by_size(origin: str, checkpoints: Sequence[str | bytes]) -> dict[int, bytes]:
-    if not checkpoints:
-        raise BundleWriteError("a bundle needs at least one signed checkpoint")
-    notes: dict[int, bytes] = {}
-    for note in checkpoints:
-        data = note.encode("utf-8") if isinstance(note, str) else bytes(note)
-        try:
-            text, _ = parse_note(data)
-            checkpoint = Checkpoint.parse(text)
-        except MalformedError as exc:
-            raise BundleWriteError(f"a checkpoint is not a signed checkpoint note: {exc}") from exc
-        if checkpoint.origin != origin:
-            raise BundleWriteError(
-                f"checkpoint of size {checkpoint.size} has origin {checkpoint.origin!r}, "
-                f"not the bundle's {origin!r}"
-            )
-        if checkpoint.size in notes:
-            raise BundleWriteError(f"two checkpoints of size {checkpoint.size}")
-        notes[checkpoint.size] = data
-    return dict(sorted(notes.items()))
-
-
-def _check_partial_input(
-    seqs: Sequence[int], leaves: Sequence[bytes], proofs: BundleProofs | None, head: int
-) -> None:
-    if len(seqs) != len(leaves):
-        raise BundleWriteError(f"{len(seqs)} seqs for {len(leaves)} leaves; give one per leaf")
-    if any(b <= a for a, b in pairwise(seqs)) or any(not 0 <= seq < head for seq in seqs):
-        raise BundleWriteError(
-            f"disclosed seqs must be strictly increasing and inside the head tree of {head}"
-        )
-    if proofs is None or [proof.seq for proof in proofs.inclusion] != list(seqs):
-        raise BundleWriteError(
-            "a partial bundle needs one inclusion proof per disclosed seq, in order "
-            "(see build_proofs)"
-        )
-
-
 # --- reading ---------------------------------------------------------------------------
+
+
+@contextmanager
+def open_bundle(
+    source: bytes | str | os.PathLike[str], limits: ZipLimits = DEFAULT_LIMITS
+) -> Iterator[Bundle]:
+    """Step 1 of verification, the zip kept open: ``with open_bundle(path) as bundle: ...``.
+
+    The checks are :func:`read_bundle`'s; ``bundle.leaves`` is a :class:`BundleLeaves`, which
+    reads the lines again from the zip when asked (each checked against the leaf hash step 1
+    recorded for it), valid inside the ``with`` block. Memory: 32 bytes per entry.
+    """
+    with open_zip(source, limits) as archive:
+        manifest, members, hashes, _ = _read_members(archive, keep=None)
+        size = manifest.members[ENTRIES_MEMBER][0]
+        leaves = BundleLeaves(lambda: archive.chunks(ENTRIES_MEMBER, expected_size=size), hashes)
+        yield _bundle(manifest, members, leaves, hashes)
 
 
 def read_bundle(
@@ -417,34 +242,52 @@ def read_bundle(
     1.9 ``proofs.json`` (partial) is no larger than the proofs a bundle of this size can
         need, strict JSON following its schema, one inclusion proof per line with strictly
         increasing seqs (:class:`ProofsFormatError`).
+
+    The leaves come back as a list (the whole ``entries.jsonl`` in memory); a verifier of
+    large bundles uses :func:`open_bundle`, which holds their hashes only.
     """
     with open_zip(source, limits) as archive:
-        manifest, members, leaves = _read_members(archive)
-    if len(leaves) != manifest.entry_count:
+        kept: list[bytes] = []
+        manifest, members, hashes, _ = _read_members(archive, keep=kept)
+    return _bundle(manifest, members, kept, hashes)
+
+
+def _bundle(
+    manifest: Manifest,
+    members: dict[str, bytes],
+    leaves: Sequence[bytes],
+    hashes: PackedHashes,
+) -> Bundle:
+    """1.8 the entry count, then 1.9 the proofs, of a bundle whose members passed 1.4-1.8."""
+    if len(hashes) != manifest.entry_count:
         raise ManifestMismatchError(
-            f"{ENTRIES_MEMBER} holds {len(leaves)} entries; the manifest says "
+            f"{ENTRIES_MEMBER} holds {len(hashes)} entries; the manifest says "
             f"{manifest.entry_count}"
         )
     checkpoints = {size: members[checkpoint_member(size)] for size in manifest.checkpoint_sizes}
     # 1.9 proofs
     proofs = None
     if manifest.disclosure == "partial":
-        proofs = parse_proofs(members[PROOFS_MEMBER], len(leaves), len(manifest.checkpoint_sizes))
-    return Bundle(manifest, leaves, checkpoints, proofs)
+        proofs = parse_proofs(members[PROOFS_MEMBER], len(hashes), len(manifest.checkpoint_sizes))
+    return Bundle(manifest, leaves, checkpoints, proofs, hashes)
 
 
-def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list[bytes]]:
+def _read_members(
+    archive: ZipArchive, keep: list[bytes] | None
+) -> tuple[Manifest, dict[str, bytes], PackedHashes, int]:
     """Steps 1.4-1.8 on an opened zip: the manifest first, then every member it lists,
-    refused before inflating when its declared size is not the manifest's."""
+    refused before inflating when its declared size is not the manifest's. Returns the
+    manifest, the members but ``entries.jsonl``, the leaf hash of each of its lines (the
+    lines themselves appended to ``keep`` if given) and its size."""
     # 1.4 only names the format defines
     for name in archive.names:
         _check_member_name(name, "member")
     # 1.5 the manifest
     if MANIFEST_MEMBER not in archive.names:
         raise MissingMemberError(f"the bundle has no {MANIFEST_MEMBER}")
-    manifest = _parse_manifest(
+    manifest = parse_manifest(
         archive.read(MANIFEST_MEMBER, max_bytes=MAX_MANIFEST_BYTES),
-        max_values=_MANIFEST_BASE_VALUES + _MANIFEST_VALUES_PER_MEMBER * len(archive.names),
+        max_values=MANIFEST_BASE_VALUES + MANIFEST_VALUES_PER_MEMBER * len(archive.names),
     )
     for name in manifest.members:  # 1.4 also for the names the manifest lists
         _check_member_name(name, "the manifest lists member")
@@ -473,7 +316,8 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
         raise ManifestMismatchError(f"a full bundle carries no {PROOFS_MEMBER}")
     # 1.7 sizes (before inflating) and digests; 1.8 entries.jsonl split while it streams
     members: dict[str, bytes] = {}
-    leaves: list[bytes] = []
+    hashes = PackedHashes()
+    entries_size = 0
     for name, (size, digest) in sorted(manifest.members.items()):
         if archive.size(name) != size:
             raise MemberDigestMismatchError(
@@ -483,7 +327,8 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
         hasher = hashlib.sha256()
         if name == ENTRIES_MEMBER:
             chunks = archive.chunks(name, expected_size=size)
-            leaves = _split_entries(chunks, hasher, archive.budget)
+            hashes = _split_entries(chunks, hasher, archive.budget, keep)
+            entries_size = size
         else:
             if name.startswith(CHECKPOINT_DIR) and size > MAX_NOTE_BYTES:
                 raise ManifestMismatchError(
@@ -497,7 +342,7 @@ def _read_members(archive: ZipArchive) -> tuple[Manifest, dict[str, bytes], list
                 f"member {name!r} has SHA-256 {hasher.hexdigest()}; the manifest records "
                 f"{digest}: the member was changed"
             )
-    return manifest, members, leaves
+    return manifest, members, hashes, entries_size
 
 
 def _check_member_name(name: str, what: str) -> None:
@@ -511,14 +356,17 @@ def _check_member_name(name: str, what: str) -> None:
         )
 
 
-def _split_entries(chunks: Iterable[bytes], hasher: Any, budget: int) -> list[bytes]:
-    """The lines of ``entries.jsonl`` as it streams in, hashed on the way; a line longer
-    than any valid entry (:data:`~registre.attest.entry.MAX_LEAF_BYTES`) is refused as soon
-    as it is seen, before anything parses it (:class:`LeafTooLargeError`). The lines held,
-    each counted with :data:`_LINE_OVERHEAD` bytes of bookkeeping, stay within the zip's
-    ``budget`` (:class:`LeafCountError`), so a million one-byte lines cost no more memory
-    than the file may hold."""
-    leaves: list[bytes] = []
+def _split_entries(
+    chunks: Iterable[bytes], hasher: Any, budget: int, keep: list[bytes] | None
+) -> PackedHashes:
+    """The leaf hash of every line of ``entries.jsonl`` as it streams in, the member hashed
+    on the way (each line also appended to ``keep`` if given); a line longer than any valid
+    entry (:data:`~registre.attest.entry.MAX_LEAF_BYTES`) is refused as soon as it is seen,
+    before anything parses it (:class:`LeafTooLargeError`). The lines, each counted with
+    :data:`_LINE_OVERHEAD` bytes of bookkeeping, stay within the zip's ``budget``
+    (:class:`LeafCountError`), so a million one-byte lines cost no more than the file may
+    hold, whether they are kept or only hashed."""
+    hashes = PackedHashes()
     pending = b""
     size = 0
     held = 0
@@ -528,21 +376,23 @@ def _split_entries(chunks: Iterable[bytes], hasher: Any, budget: int) -> list[by
         lines = (pending + chunk).split(b"\n")
         pending = lines.pop()
         for line in lines:
-            _check_line(line, len(leaves))
+            _check_line(line, len(hashes))
             held += len(line) + _LINE_OVERHEAD
             if held > budget:
                 raise LeafCountError(
-                    f"{ENTRIES_MEMBER} holds more than {len(leaves)} lines, which with their "
+                    f"{ENTRIES_MEMBER} holds more than {len(hashes)} lines, which with their "
                     f"bookkeeping exceed the {budget} bytes a zip of this size may cost to read"
                 )
-            leaves.append(line)
+            hashes.append(leaf_hash(line))
+            if keep is not None:
+                keep.append(line)
         if len(pending) > MAX_LEAF_BYTES:
-            _check_line(pending, len(leaves))
+            _check_line(pending, len(hashes))
     if pending:
         raise EntriesFormatError(
             f"{ENTRIES_MEMBER} must end with a newline after its last leaf", size
         )
-    return leaves
+    return hashes
 
 
 def _check_line(line: bytes, index: int) -> None:
@@ -553,78 +403,3 @@ def _check_line(line: bytes, index: int) -> None:
             f"{ENTRIES_MEMBER} line {index + 1} is over {MAX_LEAF_BYTES} bytes, more than any "
             "valid entry can be; refused before parsing it"
         )
-
-
-def _parse_manifest(data: bytes, max_values: int = MAX_MANIFEST_VALUES) -> Manifest:
-    value = parse_strict(
-        data,
-        max_depth=8,
-        max_bytes=MAX_MANIFEST_BYTES,
-        max_elements=min(max_values, MAX_MANIFEST_VALUES),
-        max_string_length=MAX_MANIFEST_STRING,
-    )
-    if not isinstance(value, dict):
-        raise ManifestFormatError("the manifest must be a JSON object")
-    missing = [name for name in _MANIFEST_FIELDS if name not in value]
-    extra = sorted(set(value) - set(_MANIFEST_FIELDS) - {"informational"})
-    if missing or extra:
-        raise ManifestFormatError(f"manifest fields: missing {missing}, unexpected {extra}")
-    if value["format"] != FORMAT:
-        raise ManifestFormatError(
-            f"manifest format {value['format']!r} is not {FORMAT!r}; this verifier reads "
-            f"{FORMAT} only"
-        )
-    origin = value["origin"]
-    if not isinstance(origin, str) or not origin:
-        raise ManifestFormatError("manifest origin must be a non-empty string")
-    disclosure = value["disclosure"]
-    if disclosure not in ("full", "partial"):
-        raise ManifestFormatError('manifest disclosure must be "full" or "partial"')
-    tree_size = _count(value["tree_size"], "tree_size")
-    entry_count = _count(value["entry_count"], "entry_count")
-    sizes = value["checkpoint_sizes"]
-    if not isinstance(sizes, list) or not sizes:
-        raise ManifestFormatError("manifest checkpoint_sizes must be a non-empty list")
-    checked = tuple(_count(size, "checkpoint_sizes[]") for size in sizes)
-    if any(b <= a for a, b in pairwise(checked)):
-        raise ManifestFormatError("manifest checkpoint_sizes must be strictly increasing")
-    if checked[-1] != tree_size:
-        raise ManifestFormatError(
-            f"manifest tree_size {tree_size} is not its largest checkpoint size {checked[-1]}"
-        )
-    informational = value.get("informational", {})
-    if not isinstance(informational, dict):
-        raise ManifestFormatError("manifest informational must be an object")
-    return Manifest(
-        origin=origin,
-        disclosure=disclosure,
-        tree_size=tree_size,
-        entry_count=entry_count,
-        checkpoint_sizes=checked,
-        members=_parse_members(value["members"]),
-        informational=informational,
-    )
-
-
-def _parse_members(value: object) -> dict[str, tuple[int, str]]:
-    if not isinstance(value, dict):
-        raise ManifestFormatError("manifest members must be an object")
-    members: dict[str, tuple[int, str]] = {}
-    for name, record in value.items():
-        if name == MANIFEST_MEMBER:
-            raise ManifestFormatError("the manifest cannot list itself")
-        if not isinstance(record, dict) or set(record) != {"bytes", "sha256"}:
-            raise ManifestFormatError(
-                f'manifest member {name!r} must be {{"bytes": N, "sha256": HEX}}'
-            )
-        digest = record["sha256"]
-        if not isinstance(digest, str) or not _SHA256_HEX.fullmatch(digest):
-            raise ManifestFormatError(f"manifest member {name!r}: sha256 must be 64 hex digits")
-        members[name] = (_count(record["bytes"], f"members[{name!r}].bytes"), digest)
-    return members
-
-
-def _count(value: object, name: str) -> int:
-    if type(value) is not int or value < 0:
-        raise ManifestFormatError(f"manifest {name} must be a non-negative integer")
-    return value

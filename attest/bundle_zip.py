@@ -2,7 +2,9 @@
 
 Writing (:func:`deterministic_zip`): members sorted by name, every timestamp 1980-01-01
 00:00:00, Unix regular-file mode 0644, deflate at level 6, no comment, no extra fields. The
-same members give the same bytes (on one zlib build).
+same members give the same bytes (on one zlib build). :class:`ZipStreamWriter` writes the
+same bytes member by member to a seekable file, a member's data streamed in pieces
+(:meth:`ZipStreamWriter.open`), so a bundle is never held in memory.
 
 Reading (:func:`open_zip`, and :func:`read_zip` for every member at once) checks, in this
 order, and raises its own :class:`ContainerError` subclass at the first problem:
@@ -44,9 +46,10 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO
+from typing import IO, BinaryIO, Protocol
 
 from registre.attest.zip_layout import (
     ContainerError,
@@ -78,10 +81,12 @@ __all__ = [
     "UnaccountedBytesError",
     "UnsafeMemberNameError",
     "Zip64MismatchError",
+    "Zip64RequiredError",
     "ZipArchive",
     "ZipFormatError",
     "ZipLimits",
     "ZipOffsetError",
+    "ZipStreamWriter",
     "deterministic_zip",
     "open_zip",
     "read_zip",
@@ -94,6 +99,9 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 _CHUNK = 1 << 20
 _DOS_DIRECTORY = 0x10
 _ENCRYPTION_FLAGS = 0x0001 | 0x0040 | 0x2000  # encrypted, strong encryption, masked headers
+_LEVEL_ATTRIBUTE = (  # where a ZipInfo keeps its deflate level: renamed in Python 3.13
+    "compress_level" if hasattr(zipfile.ZipInfo(), "compress_level") else "_compresslevel"
+)
 
 
 @dataclass(frozen=True)
@@ -176,13 +184,88 @@ def deterministic_zip(members: Mapping[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", allowZip64=True) as archive:
         for name in sorted(members):
-            _check_name(name)
-            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-            info.create_system = _UNIX
-            info.external_attr = _REGULAR_FILE_MODE << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, members[name], compresslevel=6)
+            archive.writestr(_member_info(name), members[name], compresslevel=6)
     return buffer.getvalue()
+
+
+def _member_info(name: str) -> zipfile.ZipInfo:
+    _check_name(name)
+    info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+    info.create_system = _UNIX
+    info.external_attr = _REGULAR_FILE_MODE << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+class Zip64RequiredError(Exception):
+    """A member streamed without zip64 records grew past the size at which
+    :func:`deterministic_zip` would have written them: write the zip again with
+    ``zip64=True`` for that member (:meth:`ZipStreamWriter.open`). Not a refusal."""
+
+
+class MemberWriter(Protocol):
+    """Where a streamed member's bytes go (:meth:`ZipStreamWriter.open`)."""
+
+    def write(self, data: bytes | bytearray) -> int: ...
+
+
+class _StreamedMember:
+    """The data of one member as it is written: compressed and CRC'd by :mod:`zipfile`;
+    without zip64, refused (:class:`Zip64RequiredError`) once the bytes written reach the
+    size for which :func:`deterministic_zip` writes zip64 records (its rule is zipfile's:
+    ``size * 1.05 > ZIP64_LIMIT``)."""
+
+    def __init__(self, raw: IO[bytes], zip64: bool) -> None:
+        self._raw = raw
+        self._zip64 = zip64
+        self.size = 0
+
+    def write(self, data: bytes | bytearray) -> int:
+        self.size += len(data)
+        if not self._zip64 and self.size * 1.05 > zipfile.ZIP64_LIMIT:
+            raise Zip64RequiredError(f"a member of over {self.size} bytes needs zip64 records")
+        return self._raw.write(data)
+
+
+class ZipStreamWriter:
+    """A deterministic zip written to the seekable binary ``stream``, one member after the
+    other, in sorted name order (ValueError otherwise): the bytes are exactly those of
+    :func:`deterministic_zip` over the same members, whether a member is written whole
+    (:meth:`write`) or streamed in pieces (:meth:`open`; deflate's output does not depend on
+    how its input is cut). :meth:`close` writes the central directory; a writer abandoned
+    after an error must still be closed (or its stream discarded)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._zip = zipfile.ZipFile(stream, "w", allowZip64=True)
+        self._last: str | None = None
+
+    def _next(self, name: str) -> zipfile.ZipInfo:
+        if self._last is not None and name <= self._last:
+            raise ValueError(f"member {name!r} comes after {self._last!r}; write in sorted order")
+        info = _member_info(name)
+        self._last = name
+        return info
+
+    def write(self, name: str, data: bytes) -> None:
+        """The member ``name`` holding ``data``."""
+        self._zip.writestr(self._next(name), data, compresslevel=6)
+
+    @contextmanager
+    def open(self, name: str, *, zip64: bool = False) -> Iterator[MemberWriter]:
+        """A member whose data is written in pieces inside the ``with`` block. Without
+        ``zip64``, :class:`Zip64RequiredError` once the data reaches the size at which
+        :func:`deterministic_zip` would have used zip64 records (so the bytes would differ):
+        write the whole zip again with ``zip64=True`` for this member. ``zip64=True`` gives
+        :func:`deterministic_zip`'s bytes only for a member that large."""
+        info = self._next(name)
+        # writestr's compresslevel=6, which ZipFile.open leaves unset for a ZipInfo
+        setattr(info, _LEVEL_ATTRIBUTE, 6)
+        with self._zip.open(info, "w", force_zip64=zip64) as raw:
+            yield _StreamedMember(raw, zip64)
+
+    def close(self) -> None:
+        """Write the central directory and the end records (the stream stays open)."""
+        self._zip.close()
 
 
 # --- reading ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 :func:`verify_bundle` trusts only what the caller pins (:class:`TrustPolicy`: the log's
 verifier key, witness keys and a quorum) and, optionally, its own state file. It runs
 
-1. **container** -- :func:`registre.attest.bundle.read_bundle`: a safe zip, every member as the
+1. **container** -- :func:`registre.attest.bundle.open_bundle`: a safe zip, every member as the
    manifest records it; (1.10) a bundle disclosing every seq ``0..n-1`` is checked as full
    whatever its label; (1.11) ``require_full`` refuses the other partial bundles;
 2. **checkpoints** -- every checkpoint signed by the pinned log key, for the bundle's origin,
@@ -29,6 +29,15 @@ re-read, re-checked, merged, written atomically). It returns a
 own :class:`~registre.attest.errors.RegistreError` subclass with the report attached
 (:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
 it names are informational, and its proofs are looked up by sizes taken from signed data.
+
+Memory does not grow with the entries' bytes: the zip stays open while the steps run, and
+``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
+bytes), checked chunk by chunk in step 3 (which keeps the bodies of the semantic kinds but
+compactions, and the chain marks that matter), read forward again by step 6 (the compaction
+bodies, and the working-context replay) -- never held whole
+(:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked against
+its step-1 hash). What still grows with the thread is the lifecycle and model-call bodies and
+what the working-context replay keeps (:mod:`registre.attest.verify_context`).
 """
 
 from __future__ import annotations
@@ -37,9 +46,11 @@ import base64
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import islice
 
-from registre.attest.bundle import Bundle, read_bundle
+from registre.attest.bundle import Bundle, BundleLeaves, open_bundle
 from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
 from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
@@ -52,13 +63,14 @@ from registre.attest.errors import (
 )
 from registre.attest.keys import Verifier
 from registre.attest.lifecycle_chain import ChainProgress, check_lifecycle_chain
-from registre.attest.merkle import CompactRange, leaf_hash
+from registre.attest.merkle import CompactRange
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.attest.verify_context import context_hooks
 from registre.attest.verify_entries import (
     EntriesChecked,
     EntriesProgress,
     PrevRootMismatchError,
+    RecordsWithBodies,
     check_entries,
 )
 from registre.attest.verify_freshness import (
@@ -95,6 +107,12 @@ __all__ = [
     "TrustPolicy",
     "verify_bundle",
 ]
+
+
+_REREAD = frozenset({"context.compaction"})
+"""Kinds whose bodies step 3 does not keep; step 6 reads them again from the zip (a
+compaction's body lists what it folds, stubs and elides: ~1 MB of JSON when it folds 50,000
+entries)."""
 
 
 class CheckpointNameError(VerificationError):
@@ -191,6 +209,7 @@ class _Verification:
         self.semantics: SemanticsChecked
         self.trusted: TrustedHead | None = None
         """The head the state file trusted for this (key, origin) when step 5 read it."""
+        self.open = ExitStack()
 
     def run(self, name: str) -> VerifyReport:
         self.report = VerifyReport(bundle=name)
@@ -203,20 +222,21 @@ class _Verification:
             self._step6_semantics,
             self._step7_claims,
         )
-        for number, step in enumerate(steps, start=1):
-            result = self.report.step(number)
-            self.seq = None
-            try:
-                step(result)
-            except RegistreError as error:
-                result.status = "failed"
-                self.report.failure = Failure(
-                    number, self.seq, type(error).__name__, str(error), error.exit_code
-                )
-                attach(error, self.report)
-                raise
-            if result.status == "not run":
-                result.status = "passed"
+        with self.open:  # the bundle's zip, opened by step 1, read by the later steps
+            for number, step in enumerate(steps, start=1):
+                result = self.report.step(number)
+                self.seq = None
+                try:
+                    step(result)
+                except RegistreError as error:
+                    result.status = "failed"
+                    self.report.failure = Failure(
+                        number, self.seq, type(error).__name__, str(error), error.exit_code
+                    )
+                    attach(error, self.report)
+                    raise
+                if result.status == "not run":
+                    result.status = "passed"
         if self.state_file is not None:
             self._record_state(self.state_file)
         return self.report
@@ -263,7 +283,7 @@ class _Verification:
     # 1. container ----------------------------------------------------------------------
 
     def _step1_container(self, result: StepResult) -> None:
-        bundle = self.bundle = read_bundle(self.source, self.limits)
+        bundle = self.bundle = self.open.enter_context(open_bundle(self.source, self.limits))
         manifest = bundle.manifest
         report = self.report
         report.origin, report.disclosure = manifest.origin, manifest.disclosure
@@ -371,6 +391,8 @@ class _Verification:
                 root_sizes=self.checkpoints,
                 jobs=self.jobs,
                 progress=progress,
+                leaf_hashes=bundle.leaf_hashes,
+                reread=_REREAD,
             )
         finally:
             if progress.line is not None:
@@ -436,9 +458,9 @@ class _Verification:
         assert proofs is not None
         consistency = proofs.consistency
         # 4.3 each disclosed leaf is in the head's tree at its signed seq
-        for leaf, proof in zip(bundle.leaves, proofs.inclusion, strict=True):
+        for digest, proof in zip(bundle.leaf_hashes, proofs.inclusion, strict=True):
             self.seq = proof.seq
-            verify_inclusion(leaf_hash(leaf), proof.seq, head.size, proof.hashes, head.root)
+            verify_inclusion(digest, proof.seq, head.size, proof.hashes, head.root)
         # 4.4 each disclosed entry's prev.root is the head tree's root at its seq
         for proof, prev_root in zip(proofs.inclusion, self.entries.prev_roots, strict=True):
             self.seq = seq = proof.seq
@@ -504,7 +526,7 @@ class _Verification:
     def _root_at(self, size: int) -> bytes:
         """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size)."""
         tree = CompactRange()
-        for digest in self.entries.leaf_hashes[:size]:
+        for digest in islice(self.entries.leaf_hashes, size):
             tree.append(digest)
         return tree.root()
 
@@ -513,10 +535,12 @@ class _Verification:
     def _step6_semantics(self, result: StepResult) -> None:
         progress = SemanticsProgress()
         try:
+            leaves = self.bundle.leaves
+            second = leaves.fork() if isinstance(leaves, BundleLeaves) else leaves
             self.semantics = check_semantics(
-                self.entries.records,
+                RecordsWithBodies(self.entries.records, self.entries.reread, second),
                 full=self.full,
-                leaves=self.bundle.leaves,
+                leaves=self.bundle.leaves,  # the hooks' prefixes are views read from the zip
                 hooks=self.hooks,
                 progress=progress,
                 lifecycle_complete=self.lifecycle_complete,

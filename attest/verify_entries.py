@@ -15,10 +15,15 @@ For each leaf, in line order (``specs/verify.md`` step 3):
     before it (:func:`registre.attest.lifecycle_chain.check_lifecycle_chain`, run by the
     verifier over :attr:`EntriesChecked.marks`); a partial bundle's is step 4.6.
 
-The work is spread over ``jobs`` processes (chunks of leaves; the signature check dominates).
-Every chunk stops at its first failure; the first failing chunk in line order is then re-run
-in this process, so the error raised is the real one, for the first bad line, whatever the
-number of jobs.
+The leaves are read once, in line order, in chunks of at most :data:`MAX_CHUNK` lines: each
+chunk is checked (in this process, or by one of ``jobs`` processes, at most
+:data:`CHUNKS_IN_FLIGHT` per process queued at a time) and only what later steps need is kept:
+the counts per kind, the bodies of the :data:`SEMANTIC_KINDS`, the leaf hashes packed 32
+bytes each, the roots asked for, and the chain marks that can decide the lifecycle chain
+check (:func:`thin_marks`). So memory does not grow with the leaves' bytes.
+Every chunk stops at its first failure; the first failing line is then re-run in this
+process, so the error raised is the real one, for the first bad line, whatever the number of
+jobs.
 
 :func:`open_leaf` is the fast path. It reads the bytes with the C JSON parser and accepts them
 only if the C encoder (sorted keys, no whitespace, no ASCII escaping) writes the value back as
@@ -39,12 +44,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import islice
+from typing import Any, overload
 
 from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
+from registre.attest.bundle_leaves import PackedHashes
 from registre.attest.entry import (
     _FAST_JSON,
     ENTRY_SIGNATURE_PREFIX,
@@ -61,6 +69,8 @@ from registre.attest.merkle import CompactRange, leaf_hash
 from registre.attest.strict_json import MAX_SAFE_INTEGER
 
 __all__ = [
+    "CHUNKS_IN_FLIGHT",
+    "MAX_CHUNK",
     "MIN_LEAVES_PER_PROCESS",
     "SEMANTIC_KINDS",
     "DisclosedSeqMismatchError",
@@ -69,6 +79,7 @@ __all__ = [
     "EntryOriginMismatchError",
     "EntryRecord",
     "PrevRootMismatchError",
+    "RecordsWithBodies",
     "SeqDuplicateError",
     "SeqGapError",
     "SeqMismatchError",
@@ -76,6 +87,7 @@ __all__ = [
     "check_entries",
     "check_entry",
     "open_leaf",
+    "thin_marks",
 ]
 
 SEMANTIC_KINDS: frozenset[str] = LIFECYCLE_KINDS | {"context.compaction", "model.call"}
@@ -86,6 +98,12 @@ MIN_LEAVES_PER_PROCESS = 1024
 
 CHUNKS_PER_PROCESS = 32
 """Chunks per process: small enough that no process idles long while another finishes."""
+
+MAX_CHUNK = 4096
+"""Lines per chunk at most (a few MB of leaves), whatever the bundle's size."""
+
+CHUNKS_IN_FLIGHT = 2
+"""Chunks per process submitted and not yet collected, at most: what bounds the leaves held."""
 
 _LEAF_HEAD = len(b'{"entry":')
 _LEAF_TAIL = len(b',"sig":"') + 88 + len(b'"}')  # 64-byte signature in base64: 88 characters
@@ -248,17 +266,60 @@ class EntriesChecked:
     """Result of step 3.
 
     ``kinds`` counts entries per kind; ``records`` are the semantic entries in seq order.
-    Full bundles: ``leaf_hashes`` in seq order and ``roots`` at the sizes asked for.
+    Full bundles: ``leaf_hashes`` in seq order (packed) and ``roots`` at the sizes asked for.
     Partial bundles: ``prev_roots``, each entry's signed ``prev.root`` in line order, which
-    step 4 proves. ``marks``: per line, what the lifecycle chain check (3.5, 4.6) needs.
+    step 4 proves. ``marks``: what the lifecycle chain check (3.5, 4.6) needs, in line order,
+    thinned chunk by chunk (:func:`thin_marks`: the same verdict, at the same seq, as every
+    line's mark would give).
     """
 
     kinds: dict[str, int] = field(default_factory=dict)
     records: list[EntryRecord] = field(default_factory=list)
-    leaf_hashes: list[bytes] = field(default_factory=list)
+    leaf_hashes: PackedHashes = field(default_factory=PackedHashes)
     roots: dict[int, bytes] = field(default_factory=dict)
     prev_roots: list[bytes] = field(default_factory=list)
     marks: list[ChainMark] = field(default_factory=list)
+    reread: dict[int, int] = field(default_factory=dict)
+    """Records kept without their body (the ``reread`` kinds): seq -> line to read it from."""
+
+
+class RecordsWithBodies(Sequence[EntryRecord]):
+    """The records of step 3 with the bodies it did not keep (``reread``: seq -> line) read
+    again from ``leaves`` -- verified bytes (a
+    :class:`~registre.attest.bundle_leaves.BundleLeaves` checks each against step 1), whose
+    canonical JSON the C parser reads exactly as step 3 did. Iterated in seq order, so a
+    reader of its own (``BundleLeaves.fork()``) goes through the member once; one body is
+    held at a time."""
+
+    def __init__(
+        self, records: Sequence[EntryRecord], reread: Mapping[int, int], leaves: Sequence[bytes]
+    ) -> None:
+        self._records = records
+        self._reread = reread
+        self._leaves = leaves
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @overload
+    def __getitem__(self, index: int) -> EntryRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[EntryRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> EntryRecord | Sequence[EntryRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        record = self._records[index]
+        line = self._reread.get(record.seq)
+        if line is None:
+            return record
+        body = json.loads(self._leaves[line])["entry"]["body"]
+        return EntryRecord(record.seq, record.kind, record.actor, body)
+
+    def __iter__(self) -> Iterator[EntryRecord]:
+        for index in range(len(self._records)):
+            yield self[index]
 
 
 @dataclass
@@ -278,6 +339,7 @@ class _Chunk:
     seqs: list[int]
     frontier: tuple[int, list[bytes]] | None
     origin: str
+    reread: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -297,9 +359,35 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
     return _check_chunk(chunk, _WORKER_KEYS)
 
 
+def thin_marks(marks: Sequence[ChainMark]) -> list[ChainMark]:
+    """``marks`` (consecutive lines, in order) without those the lifecycle chain check could
+    only repeat: a mark is dropped when it is not a lifecycle entry, not the last, and the
+    mark before it is a non-lifecycle entry signing the same head -- the running chain is
+    the same at both (a non-lifecycle entry does not extend it) and so is the signed head,
+    so the check passes or fails on the earlier one. Over the thinned marks,
+    :func:`~registre.attest.lifecycle_chain.check_lifecycle_chain` returns the same result,
+    or raises the same error at the same seq. A thread of turns keeps a mark per lifecycle
+    entry and one after it, not one per line."""
+    kept: list[ChainMark] = []
+    last = len(marks) - 1
+    for index, mark in enumerate(marks):
+        previous = marks[index - 1] if index else None
+        if (
+            mark.lifecycle
+            or index == last
+            or previous is None
+            or previous.lifecycle
+            or previous.signed != mark.signed
+        ):
+            kept.append(mark)
+    return kept
+
+
 def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
+    """Steps 3.1-3.4 over the chunk's lines; the chain marks thinned (:func:`thin_marks`)."""
     checked = EntriesChecked()
     kinds, records = checked.kinds, checked.records
+    marks: list[ChainMark] = []
     full = chunk.frontier is not None
     tree = CompactRange.restore(*chunk.frontier) if chunk.frontier is not None else None
     for offset, leaf in enumerate(chunk.leaves):
@@ -320,11 +408,15 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
         else:
             tree.append(entry.leaf_hash)
         kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
-        checked.marks.append(
+        marks.append(
             ChainMark(entry.seq, entry.kind in LIFECYCLE_KINDS, entry.leaf_hash, entry.lifecycle)
         )
-        if entry.kind in SEMANTIC_KINDS:
+        if entry.kind in chunk.reread:
+            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, {}))
+            checked.reread[entry.seq] = chunk.start + offset
+        elif entry.kind in SEMANTIC_KINDS:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
+    checked.marks = thin_marks(marks)
     return _ChunkResult(checked)
 
 
@@ -338,100 +430,129 @@ def check_entries(
     root_sizes: Iterable[int] = (),
     jobs: int = 1,
     progress: EntriesProgress | None = None,
+    leaf_hashes: PackedHashes | None = None,
+    reread: Iterable[str] = (),
 ) -> EntriesChecked:
     """Step 3 over all ``leaves``: raise the error of the first bad line, or return the facts.
 
     ``seqs[i]`` is the seq expected at line ``i``. A ``full`` bundle's prev roots are
     recomputed, and the roots at ``root_sizes`` returned; a partial bundle's are returned
-    for step 4. ``jobs`` > 1 spreads the leaves over that many processes (when there are at
-    least :data:`MIN_LEAVES_PER_PROCESS` per process); this process meanwhile hashes the
-    leaves and hands each chunk the tree before it. On failure ``progress.line`` names the
-    bad line.
+    for step 4. ``leaf_hashes``, if given, are the leaf hashes of ``leaves`` (as step 1
+    recorded them; a :class:`~registre.attest.bundle_leaves.BundleLeaves` guarantees it),
+    used for the tree instead of hashing each leaf again. ``leaves`` are iterated once, in
+    chunks (module docstring); indexed only to re-run a failing line. ``jobs`` > 1 spreads
+    the chunks over that many processes (when there are at least
+    :data:`MIN_LEAVES_PER_PROCESS` leaves per process); this process meanwhile reads and
+    hashes the leaves and hands each chunk the tree before it. On failure
+    ``progress.line`` names the bad line. Records of the ``reread`` kinds (semantic kinds
+    whose bodies can be large: compactions) are kept with an empty body, their lines in
+    ``reread`` of the result, for :class:`RecordsWithBodies` to read again when step 6 needs
+    them.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    if len(leaves) < MIN_LEAVES_PER_PROCESS * jobs:
+    count = len(leaves)
+    if count < MIN_LEAVES_PER_PROCESS * jobs:
         jobs = 1  # starting processes would cost more than they save
-    size = (
-        max(256, math.ceil(len(leaves) / (jobs * CHUNKS_PER_PROCESS)))
-        if jobs > 1
-        else max(1, len(leaves))
-    )
+    size = max(256, math.ceil(count / (jobs * CHUNKS_PER_PROCESS))) if jobs > 1 else MAX_CHUNK
+    size = min(size, MAX_CHUNK)
     merged = EntriesChecked()
+    if leaf_hashes is not None:
+        if len(leaf_hashes) != count:
+            raise ValueError(f"{len(leaf_hashes)} leaf hashes for {count} leaves")
+        merged.leaf_hashes = leaf_hashes
+    chunks = _chunks(
+        leaves, seqs, full, origin, size, root_sizes, merged, leaf_hashes, frozenset(reread)
+    )
     if jobs == 1:
-        chunks = _chunks(leaves, seqs, full, origin, size, None, root_sizes, merged)
-        results = [_check_chunk(chunk, keys) for chunk in chunks]
+        results: Iterator[_ChunkResult] = (_check_chunk(chunk, keys) for chunk in chunks)
+        failed = _merge(results, merged)
     else:
         vkeys = tuple(key.vkey() for key in keys)
         with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(vkeys,)) as pool:
-            futures: list[Future[_ChunkResult]] = []
-
-            def submit(chunk: _Chunk) -> None:
-                futures.append(pool.submit(_run_chunk, chunk))
-
-            _chunks(leaves, seqs, full, origin, size, submit, root_sizes, merged)
-            results = _collect(futures)
-    for result in results:
-        if result.failed_at is not None:
-            if progress is not None:
-                progress.line = result.failed_at
-            _raise_first_failure(leaves, result.failed_at, seqs, origin, keys, full)
-        for kind, count in result.checked.kinds.items():
-            merged.kinds[kind] = merged.kinds.get(kind, 0) + count
-        merged.records.extend(result.checked.records)
-        merged.prev_roots.extend(result.checked.prev_roots)
-        merged.marks.extend(result.checked.marks)
+            failed = _merge(_pooled(pool, chunks, jobs * CHUNKS_IN_FLIGHT), merged)
+    if failed is not None:
+        if progress is not None:
+            progress.line = failed
+        _raise_first_failure(leaves, failed, seqs, origin, keys, full, merged.leaf_hashes)
     merged.kinds = dict(sorted(merged.kinds.items()))
     return merged
 
 
-def _collect(futures: list[Future[_ChunkResult]]) -> list[_ChunkResult]:
-    results = []
-    for future in futures:
-        result = future.result()
-        results.append(result)
+def _merge(results: Iterator[_ChunkResult], into: EntriesChecked) -> int | None:
+    """Fold the chunks' results, in line order, into ``into``; the first failing line (the
+    remaining results are then not asked for), or None."""
+    for result in results:
         if result.failed_at is not None:
-            for later in futures:
-                later.cancel()
-            break
-    return results
+            return result.failed_at
+        for kind, count in result.checked.kinds.items():
+            into.kinds[kind] = into.kinds.get(kind, 0) + count
+        into.records.extend(result.checked.records)
+        into.prev_roots.extend(result.checked.prev_roots)
+        into.marks.extend(result.checked.marks)
+        into.reread.update(result.checked.reread)
+    return None
+
+
+def _pooled(
+    pool: ProcessPoolExecutor, chunks: Iterator[_Chunk], window: int
+) -> Iterator[_ChunkResult]:
+    """The results of ``chunks`` checked by ``pool``, in order, with at most ``window``
+    chunks submitted and not yet collected; the ones still queued are cancelled when the
+    caller stops early (at a failure)."""
+    futures: deque[Future[_ChunkResult]] = deque()
+    try:
+        for chunk in chunks:
+            futures.append(pool.submit(_run_chunk, chunk))
+            if len(futures) >= window:
+                yield futures.popleft().result()
+        while futures:
+            yield futures.popleft().result()
+    finally:
+        for future in futures:
+            future.cancel()
 
 
 def _chunks(
-    leaves: Sequence[bytes],
+    leaves: Iterable[bytes],
     seqs: Sequence[int],
     full: bool,
     origin: str,
     size: int,
-    submit: Callable[[_Chunk], None] | None,
     root_sizes: Iterable[int],
     into: EntriesChecked,
-) -> list[_Chunk]:
-    """Cut the leaves into chunks of ``size``; hand each to ``submit`` as soon as it is ready
-    (or return them all). For a full bundle, hash the leaves on the way: each chunk gets the
-    tree before it, and ``into`` gets the leaf hashes and the roots at ``root_sizes``."""
-    chunks: list[_Chunk] = []
+    known: PackedHashes | None,
+    reread: frozenset[str],
+) -> Iterator[_Chunk]:
+    """The leaves in chunks of ``size`` lines, read as they are asked for. For a full
+    bundle, the leaves are hashed on the way (or their ``known`` hashes taken): each chunk
+    gets the tree before it, and ``into`` gets the leaf hashes (unless ``known``) and the
+    roots at ``root_sizes``."""
     wanted = set(root_sizes)
     tree = CompactRange()
     hashes, roots = into.leaf_hashes, into.roots
     if full and 0 in wanted:
         roots[0] = tree.root()
-    for start in range(0, len(leaves), size):
-        end = min(start + size, len(leaves))
+    source = iter(leaves)
+    start = 0
+    while True:
+        batch = list(islice(source, size))
+        if not batch:
+            return
+        end = start + len(batch)
         frontier = (tree.size, tree.hashes()) if full else None
-        chunk = _Chunk(start, list(leaves[start:end]), list(seqs[start:end]), frontier, origin)
-        if submit is None:
-            chunks.append(chunk)
-        else:
-            submit(chunk)
+        yield _Chunk(start, batch, list(seqs[start:end]), frontier, origin, reread)
         if full:
-            for leaf in chunk.leaves:
-                digest = leaf_hash(leaf)
-                hashes.append(digest)
+            for index in range(start, end):
+                if known is None:
+                    digest = leaf_hash(batch[index - start])
+                    hashes.append(digest)
+                else:
+                    digest = known[index]
                 tree.append(digest)
                 if tree.size in wanted:
                     roots[tree.size] = tree.root()
-    return chunks
+        start = end
 
 
 def _raise_first_failure(
@@ -441,11 +562,16 @@ def _raise_first_failure(
     origin: str,
     keys: Sequence[Verifier],
     full: bool,
+    hashes: PackedHashes,
 ) -> None:
-    """Re-run the failing line here so the real error (with its cause) is raised."""
+    """Re-run the failing line here so the real error (with its cause) is raised. The tree
+    before it comes from ``hashes`` where they reach it (else from the leaves)."""
     tree = CompactRange()
     if full:
-        for leaf in leaves[:line]:
+        known = min(line, len(hashes))
+        for digest in islice(hashes, known):
+            tree.append(digest)
+        for leaf in leaves[known:line]:
             tree.append(leaf_hash(leaf))
     check_entry(
         leaves[line],

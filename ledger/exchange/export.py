@@ -22,9 +22,12 @@ StoreCorruptError and nothing is written. Signatures are the verifier's business
 temporary file in the target folder, flushed, fsynced, then linked (or, with ``overwrite``,
 renamed) into place, so a failed export leaves no file and no partial one.
 
-Entries are streamed from the database in batches of :data:`EXPORT_BATCH` rows; the zip
-itself is built in memory by :func:`registre.attest.bundle.bundle_bytes` (see the figures in
-``specs/bundle.md`` section 7).
+Entries are streamed from the database in batches of :data:`EXPORT_BATCH` rows, one read
+transaction each, straight into the zip (:func:`registre.attest.bundle.write_bundle` writes
+each leaf as it comes and sums the manifest's size and SHA-256 on the way): a full export
+holds one batch of rows and the writer's buffer, whatever the thread's length (figures in
+``specs/bundle.md`` section 7.3). The tree is recomputed in the same single pass; a root
+that does not match aborts the write, and the temporary file is removed.
 """
 
 from __future__ import annotations
@@ -291,9 +294,9 @@ class _StoredLeaves(Sequence[bytes]):
     """Leaves ``0 .. size-1`` of a thread as a sequence read from the database on demand:
     iterating streams them ``batch`` rows per read transaction, raising StoreCorruptError at a
     missing row. The first complete pass also recomputes the tree and raises StoreCorruptError
-    where the root at a checkpoint's size is not the root that checkpoint signs; later passes
-    (the writer makes two) read the same immutable rows and skip the hashing. No leaf is kept
-    between passes."""
+    where the root at a checkpoint's size is not the root that checkpoint signs; a later pass
+    (the writer makes one, two for an ``entries.jsonl`` past the zip64 size) reads the same
+    immutable rows and skips the hashing. No more than one batch of leaves is held."""
 
     def __init__(
         self, ledger: Ledger, thread: str, size: int, roots: dict[int, bytes], batch: int

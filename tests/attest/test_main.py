@@ -152,7 +152,7 @@ def test_hint_printed_on_its_own_line(
         raise ZipFormatError("not a readable zip file").with_hint("ask for the bundle again")
 
     # in the verifier's step 1 (a report is printed first), or before any report is started
-    where = "verifier.read_bundle" if reported else "__main__.verify_bundle"
+    where = "verifier.open_bundle" if reported else "__main__.verify_bundle"
     monkeypatch.setattr(f"registre.attest.{where}", refuse)
     code, out, err = run(["verify", str(bundle_file(tmp_path)), "--key", LOG.vkey()], capsys)
     assert code == 2 and ("NOT VERIFIED" in out) == reported

@@ -169,9 +169,21 @@ def test_full_export_verifies(told: Thread, ledger: Ledger, signer: Signer, out:
 
 
 def test_full_export_reads_in_batches(
-    told: Thread, ledger: Ledger, signer: Signer, out: Path
+    told: Thread, ledger: Ledger, signer: Signer, out: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Each entry is read from the database once, ``batch`` rows at a time, and streamed into
+    the zip: the export never holds more than a batch of leaves."""
+    batches: list[int] = []
+    read = export_module._leaves_at
+
+    def counted(rows: Any, seqs: Any) -> list[bytes]:
+        leaves = read(rows, seqs)
+        batches.append(len(leaves))
+        return leaves
+
+    monkeypatch.setattr(export_module, "_leaves_at", counted)
     export_thread(ledger, "t1", out / "a.zip", batch=4)
+    assert sum(batches) == STORY_SIZE and max(batches) == 4
     export_thread(ledger, "t1", out / "b.zip")
     assert (out / "a.zip").read_bytes() == (out / "b.zip").read_bytes()
 

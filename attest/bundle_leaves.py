@@ -1,0 +1,225 @@
+"""The entries of an open bundle, read from the zip as they are needed, never all held.
+
+Step 1 (:func:`registre.attest.bundle.open_bundle`) streams ``entries.jsonl`` once: it checks
+the member's SHA-256 against the manifest and records each line's RFC 9162 leaf hash, 32
+bytes a line, in a :class:`PackedHashes` (32 MB for a million entries, where a list of the
+leaves would cost the whole uncompressed member and a list of hash objects 70 MB).
+
+:class:`BundleLeaves` is then the member as a sequence of leaves: iterating it (or a slice
+of it, :class:`LeafRange`) inflates the member again from its start; an index reads forward
+from where the last index stopped, so the steps that walk the entries in seq order (3, the
+context replay of 6) read the member once each. Every line read is checked against the hash
+step 1 recorded for it (:class:`EntriesChangedError` otherwise), so every later step sees
+exactly the bytes the manifest vouches for, even if the file changes while it is verified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import overload
+
+from registre.attest.errors import VerificationError
+from registre.attest.merkle import HASH_SIZE, leaf_hash
+
+__all__ = ["BundleLeaves", "EntriesChangedError", "LeafRange", "PackedHashes"]
+
+
+class EntriesChangedError(VerificationError):
+    """``entries.jsonl``, read again after step 1, does not give the lines step 1 hashed (the
+    bundle file changed while it was being verified)."""
+
+    hint = "the bundle file was modified during verification: verify a copy nobody writes to"
+
+
+class PackedHashes(Sequence[bytes]):
+    """32-byte digests in one ``bytearray``: a sequence of ``bytes`` (each item a fresh
+    32-byte object), appended in order. ``raw`` is the packed buffer (not to be changed)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, digests: Iterable[bytes] = ()) -> None:
+        self._data = bytearray()
+        for digest in digests:
+            self.append(digest)
+
+    def append(self, digest: bytes) -> None:
+        if len(digest) != HASH_SIZE:
+            raise ValueError(f"a digest is {HASH_SIZE} bytes, got {len(digest)}")
+        self._data += digest
+
+    @property
+    def raw(self) -> bytearray:
+        return self._data
+
+    def __len__(self) -> int:
+        return len(self._data) // HASH_SIZE
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                packed = PackedHashes()
+                packed._data = self._data[start * HASH_SIZE : max(start, stop) * HASH_SIZE]
+                return packed
+            return [self[i] for i in range(start, stop, step)]
+        count = len(self)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError(index)
+        return bytes(self._data[index * HASH_SIZE : (index + 1) * HASH_SIZE])
+
+    def __iter__(self) -> Iterator[bytes]:
+        data = self._data
+        for offset in range(0, len(data), HASH_SIZE):
+            yield bytes(data[offset : offset + HASH_SIZE])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedHashes):
+            return self._data == other._data
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+
+class BundleLeaves(Sequence[bytes]):
+    """The lines of ``entries.jsonl``, read again from the zip on demand (module docstring).
+
+    ``chunks`` gives the member's bytes from its start each time it is called (the open
+    archive's :meth:`~registre.attest.bundle_zip.ZipArchive.chunks`); ``hashes`` are the leaf
+    hashes step 1 recorded, one per line, which fix the length and every line's bytes. Valid
+    while the archive is open.
+    """
+
+    def __init__(self, chunks: Callable[[], Iterable[bytes]], hashes: PackedHashes) -> None:
+        self._chunks = chunks
+        self._hashes = hashes
+        self._cursor: Iterator[bytes] | None = None
+        self._next = 0  # the line the cursor yields next
+        self._current: tuple[int, bytes] | None = None
+
+    @property
+    def hashes(self) -> PackedHashes:
+        """The leaf hash of every line, in line order."""
+        return self._hashes
+
+    def fork(self) -> BundleLeaves:
+        """The same lines with a cursor of their own (for a second reader moving forward)."""
+        return BundleLeaves(self._chunks, self._hashes)
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                return LeafRange(self, start, max(start, stop))
+            return [self[i] for i in range(start, stop, step)]
+        count = len(self)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError(index)
+        return self._at(index)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.iterate(0, len(self))
+
+    def _at(self, index: int) -> bytes:
+        """Line ``index``: from the cursor if it has not passed it, else from a new pass."""
+        if self._current is not None and self._current[0] == index:
+            return self._current[1]
+        if self._cursor is None or index < self._next:
+            self._cursor = self.iterate(index, len(self))
+            self._next = index
+        leaf = b""
+        while self._next <= index:
+            leaf = next(self._cursor)
+            self._next += 1
+        self._current = (index, leaf)
+        return leaf
+
+    def iterate(self, start: int, stop: int) -> Iterator[bytes]:
+        """Lines ``start .. stop-1`` (within ``0 .. len``), in a pass of their own: the member
+        is inflated from its start, the lines before ``start`` skipped unsplit."""
+        if start >= stop:
+            return
+        hashes = self._hashes.raw
+        line = 0
+        pending = b""
+        for chunk in self._chunks():
+            if line < start:
+                newlines = chunk.count(b"\n")
+                if line + newlines < start:
+                    line += newlines
+                    continue
+                cut = -1
+                for _ in range(start - line):
+                    cut = chunk.index(b"\n", cut + 1)
+                chunk = chunk[cut + 1 :]
+                line = start
+            pieces = (pending + chunk).split(b"\n")
+            pending = pieces.pop()
+            for piece in pieces:
+                offset = line * HASH_SIZE
+                if leaf_hash(piece) != hashes[offset : offset + HASH_SIZE]:
+                    raise EntriesChangedError(
+                        f"line {line + 1} of entries.jsonl is not the line hashed in step 1: "
+                        "the bundle file changed while it was verified"
+                    )
+                yield piece
+                line += 1
+                if line >= stop:
+                    return
+        raise EntriesChangedError(
+            f"entries.jsonl ends after {line} lines where step 1 read {len(self)}: the bundle "
+            "file changed while it was verified"
+        )
+
+
+class LeafRange(Sequence[bytes]):
+    """Lines ``start .. stop-1`` of a :class:`BundleLeaves`, read through it (a slice that
+    copies nothing): indexing moves the shared cursor, iterating makes a pass of its own."""
+
+    def __init__(self, leaves: BundleLeaves, start: int, stop: int) -> None:
+        self._leaves = leaves
+        self._start = start
+        self._stop = stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                base = self._start
+                return LeafRange(self._leaves, base + start, base + max(start, stop))
+            return [self[i] for i in range(start, stop, step)]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._leaves[self._start + index]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._leaves.iterate(self._start, self._stop)
