@@ -17,7 +17,10 @@ check needs, and
   parts forward with the fold instead of rebuilding them for every call.
 
 One pass: the fold moves forward once over the entries, each entry's tokens are counted once
-(the fold caches them) and carried, and nothing is copied per call.
+(the fold caches them) and carried, and nothing is copied per call. Memory follows the live
+context, not the history: the texts a quote check may need are kept for the tail and for the
+entries the live summaries point at (what a refold's lines point at), and any other entry a
+summary line points at is read back from the bundle when asked (:class:`QuoteTexts`).
 
 Token counts are recounted with the counter each event names; the default counter ships with
 registre, others must be given (``counters``). One replay serves one bundle.
@@ -25,8 +28,10 @@ registre, others must be given (``counters``). One replay serves one bundle.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from registre.attest.projection import claims_block
 from registre.attest.projection_stream import ModelCallChecker
@@ -42,7 +47,51 @@ from registre.lifecycle.context import (
     validate_compaction,
 )
 
-__all__ = ["ContextReplay", "context_hooks"]
+__all__ = ["ContextReplay", "QuoteTexts", "context_hooks"]
+
+
+class QuoteTexts(Mapping[int, str]):
+    """Entry texts by seq for the quote checks of a compaction: the texts kept (the tail's,
+    and those of the entries live summaries point at), else the entry read back from
+    ``leaves`` (verified leaves, re-read from the bundle) when a line points elsewhere.
+    Iterating gives the kept seqs only."""
+
+    def __init__(self) -> None:
+        self.kept: dict[int, str] = {}
+        self.leaves: Sequence[bytes] = ()
+
+    def __getitem__(self, seq: int) -> str:
+        text = self.kept.get(seq)
+        if text is not None:
+            return text
+        if not isinstance(seq, int) or not 0 <= seq < len(self.leaves):
+            raise KeyError(seq)
+        envelope = json.loads(self.leaves[seq])["entry"]
+        return entry_text(envelope["kind"], envelope["body"])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.kept)
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def keep_live(self, state: ContextState) -> None:
+        """Drop the texts no later compaction is expected to quote: those before the tail
+        that no live summary line points at."""
+        spans = sorted(
+            span for summary in state.summaries for line in summary.lines for span in line.pointers
+        )
+        firsts = [first for first, _ in spans]
+        reach = list(itertools.accumulate((last for _, last in spans), max))
+        boundary = state.boundary
+
+        def pointed(seq: int) -> bool:
+            index = bisect_right(firsts, seq) - 1
+            return index >= 0 and reach[index] >= seq
+
+        self.kept = {
+            seq: text for seq, text in self.kept.items() if seq >= boundary or pointed(seq)
+        }
 
 
 class ContextReplay:
@@ -55,7 +104,7 @@ class ContextReplay:
     def __init__(self, counters: Iterable[TokenCounter] = ()) -> None:
         self._counters = counter_registry(counters)
         self._state = ContextState()
-        self._texts: dict[int, str] = {}
+        self._texts = QuoteTexts()
         self._calls = ModelCallChecker(self._counters)
 
     def hooks(self) -> SemanticHooks:
@@ -66,6 +115,7 @@ class ContextReplay:
         """Validate the compaction at ``point.seq`` against the fold of the entries before it."""
         self._fold_to(point.prefix, point.seq - 1)
         entry = ContextEntry(point.seq, "context.compaction", point.actor, point.body)
+        self._texts.leaves = point.prefix
         validate_compaction(self._state, entry, self._texts, self._counters)
 
     def check_model_call(self, call: ModelCall) -> None:
@@ -83,12 +133,14 @@ class ContextReplay:
         """Fold entries up to ``seq`` (inclusive) from ``leaves``, already verified in step 3
         (canonical JSON, so the C parser reads exactly what the strict one read)."""
         if self._state.at > seq:
-            self._state, self._texts = ContextState(), {}
+            self._state, self._texts = ContextState(), QuoteTexts()
         for position in range(self._state.at + 1, seq + 1):
             envelope = json.loads(leaves[position])["entry"]
             kind, body = envelope["kind"], envelope["body"]
             self._state.apply(ContextEntry(position, kind, envelope["actor"], body))
-            self._texts[position] = entry_text(kind, body)
+            self._texts.kept[position] = entry_text(kind, body)
+            if kind == "context.compaction":
+                self._texts.keep_live(self._state)
 
 
 def _replay_lifecycle(leaves: Sequence[bytes]) -> LifecycleState:

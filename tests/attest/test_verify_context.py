@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from registre.attest.projection import projection_digest
-from registre.attest.verify_context import context_hooks
+from registre.attest.verify_context import ContextReplay, QuoteTexts, context_hooks
 from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
     ContextEntry,
@@ -14,9 +14,11 @@ from registre.lifecycle.context import (
     Policy,
     UnknownTokenCounterError,
     default_counter,
+    entry_text,
     project,
 )
 from tests.bundles import Thread, story_prefix
+from tests.long_threads import long_thread
 from tests.tamper.helpers import fails, passes
 
 WIDE = Policy(budget_tokens=1000)
@@ -67,3 +69,26 @@ def test_counters_other_than_the_default_must_be_given() -> None:
     model_call_at(thread, 6, counter_name="vendor.tokens/2")
     fails(thread.full_bundle(), UnknownTokenCounterError, step=6, seq=7)
     passes(thread.full_bundle(), hooks=context_hooks([NamedCounter("vendor.tokens/2")]))
+
+
+def test_the_replay_keeps_texts_for_the_live_context_only() -> None:
+    """The quote checks' texts follow the live context, not the history: a 3,000-entry
+    thread at 2k tokens compacts dozens of times, and the replay ends holding the texts of
+    its tail and of what the live summaries point at, not of every entry."""
+    thread = long_thread(3000, 2000)
+    replay = ContextReplay()
+    passes(thread.full_bundle(), hooks=replay.hooks())
+    state = replay._state
+    assert state.boundary > 2000
+    kept = set(replay._texts)
+    assert len(kept) < 600
+    assert all(seq in kept for seq in range(state.boundary, state.at + 1))
+
+
+def test_a_quote_of_an_entry_no_live_summary_points_at_is_read_back() -> None:
+    thread = story_prefix()
+    texts = QuoteTexts()
+    texts.leaves = thread.leaves
+    body = thread.entries[2].body
+    assert texts[2] == entry_text(thread.entries[2].kind, body)
+    assert texts.get(len(thread.leaves)) is None and list(texts) == []
