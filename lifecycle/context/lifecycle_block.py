@@ -18,6 +18,7 @@ the block counted whole (again only if the line-by-line estimate was over).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -182,7 +183,10 @@ def _lines(view: LifecycleView, at: int, shown: int) -> tuple[list[str], list[st
     return head, statements, after
 
 
+@functools.lru_cache(maxsize=16_384)
 def _statement_line(item: tuple[str, str, int]) -> str:
+    """``- ID (cited by N): STATEMENT``; kept for the items of the last views (the block is
+    rebuilt at every model call from mostly the same statements)."""
     evidence_id, text, citers = item
     cited = f" (cited by {citers})" if citers else ""
     return f"- {evidence_id}{cited}: {statement_text(text)}"
