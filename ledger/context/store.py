@@ -49,7 +49,12 @@ from registre.ledger.core.append import (
 )
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
-from registre.ledger.store.context_cache import fold_cache, verifier_of
+from registre.ledger.store.context_cache import (
+    SharedTexts,
+    fold_cache,
+    text_cache,
+    verifier_of,
+)
 from registre.ledger.store.context_snapshots import (
     ContextHistoryError,
     context_entries,
@@ -141,8 +146,10 @@ class ContextRebuildReport:
 class LeafTexts(Mapping[int, str]):
     """Entry texts (:func:`registre.lifecycle.context.entry_text`) of entries ``0 .. stop-1``, read
     from the ledger when asked, ``block`` entries at a time, the most recent ``blocks`` blocks
-    kept. ``extra`` holds texts of entries not yet written (an append batch). What quote
-    checks need: a summary line may point at entries folded long ago."""
+    kept. ``extra`` holds texts of entries not yet written (an append batch); ``shared``, texts
+    kept across calls (:class:`~registre.ledger.store.context_cache.TextCache`), is asked first
+    and filled from each block read. What quote checks need: a summary line may point at
+    entries folded long ago."""
 
     def __init__(
         self,
@@ -152,8 +159,10 @@ class LeafTexts(Mapping[int, str]):
         *,
         block: int = 64,
         blocks: int = 64,
+        shared: SharedTexts | None = None,
     ) -> None:
         self._read, self._stop, self._extra = read, stop, dict(extra or {})
+        self._shared = shared
         self._block, self._blocks = block, blocks
         self._cache: OrderedDict[int, dict[int, str]] = OrderedDict()
 
@@ -162,12 +171,19 @@ class LeafTexts(Mapping[int, str]):
             return self._extra[seq]
         if not isinstance(seq, int) or not 0 <= seq < self._stop:
             raise KeyError(seq)
+        if self._shared is not None:
+            kept = self._shared.get(seq)
+            if kept is not None:
+                return kept
         number = seq // self._block
         texts = self._cache.get(number)
         if texts is None:
             start = number * self._block
             stop = min(self._stop, start + self._block)
             texts = {e.seq: entry_text(e.kind, e.body) for e in self._read(start, stop)}
+            if self._shared is not None:
+                for seq_read, text in texts.items():
+                    self._shared.put(seq_read, text)
             self._cache[number] = texts
             if len(self._cache) > self._blocks:
                 self._cache.popitem(last=False)
@@ -250,12 +266,13 @@ def commit_context_items(
     size = state.at + 1
     batch: list[ContextEntry] = []
     rows = []
+    shared = text_cache().texts(conn, thread, size)
     for offset, item in enumerate(items):
         kind, body, actor = item
         validate_body(kind, body)
         entry = ContextEntry(size + offset, kind, actor, body)
         where = f"item {offset} ({kind}) would be entry {entry.seq}"
-        texts = LeafTexts(connection_reader(conn, thread), size, _texts(batch))
+        texts = LeafTexts(connection_reader(conn, thread), size, _texts(batch), shared=shared)
         try:
             if kind == "context.compaction":
                 validate_compaction(state, entry, texts, counters)
@@ -355,7 +372,8 @@ def record_compaction(
         with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
             state = fold_context(conn, thread, size - 1, verifier_of(signer))
-        texts = LeafTexts(engine_reader(db.engine, thread), size)
+            shared = text_cache().texts(conn, thread, size)
+        texts = LeafTexts(engine_reader(db.engine, thread), size, shared=shared)
         body = prepare_compaction(state, policy, counter, summarizer, texts)
         if body is None:
             return None
@@ -380,7 +398,8 @@ def compaction_would_record(
     with read_transaction(db.engine, snapshot=True) as conn:
         size = head_size(conn, thread)
         state = fold_context(conn, thread, size - 1)
-    texts = LeafTexts(engine_reader(db.engine, thread), size)
+        shared = text_cache().texts(conn, thread, size)
+    texts = LeafTexts(engine_reader(db.engine, thread), size, shared=shared)
     return prepare_compaction(state, policy, counter, summarizer, texts) is not None
 
 

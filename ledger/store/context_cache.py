@@ -44,10 +44,14 @@ from registre.lifecycle.context import ContextEntry, ContextState
 __all__ = [
     "CATCH_UP",
     "MAX_ITEMS",
+    "MAX_TEXT_CHARS",
     "MAX_THREADS",
     "CachedFold",
     "FoldCache",
+    "SharedTexts",
+    "TextCache",
     "fold_cache",
+    "text_cache",
     "verifier_of",
 ]
 
@@ -57,6 +61,8 @@ CATCH_UP: Final = 4096
 
 MAX_THREADS: Final = 64
 MAX_ITEMS: Final = 100_000
+MAX_TEXT_CHARS: Final = 8_000_000
+"""The most characters of entry texts :class:`TextCache` keeps per thread (16 threads)."""
 
 _entry = tables.entry
 _HASHED = (
@@ -206,3 +212,85 @@ def verifier_of(signer: Signer) -> Verifier:
 def fold_cache() -> FoldCache:
     """The process's cache (one per process, shared by every database handle)."""
     return _CACHE
+
+
+class SharedTexts:
+    """Entry texts of one thread of one database, by seq, kept from one compaction to the
+    next (the quote checks of a refold look up the same old entries every time). Valid for
+    the history whose entry ``anchor`` hashes to ``anchor_hash``; at most
+    :data:`MAX_TEXT_CHARS` characters, the least recently used dropped first. Thread safe."""
+
+    def __init__(self, anchor: int, anchor_hash: bytes, max_chars: int = MAX_TEXT_CHARS) -> None:
+        self.anchor, self.anchor_hash = anchor, anchor_hash
+        self._texts: OrderedDict[int, str] = OrderedDict()
+        self._chars, self._max = 0, max_chars
+        self._lock = threading.Lock()
+
+    def get(self, seq: int) -> str | None:
+        """The kept text of entry ``seq``, or None."""
+        with self._lock:
+            text = self._texts.get(seq)
+            if text is not None:
+                self._texts.move_to_end(seq)
+            return text
+
+    def put(self, seq: int, text: str) -> None:
+        """Keep the text of entry ``seq`` (an entry at or before the anchor)."""
+        if seq > self.anchor or len(text) > self._max:
+            return
+        with self._lock:
+            old = self._texts.pop(seq, None)
+            self._chars += len(text) - (0 if old is None else len(old))
+            self._texts[seq] = text
+            while self._chars > self._max:
+                _seq, dropped = self._texts.popitem(last=False)
+                self._chars -= len(dropped)
+
+
+class TextCache:
+    """``(engine id, thread) -> SharedTexts``, checked like the fold cache: the texts are
+    served for a database whose entry ``anchor`` still has the leaf hash it had (that leaf
+    commits to the whole prefix, so every kept text is still the text of its entry)."""
+
+    def __init__(self, max_threads: int = 16) -> None:
+        self._lock = threading.Lock()
+        self._threads: OrderedDict[tuple[int, str], SharedTexts] = OrderedDict()
+        self._max_threads = max_threads
+
+    def texts(self, conn: Connection, thread: str, size: int) -> SharedTexts | None:
+        """The kept texts of ``thread`` for its first ``size`` entries, re-anchored at entry
+        ``size - 1``; None for an empty thread. One indexed read (two when re-anchoring)."""
+        if size < 1:
+            return None
+        key = (id(conn.engine), thread)
+        head = conn.execute(_ONE_HASH, {"thread": thread, "seq": size - 1}).scalar()
+        if head is None:
+            return None
+        with self._lock:
+            found = self._threads.get(key)
+        if found is not None and found.anchor != size - 1:
+            kept = None
+            if found.anchor < size - 1:
+                kept = conn.execute(_ONE_HASH, {"thread": thread, "seq": found.anchor}).scalar()
+            if kept is None or bytes(kept) != found.anchor_hash:
+                found = None
+        elif found is not None and bytes(head) != found.anchor_hash:
+            found = None
+        if found is None:
+            found = SharedTexts(size - 1, bytes(head))
+        else:
+            found.anchor, found.anchor_hash = size - 1, bytes(head)
+        with self._lock:
+            self._threads[key] = found
+            self._threads.move_to_end(key)
+            while len(self._threads) > self._max_threads:
+                self._threads.popitem(last=False)
+        return found
+
+
+_TEXTS: Final = TextCache()
+
+
+def text_cache() -> TextCache:
+    """The process's entry-text cache (one per process, shared by every database handle)."""
+    return _TEXTS

@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 
 from registre.attest.projection import shape_digest
 from registre.ledger.context.digest import call_digest, projection_bytes
+from registre.ledger.context.store import LeafTexts, engine_reader
 from registre.ledger.ledger import Ledger
-from registre.ledger.store.context_cache import fold_cache
+from registre.ledger.store.context_cache import fold_cache, text_cache
 from registre.ledger.store.context_snapshots import fold_context
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.thread import Thread
@@ -40,6 +41,7 @@ from registre.lifecycle.context import (
     project,
 )
 from tests.ledger.context.test_properties import act, policies, steps
+from tests.ledger.helpers import drop_triggers, execute
 
 _THREADS = itertools.count()
 
@@ -114,3 +116,28 @@ def test_a_fold_cached_for_another_history_is_not_used(tmp_path: Any, signer: An
     policy = Policy(budget_tokens=4000)
     counter = default_counter()
     assert project(folded, 4000, policy, counter) == project(expected, 4000, policy, counter)
+
+
+def test_entry_texts_are_kept_across_calls_for_the_same_history_only(
+    tmp_path: Any, signer: Any
+) -> None:
+    """A refold's quote checks read the same old entries at every compaction: their texts
+    are kept per thread while the history is the one they were read from (its last entry
+    hashes the same), and thrown away when it is not."""
+    thread = Ledger.open(str(tmp_path / "a.db"), signer).create_thread("t")
+    for number in range(6):
+        thread.append("turn", {"role": "user", "text": f"figure {number} is 12.{number}m"}, "user")
+    engine = thread.database.engine
+    with read_transaction(engine) as conn:
+        kept = text_cache().texts(conn, "t", 4)
+    assert kept is not None
+    texts = LeafTexts(engine_reader(engine, "t"), 4, shared=kept)
+    assert texts[2] == "figure 2 is 12.2m" and kept.get(3) == "figure 3 is 12.3m"
+    with read_transaction(engine) as conn:
+        assert text_cache().texts(conn, "t", 6) is kept  # the same history, grown
+    assert kept.anchor == 5
+    drop_triggers(engine)
+    execute(engine, "UPDATE entry SET leaf_hash = zeroblob(32) WHERE thread = 't' AND seq = 5")
+    with read_transaction(engine) as conn:
+        fresh = text_cache().texts(conn, "t", 6)
+    assert fresh is not None and fresh is not kept and fresh.get(2) is None
