@@ -50,7 +50,11 @@ from registre.lifecycle.context import (
 from registre.lifecycle.context.fold import TailItem
 from registre.lifecycle.context.lifecycle_block import LifecycleView, block_allowance
 from registre.lifecycle.context.line_counts import line_counter
-from registre.lifecycle.context.projection import PROJECTION_FORMAT
+from registre.lifecycle.context.projection import (
+    PROJECTION_FORMAT,
+    run_continues,
+    summarized_run,
+)
 
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
@@ -116,7 +120,7 @@ class _Parts:
 
     def _push(self, run: ManifestRun) -> None:
         last = self.last_run
-        if last is not None and _continues(last, run):
+        if last is not None and run_continues(last, run):
             self.last_run = ManifestRun(
                 last.first, run.last, run.status, last.message, run.compaction, run.line
             )
@@ -136,12 +140,12 @@ class _Parts:
                 start = first
                 for seq in (s for s in pinned_seqs if first <= s <= last):
                     if seq > start:
-                        self._push(_summarized(start, seq - 1, summary.seq, line, message))
+                        self._push(summarized_run(start, seq - 1, summary.seq, line, message))
                     pin_id, index = pinned[seq]
                     self._push(ManifestRun(seq, seq, "pinned", index, pin=pin_id))
                     start = seq + 1
                 if start <= last:
-                    self._push(_summarized(start, last, summary.seq, line, message))
+                    self._push(summarized_run(start, last, summary.seq, line, message))
             message += 1
 
     def advance(self) -> None:
@@ -365,24 +369,3 @@ def message_bytes(message: Message) -> bytes:
 
 def _plain(text: str) -> bool:
     return text.isascii() and text.replace("-", "").isalnum()
-
-
-def _summarized(
-    first: int, last: int, compaction: int, line: int | None, message: int
-) -> ManifestRun:
-    if line is None:
-        return ManifestRun(first, last, "folded")
-    return ManifestRun(first, last, "summarized", message, compaction, line)
-
-
-def _continues(previous: ManifestRun, run: ManifestRun) -> bool:
-    """Whether ``run`` extends ``previous`` (``project``'s rule for merging runs)."""
-    if previous.last + 1 != run.first or previous.status != run.status:
-        return False
-    if run.status == "folded":
-        return True
-    if run.status == "summarized":
-        return (previous.compaction, previous.line) == (run.compaction, run.line)
-    if run.status in ("verbatim", "stubbed") and previous.message is not None:
-        return previous.message + (previous.last - previous.first + 1) == run.message
-    return False

@@ -59,6 +59,8 @@ __all__ = [
     "context_tokens",
     "live_pin_tokens",
     "project",
+    "run_continues",
+    "summarized_run",
 ]
 
 PROJECTION_FORMAT: Final = "registre.projection/1"
@@ -436,19 +438,21 @@ def _prefix_runs(
             start = first
             for seq in pinned_seqs[low:high]:
                 if seq > start:
-                    _push(runs, _summarized(start, seq - 1, summary.seq, line, message))
+                    _push(runs, summarized_run(start, seq - 1, summary.seq, line, message))
                 pin_id, pin_message_index = pinned[seq]
                 _push(runs, ManifestRun(seq, seq, "pinned", pin_message_index, pin=pin_id))
                 start = seq + 1
             if start <= last:
-                _push(runs, _summarized(start, last, summary.seq, line, message))
+                _push(runs, summarized_run(start, last, summary.seq, line, message))
         message += 1
     return tuple(runs)
 
 
-def _summarized(
+def summarized_run(
     first: int, last: int, compaction: int, line: int | None, message: int
 ) -> ManifestRun:
+    """The run of entries ``first..last`` of the summary in ``message`` (written by the
+    compaction at ``compaction``): ``summarized`` by its line ``line``, ``folded`` if none."""
     if line is None:
         return ManifestRun(first, last, "folded")
     return ManifestRun(first, last, "summarized", message, compaction, line)
@@ -456,7 +460,7 @@ def _summarized(
 
 def _push(runs: list[ManifestRun], run: ManifestRun) -> None:
     """Append ``run``, merging it into the previous run when they continue each other."""
-    if runs and _continues(runs[-1], run):
+    if runs and run_continues(runs[-1], run):
         previous = runs[-1]
         runs[-1] = ManifestRun(
             previous.first, run.last, run.status, previous.message, run.compaction, run.line
@@ -465,7 +469,8 @@ def _push(runs: list[ManifestRun], run: ManifestRun) -> None:
         runs.append(run)
 
 
-def _continues(previous: ManifestRun, run: ManifestRun) -> bool:
+def run_continues(previous: ManifestRun, run: ManifestRun) -> bool:
+    """Whether ``run`` extends ``previous``, so that the manifest merges them into one run."""
     if previous.last + 1 != run.first or previous.status != run.status:
         return False
     if run.status == "folded":
