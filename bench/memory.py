@@ -61,9 +61,16 @@ def current_rss_mb() -> float | None:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak RSS since it started (``ru_maxrss``, MiB), its own and that of
-    its waited-for children, whichever is larger (a verifier with ``jobs > 1`` forks)."""
-    own = _maxrss_mb(resource.getrusage(resource.RUSAGE_SELF))
+    """This process's peak RSS since it started (MiB), its own and that of its waited-for
+    children, whichever is larger (a verifier with ``jobs > 1`` forks). Its own is the
+    address space's high-water mark (``VmHWM``) where ``/proc`` has it: ``ru_maxrss``
+    survives ``exec``, so a child started by a harness holding 400 MB would report 400 MB."""
+    kb = _status_kb("VmHWM")
+    own = (
+        round(kb / 1024, 1)
+        if kb is not None
+        else _maxrss_mb(resource.getrusage(resource.RUSAGE_SELF))
+    )
     children = _maxrss_mb(resource.getrusage(resource.RUSAGE_CHILDREN))
     return max(own, children)
 

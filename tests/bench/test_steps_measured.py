@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +154,16 @@ def test_an_old_results_document_prints_beside_a_new_one(
     assert "| projection p50 / p99, last third of the history | - → " in text
     assert readme_main([str(path)]) == 0  # an old document alone prints too
     assert "| whole run (investigation, steps and checks) | - |" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_a_child_step_reports_its_own_peak_not_the_harness(tmp_path: Path) -> None:
+    """Export and verify run in children of a harness that may hold hundreds of MB:
+    ``ru_maxrss`` survives ``exec`` and reported the harness's peak for them (428 MB for a
+    verify that held far less); the child's figure is its own address space's."""
+    held = bytearray(300 * 2**20)  # the harness holding 300 MB
+    held[::4096] = b"x" * len(held[::4096])
+    code = "from registre.bench.memory import peak_rss_mb; print(peak_rss_mb())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert float(done.stdout.strip()) < 200
+    del held
