@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
+from typing import Final
 
 from registre.attest.bundle import Bundle, BundleLeaves, open_bundle
 from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
@@ -107,6 +108,9 @@ __all__ = [
     "TrustPolicy",
     "verify_bundle",
 ]
+
+INACTIVE_LISTED: Final = 12
+"""The most stale or inactive ids step 7.2's line of the report names (the JSON lists all)."""
 
 
 _REREAD = frozenset({"context.compaction"})
@@ -577,9 +581,11 @@ class _Verification:
         if not inactive:
             result.checked.append(f"every cited id is active and fresh at size {size}")
             return
-        result.checked.append(
-            f"stale or inactive at size {size}: " + ", ".join(item.describe() for item in inactive)
-        )
+        listed = ", ".join(self.report.inactive[:INACTIVE_LISTED])
+        if len(inactive) > INACTIVE_LISTED:
+            more = len(inactive) - INACTIVE_LISTED
+            listed += f', … and {more} more (all of them in --json, as "inactive")'
+        result.checked.append(f"stale or inactive at size {size}: {listed}")
         stale_finals = [item.describe() for item in inactive if item.final]
         if stale_finals:
             result.status = "stale"
