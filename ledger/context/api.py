@@ -55,7 +55,7 @@ from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.context_cache import fold_cache, verifier_of
 from registre.ledger.store.context_snapshots import context_entries, fold_context
 from registre.ledger.store.engine import read_transaction
-from registre.lifecycle import LifecycleFormatError
+from registre.lifecycle import LifecycleFormatError, LifecycleState
 from registre.lifecycle.context import (
     ContextBudgetError,
     ContextEntry,
@@ -136,18 +136,30 @@ class ContextThread(ThreadCore):
     ) -> Projection:
         """The projection of entries ``0..at`` (default: the head) for ``budget`` tokens;
         with ``lifecycle_block``, ending with the lifecycle block of the lifecycle state
-        after the same entries (replayed: O(lifecycle entries)). Deterministic. Raises
+        after the same entries (at the head: the writer's cached lifecycle fold, caught up;
+        else replayed, O(lifecycle entries)). Deterministic. Raises
         ContextBudgetError (PinsOverBudgetError, ProjectionOverBudgetError: compact first)
         when it does not fit; EntryNotFoundError for a bad ``at``."""
         budget, policy = resolve_policy(budget, policy)
         state = self.context_state(at)
         lifecycle = None
         if lifecycle_block:
-            with read_transaction(self._db.engine, snapshot=True) as conn:
-                lifecycle = lifecycle_at(conn, self.id, state.at).state
+            lifecycle = self._lifecycle_state(state.at + 1)
         projection = project(state, budget, policy, counter or default_counter(), lifecycle)
         fold_cache().adopt(self._db.engine, self.id, state)  # keep what it counted
         return projection
+
+    def _lifecycle_state(self, size: int) -> LifecycleState:
+        """The lifecycle state after the first ``size`` entries: from the writer's cached fold,
+        caught up, when that fold is not past ``size`` (a projection at the head: O(lifecycle
+        entries since)), else replayed (O(lifecycle entries))."""
+        with (
+            self._db.lifecycle.using(self.id) as slot,
+            read_transaction(self._db.engine, snapshot=True) as conn,
+        ):
+            if slot.fold is None or slot.fold.size <= size:
+                return slot.current(conn, size).state.copy()  # a writer may fold on
+            return lifecycle_at(conn, self.id, size - 1).state
 
     def compact(
         self,
