@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import overload
 
 from registre.attest.errors import VerificationError
+from registre.attest.leaf_view import LeafView
 from registre.attest.merkle import HASH_SIZE, leaf_hash
 
 __all__ = ["BundleLeaves", "EntriesChangedError", "LeafRange", "PackedHashes"]
@@ -88,7 +89,7 @@ class PackedHashes(Sequence[bytes]):
     __hash__ = None  # type: ignore[assignment]  # mutable
 
 
-class BundleLeaves(Sequence[bytes]):
+class BundleLeaves(LeafView):
     """The lines of ``entries.jsonl``, read again from the zip on demand (module docstring).
 
     ``chunks`` gives the member's bytes from its start each time it is called (the open
@@ -116,24 +117,11 @@ class BundleLeaves(Sequence[bytes]):
     def __len__(self) -> int:
         return len(self._hashes)
 
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1:
-                return LeafRange(self, start, max(start, stop))
-            return [self[i] for i in range(start, stop, step)]
-        count = len(self)
-        if index < 0:
-            index += count
-        if not 0 <= index < count:
-            raise IndexError(index)
+    def _leaf(self, index: int) -> bytes:
         return self._at(index)
+
+    def _range(self, start: int, stop: int) -> Sequence[bytes]:
+        return LeafRange(self, start, stop)
 
     def __iter__(self) -> Iterator[bytes]:
         return self.iterate(0, len(self))
@@ -190,7 +178,7 @@ class BundleLeaves(Sequence[bytes]):
         )
 
 
-class LeafRange(Sequence[bytes]):
+class LeafRange(LeafView):
     """Lines ``start .. stop-1`` of a :class:`BundleLeaves`, read through it (a slice that
     copies nothing): indexing moves the shared cursor, iterating makes a pass of its own."""
 
@@ -202,24 +190,11 @@ class LeafRange(Sequence[bytes]):
     def __len__(self) -> int:
         return self._stop - self._start
 
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1:
-                base = self._start
-                return LeafRange(self._leaves, base + start, base + max(start, stop))
-            return [self[i] for i in range(start, stop, step)]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+    def _leaf(self, index: int) -> bytes:
         return self._leaves[self._start + index]
+
+    def _range(self, start: int, stop: int) -> Sequence[bytes]:
+        return LeafRange(self._leaves, self._start + start, self._start + stop)
 
     def __iter__(self) -> Iterator[bytes]:
         return self._leaves.iterate(self._start, self._stop)

@@ -1,11 +1,15 @@
-"""The ``model.call`` check carried forward: the projection digest without rebuilding it.
+"""The ``model.call`` digest carried forward with the fold: the projection digest without
+rebuilding it, for the verifier's check and for the writer's record.
 
 :func:`registre.attest.projection.verify_model_call` rebuilds the whole projection for every
 call (``project``, then RFC 8785 over every message): O(context) of Python per call, so a
 verifier replaying a long thread at a large budget spends its time re-serialising messages it
-has serialised before. :class:`ModelCallChecker` keeps, for the one
-:class:`~registre.lifecycle.context.ContextState` it follows (advanced in place by its owner),
-the parts of the projection that only grow between two compactions:
+has serialised before. The parts of the projection that only grow between two compactions
+are kept with the :class:`~registre.lifecycle.context.ContextState` itself, as one of its
+derived caches (:meth:`~registre.lifecycle.context.ContextState.cache`: the fold keeps them
+while it only appends to the tail, drops them at a compaction, and a
+:meth:`~registre.lifecycle.context.ContextState.copy` takes them along, sharing their bytes
+until either side grows):
 
 * the canonical bytes of every message shown (header pins, live summaries, tail), joined;
 * the manifest's runs, the finished ones as canonical bytes and the last one open (a new
@@ -13,17 +17,25 @@ the parts of the projection that only grow between two compactions:
 * per token counter, the tokens of the stable prefix and of the tail so far (each tail
   entry's count is the fold's own cached count).
 
-A call then costs the entries folded since the last call, the lifecycle block (built per call:
-its text names ``at``; the view is cached per lifecycle state and the counts of its lines in
-:func:`registre.lifecycle.context.line_counts.line_counter`), and one SHA-256 over the canonical
-bytes streamed from those parts -- byte for byte what ``canonical_bytes(projection.to_json())``
-gives (``specs/context.md`` section 8; tests/attest/test_projection_stream.py holds the two
-side by side). A compaction, a new state object or anything but entries appended since the
-last call rebuilds the parts, once.
+A call then costs the entries folded since the last call, the lifecycle block, and one SHA-256
+over the canonical bytes streamed from those parts -- byte for byte what
+``canonical_bytes(projection.to_json())`` gives (``specs/context.md`` section 8;
+tests/attest/test_projection_stream.py holds the two side by side, and
+tests/ledger/context/test_cached_fold.py the writer's digest beside the naive refold). A
+compaction, a state restored from a snapshot or anything but entries appended since the last
+call rebuilds the parts, once. Two users:
 
-Only the registre shape is streamed; a provider shape, a context over its budget and a digest
-that does not reproduce are handed to ``verify_model_call``, so every error stays that
-function's own (and a mismatch is confirmed by the full rebuild before it is reported).
+* the verifier, :class:`ModelCallChecker` (one per replay, following the state its owner
+  advances in place): it builds the lifecycle block itself (its text names ``at``; the view
+  is cached per lifecycle state and the counts of its lines in
+  :func:`registre.lifecycle.context.line_counts.line_counter`). Only the registre shape is
+  streamed; a provider shape, a context over its budget and a digest that does not
+  reproduce are handed to ``verify_model_call``, so every error stays that function's own
+  (and a mismatch is confirmed by the full rebuild before it is reported);
+* the writer, :func:`call_digest`: the digest of a projection just built by ``project`` from
+  a state (the ledger's cached fold hands out copies that carry the parts along), taking
+  the block and the token counts from the projection. A provider shape is digested by
+  :func:`~registre.attest.projection.shape_digest` as it is.
 """
 
 from __future__ import annotations
@@ -34,13 +46,19 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Final
 
 from registre.attest.canonical import canonical_bytes
-from registre.attest.projection import claims_block, verify_model_call
+from registre.attest.projection import (
+    REGISTRE_SHAPE,
+    claims_block,
+    shape_digest,
+    verify_model_call,
+)
 from registre.lifecycle import LifecycleState
 from registre.lifecycle.context import (
     ContextState,
     ManifestRun,
     Message,
     Policy,
+    Projection,
     TokenCounter,
     lifecycle_block,
     lifecycle_view,
@@ -59,19 +77,22 @@ from registre.lifecycle.context.projection import (
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 
-__all__ = ["ModelCallChecker", "message_bytes", "run_bytes"]
+__all__ = ["ModelCallChecker", "call_digest", "message_bytes", "run_bytes"]
 
 _COMMA: Final = b","
+_PARTS: Final = "registre.attest/projection-parts"
 _string: Final = encode_basestring
 
 
 class _Parts:
-    """The growing parts of the projection of one state, between two compactions."""
+    """The growing parts of the projection of one state, between two compactions: a
+    :class:`~registre.lifecycle.context.fold.StateCache` of the states it was built on."""
 
     __slots__ = (
         "at",
         "cache",
         "header_pins",
+        "header_seq",
         "last_item",
         "last_run",
         "message_bytes",
@@ -79,22 +100,23 @@ class _Parts:
         "prefix_messages",
         "previous",
         "runs_bytes",
-        "state",
+        "shared",
         "tail_len",
         "tokens",
     )
 
     def __init__(self, state: ContextState, previous: dict[int, tuple[Message, bytes]]) -> None:
-        self.state = state
         self.cache: dict[int, tuple[Message, bytes]] = {}
         self.previous = previous  # the bytes of the messages of the parts before
         self.at = -1
+        self.header_seq = state.header_seq
         self.message_bytes = bytearray()
         self.messages = 0
         self.runs_bytes = bytearray()
         self.last_run: ManifestRun | None = None
         self.tail_len = 0
         self.last_item: TailItem | None = None
+        self.shared = False  # the bytes and the cache are shared with a copy: copy on write
         self.header_pins = {pin.entry_seq: (pin.pin.id, i) for i, pin in enumerate(state.header)}
         self.tokens: dict[str, list[int]] = {}  # counter name -> [prefix, tail, tail items]
         for pin in state.header:
@@ -103,6 +125,25 @@ class _Parts:
             self._message(summary.message)
         self.prefix_messages = self.messages
         self._summary_runs(state)
+
+    def copy(self) -> _Parts:
+        """An independent copy sharing the bytes until either grows (StateCache)."""
+        other = _Parts.__new__(_Parts)
+        for name in _Parts.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.tokens = {name: list(counts) for name, counts in self.tokens.items()}
+        self.shared = other.shared = True
+        return other
+
+    def follows(self, state: ContextState) -> bool:
+        """Whether ``state`` is a state these parts were built on with entries appended
+        since, and no compaction (the header's seq moves at every compaction)."""
+        if state.header_seq != self.header_seq:
+            return False
+        tail = state.tail
+        if state.at < self.at or len(tail) < self.tail_len:
+            return False
+        return self.last_item is None or tail[self.tail_len - 1] is self.last_item
 
     # --- building -----------------------------------------------------------------------
 
@@ -148,10 +189,14 @@ class _Parts:
                     self._push(summarized_run(start, last, summary.seq, line, message))
             message += 1
 
-    def advance(self) -> None:
-        """Take in the tail entries folded since the last call."""
-        state = self.state
+    def advance(self, state: ContextState) -> None:
+        """Take in the tail entries of ``state`` folded since the last call."""
         tail = state.tail
+        if len(tail) > self.tail_len and self.shared:
+            self.message_bytes = bytearray(self.message_bytes)
+            self.runs_bytes = bytearray(self.runs_bytes)
+            self.cache = dict(self.cache)
+            self.shared = False
         header_seq = state.header_seq
         pinned = self.header_pins
         for index in range(self.tail_len, len(tail)):
@@ -176,9 +221,8 @@ class _Parts:
         self.at = state.at
         self.previous = {}
 
-    def tokens_for(self, counter: TokenCounter) -> tuple[int, int]:
+    def tokens_for(self, state: ContextState, counter: TokenCounter) -> tuple[int, int]:
         """(stable prefix tokens, total tokens) of the messages, for ``counter``."""
-        state = self.state
         found = self.tokens.get(counter.name)
         if found is None:
             prefix = sum(pin.tokens(counter) for pin in state.header) + sum(
@@ -203,18 +247,97 @@ class _Parts:
             digest.update(run_bytes(self.last_run))
 
 
+def _carried(state: ContextState, previous: _Parts | None = None) -> _Parts:
+    """The parts ``state`` carries, advanced to it; built (reusing the message bytes of
+    ``previous``) when it carries none that it follows."""
+    parts = state.cache(_PARTS)
+    if not isinstance(parts, _Parts) or not parts.follows(state):
+        parts = _Parts(state, {} if previous is None else previous.cache)
+        state.set_cache(_PARTS, parts)
+    parts.advance(state)
+    return parts
+
+
+def _digest(
+    parts: _Parts,
+    at: int,
+    budget: int,
+    prefix_tokens: int,
+    total: int,
+    block: tuple[dict[str, object], Message | None] | None,
+    tail: bytes,
+) -> str:
+    """SHA-256 over the canonical bytes of the projection, streamed from ``parts``:
+    ``block`` the lifecycle block's JSON and message (if any), ``tail`` the last members."""
+    head = f'{{"at":{at},"budget_tokens":{budget},"format":"{PROJECTION_FORMAT}"'
+    block_bytes = b""
+    if block is not None:
+        head += ',"lifecycle_block":' + canonical_bytes(block[0]).decode()
+        if block[1] is not None:
+            block_bytes = message_bytes(block[1])
+            if parts.messages:
+                block_bytes = _COMMA + block_bytes
+    digest = hashlib.sha256(head.encode())
+    digest.update(b',"manifest":{"entries":[')
+    parts.hash_runs(digest)
+    digest.update(
+        f'],"stable_prefix":{{"messages":{parts.prefix_messages},"tokens":{prefix_tokens}}}'
+        f',"tokens":{total}}},"messages":['.encode()
+    )
+    digest.update(parts.message_bytes)
+    digest.update(block_bytes)
+    digest.update(b"],")
+    digest.update(tail)
+    return digest.hexdigest()
+
+
+def _tail_bytes(policy: Policy, counter: str) -> bytes:
+    """The projection's last members, ``"policy":...,"token_counter":...}``."""
+    return canonical_bytes({"policy": policy.to_json(), "token_counter": counter})[1:]
+
+
+def call_digest(projection: Projection, state: ContextState, shape: str = REGISTRE_SHAPE) -> str:
+    """:func:`~registre.attest.projection.shape_digest` of ``projection`` in ``shape``, where
+    ``projection`` is ``project(state, ...)`` (``state`` not folded further since): the
+    registre shape streamed from the parts ``state`` carries (module docstring), which it
+    keeps for the next call on it or on a copy."""
+    if shape != REGISTRE_SHAPE or projection.at != state.at:
+        return shape_digest(projection, shape)
+    parts = _carried(state)
+    manifest = projection.manifest
+    block = projection.block
+    shown = parts.messages + (block is not None and block.message is not None)
+    if (
+        shown != len(projection.messages)
+        or parts.prefix_messages != manifest.stable_prefix_messages
+    ):
+        return shape_digest(projection, shape)  # not a projection of this state
+    block_parts = None
+    if block is not None:
+        shown_at = None if block.message is None else parts.messages
+        block_parts = (block.to_json(shown_at), block.message)
+    return _digest(
+        parts,
+        projection.at,
+        projection.budget,
+        manifest.stable_prefix_tokens,
+        manifest.tokens,
+        block_parts,
+        _tail_bytes(projection.policy, projection.counter),
+    )
+
+
 class ModelCallChecker:
     """Checks the ``model.call`` entries of one replay against the state it carries forward.
 
     ``check`` has :func:`~registre.attest.projection.verify_model_call`'s contract, and
-    accepts exactly what it accepts (module docstring). Keep one per replay; it holds
-    O(context) bytes.
+    accepts exactly what it accepts (module docstring). Keep one per replay; the state it
+    follows holds O(context) bytes.
     """
 
     def __init__(self, counter_registry: Mapping[str, TokenCounter]) -> None:
         self._registry = counter_registry
         self._parts: _Parts | None = None
-        self._header_seq = -2
         self._counters: dict[str, tuple[TokenCounter, TokenCounter]] = {}
         self._view: tuple[LifecycleState, LifecycleView] | None = None
         self._tails: dict[tuple[Policy, str], bytes] = {}
@@ -246,12 +369,11 @@ class ModelCallChecker:
             return None
         counter = resolve_counter(str(body["token_counter"]), self._registry)
         policy = parse_policy(body["policy"], "body.policy")
-        parts = self._sync(state)
-        prefix_tokens, total = parts.tokens_for(counter)
+        parts = self._parts = _carried(state, self._parts)
+        prefix_tokens, total = parts.tokens_for(state, counter)
         if total > budget:
             return None
-        block_bytes = b""
-        block_json = None
+        block_parts = None
         if claims_block(body):
             if lifecycle is None:
                 return None
@@ -263,54 +385,18 @@ class ModelCallChecker:
             )
             shown = None
             if block.message is not None:
-                block_bytes = message_bytes(block.message)
-                if parts.messages:
-                    block_bytes = _COMMA + block_bytes
                 shown = parts.messages
                 total += block.tokens
-            block_json = block.to_json(shown)
-        head = f'{{"at":{state.at},"budget_tokens":{budget},"format":"{PROJECTION_FORMAT}"'
-        if block_json is not None:
-            head += ',"lifecycle_block":' + canonical_bytes(block_json).decode()
-        digest = hashlib.sha256(head.encode())
-        digest.update(b',"manifest":{"entries":[')
-        parts.hash_runs(digest)
-        digest.update(
-            f'],"stable_prefix":{{"messages":{parts.prefix_messages},"tokens":{prefix_tokens}}}'
-            f',"tokens":{total}}},"messages":['.encode()
+            block_parts = (block.to_json(shown), block.message)
+        return _digest(
+            parts, state.at, budget, prefix_tokens, total, block_parts, self._tail(policy, counter)
         )
-        digest.update(parts.message_bytes)
-        digest.update(block_bytes)
-        digest.update(b"],")
-        digest.update(self._tail(policy, counter.name))
-        return digest.hexdigest()
 
-    def _sync(self, state: ContextState) -> _Parts:
-        parts = self._parts
-        if parts is None or not self._follows(parts, state):
-            previous = {} if parts is None else parts.cache
-            parts = self._parts = _Parts(state, previous)
-            self._header_seq = state.header_seq
-        parts.advance()
-        return parts
-
-    def _tail(self, policy: Policy, counter: str) -> bytes:
-        """The projection's last members, ``"policy":...,"token_counter":...}``."""
-        found = self._tails.get((policy, counter))
+    def _tail(self, policy: Policy, counter: TokenCounter) -> bytes:
+        found = self._tails.get((policy, counter.name))
         if found is None:
-            members = {"policy": policy.to_json(), "token_counter": counter}
-            found = self._tails[(policy, counter)] = canonical_bytes(members)[1:]
+            found = self._tails[(policy, counter.name)] = _tail_bytes(policy, counter.name)
         return found
-
-    def _follows(self, parts: _Parts, state: ContextState) -> bool:
-        """Whether ``state`` is the state ``parts`` follow with entries appended since, and
-        no compaction (the header's seq moves at every compaction)."""
-        if parts.state is not state or state.header_seq != self._header_seq:
-            return False
-        tail = state.tail
-        if state.at < parts.at or len(tail) < parts.tail_len:
-            return False
-        return parts.last_item is None or tail[parts.tail_len - 1] is parts.last_item
 
     def _cached(self, counter: TokenCounter) -> TokenCounter:
         found = self._counters.get(counter.name)

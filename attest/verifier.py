@@ -12,10 +12,11 @@ verifier key, witness keys and a quorum) and, optionally, its own state file. It
    ``max_age``;
 3. **entries** -- :func:`registre.attest.verify_entries.check_entries`: canonical bytes, signature
    by the pinned key, origin, seq, prev binding; (3.5, full) every lifecycle head recomputed;
-4. **tree** -- the head's size and root recomputed (full) or every disclosed entry's inclusion proof
-   against it, each entry's ``prev.root`` and each earlier checkpoint proved consistent with
-   it (partial); every size comes from a signed checkpoint or a signed entry; (4.6, partial)
-   the lifecycle complete (:func:`registre.attest.lifecycle_chain.check_lifecycle_chain`);
+4. **tree** -- :mod:`registre.attest.verify_tree`: the head's size and root recomputed (full)
+   or every disclosed entry's inclusion proof against it, each entry's ``prev.root`` and each
+   earlier checkpoint proved consistent with it (partial); every size comes from a signed
+   checkpoint or a signed entry; (4.6, partial) the lifecycle complete
+   (:func:`registre.attest.lifecycle_chain.check_lifecycle_chain`);
 5. **history** -- :func:`registre.attest.verify_history.check_history` against the state file;
 6. **semantics** -- :func:`registre.attest.verify_semantics.check_semantics` (the lifecycle
    replayed whenever the bundle holds all of it);
@@ -42,10 +43,9 @@ what the working-context replay keeps (:mod:`registre.attest.verify_context`).
 
 from __future__ import annotations
 
-import base64
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
@@ -56,21 +56,17 @@ from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
 from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
 from registre.attest.errors import (
-    ConsistencyProofError,
     RefusedError,
     RegistreError,
-    RootMismatchError,
     VerificationError,
 )
 from registre.attest.keys import Verifier
 from registre.attest.lifecycle_chain import ChainProgress, check_lifecycle_chain
 from registre.attest.merkle import CompactRange
-from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.attest.verify_context import context_hooks
 from registre.attest.verify_entries import (
     EntriesChecked,
     EntriesProgress,
-    PrevRootMismatchError,
     RecordsWithBodies,
     check_entries,
 )
@@ -80,7 +76,6 @@ from registre.attest.verify_freshness import (
     check_freshness,
 )
 from registre.attest.verify_history import (
-    MissingProofError,
     TrustedHead,
     check_history,
     load_state,
@@ -94,6 +89,15 @@ from registre.attest.verify_semantics import (
     check_claims,
     check_semantics,
     status_at_head,
+)
+from registre.attest.verify_tree import (
+    CheckpointConsistencyError,
+    CheckpointRootMismatchError,
+    TreeProgress,
+    TreeRootMismatchError,
+    TreeSizeMismatchError,
+    check_tree_full,
+    check_tree_partial,
 )
 
 __all__ = [
@@ -121,22 +125,6 @@ entries)."""
 
 class CheckpointNameError(VerificationError):
     """A checkpoint stored under a size other than the size it signs."""
-
-
-class TreeSizeMismatchError(VerificationError):
-    """A full bundle holding fewer or more entries than its head checkpoint's size."""
-
-
-class TreeRootMismatchError(RootMismatchError):
-    """A full bundle whose recomputed root is not the root its head checkpoint signs."""
-
-
-class CheckpointRootMismatchError(RootMismatchError):
-    """An earlier checkpoint whose root is not the recomputed root at its size."""
-
-
-class CheckpointConsistencyError(ConsistencyProofError):
-    """An earlier checkpoint not proved consistent with the head (partial bundles)."""
 
 
 class PartialBundleRefusedError(RefusedError):
@@ -432,89 +420,27 @@ class _Verification:
             self._tree_partial(result)
 
     def _tree_full(self, result: StepResult) -> None:
-        head, roots = self.head, self.entries.roots
-        # 4.0 every entry of the head, no more
-        count = len(self.bundle.leaves)
-        if count != head.size:
-            raise TreeSizeMismatchError(
-                f"the full bundle holds {count} entries, but its head checkpoint covers "
-                f"{head.size}: entries were {'cut off' if count < head.size else 'added'}"
-            )
-        # 4.1 the head's root, recomputed over all leaves
-        if roots[head.size] != head.root:
-            raise TreeRootMismatchError(
-                f"the {head.size} entries hash to root {_b64(roots[head.size])}, but the head "
-                f"checkpoint signs {_b64(head.root)}"
-            )
-        # 4.2 every earlier checkpoint's root, recomputed at its size
-        for size, checkpoint in self.checkpoints.items():
-            if roots[size] != checkpoint.root:
-                raise CheckpointRootMismatchError(
-                    f"the first {size} entries hash to root {_b64(roots[size])}, but the "
-                    f"checkpoint of size {size} signs {_b64(checkpoint.root)}"
-                )
-        result.checked.append(f"root of {head.size} entries recomputed = head checkpoint root")
-        result.checked.append(f"{len(self.checkpoints) - 1} earlier checkpoint root(s) recomputed")
+        count, roots = len(self.bundle.leaves), self.entries.roots
+        check_tree_full(result, self.head, self.checkpoints, count, roots)  # 4.0-4.2
 
     def _tree_partial(self, result: StepResult) -> None:
-        head, bundle = self.head, self.bundle
-        proofs = bundle.proofs
-        assert proofs is not None
-        consistency = proofs.consistency
-        # 4.3 each disclosed leaf is in the head's tree at its signed seq
-        for digest, proof in zip(bundle.leaf_hashes, proofs.inclusion, strict=True):
-            self.seq = proof.seq
-            verify_inclusion(digest, proof.seq, head.size, proof.hashes, head.root)
-        # 4.4 each disclosed entry's prev.root is the head tree's root at its seq
-        for proof, prev_root in zip(proofs.inclusion, self.entries.prev_roots, strict=True):
-            self.seq = seq = proof.seq
-            hashes = _proof(consistency, seq, head.size) if seq else ()
-            try:
-                verify_consistency(seq, head.size, hashes, prev_root, head.root)
-            except VerificationError as exc:
-                raise PrevRootMismatchError(
-                    f"entry seq {seq} signs prev.root {_b64(prev_root)}, which is not the root "
-                    f"of the first {seq} entries of the head tree ({exc})"
-                ) from exc
-        self.seq = None
-        # 4.5 each earlier checkpoint is consistent with the head
-        for size, checkpoint in self.checkpoints.items():
-            if size == head.size:
-                continue
-            hashes = _proof(consistency, size, head.size) if size else ()
-            try:
-                verify_consistency(size, head.size, hashes, checkpoint.root, head.root)
-            except VerificationError as exc:
-                raise CheckpointConsistencyError(
-                    f"the checkpoint of size {size} is not consistent with the head of size "
-                    f"{head.size}: {exc}"
-                ) from exc
-        result.checked.append(
-            f"{len(bundle.leaves)} inclusion proof(s) against the head of size {head.size}"
-        )
-        result.checked.append("every disclosed prev.root proved by a consistency proof")
-        result.checked.append(
-            f"{len(self.checkpoints) - 1} earlier checkpoint(s) proved consistent with the head"
-        )
-        result.not_checked.append(
-            f"{head.size - len(bundle.leaves)} undisclosed entries (only their hashes are used)"
-        )
-        # 4.6 a bundle disclosing lifecycle entries discloses all those of the tree
-        marks = self.entries.marks
-        if any(mark.lifecycle for mark in marks):
-            chain = ChainProgress()
-            try:
-                sentence, _head = check_lifecycle_chain(
-                    marks, full=False, tree_size=head.size, progress=chain
-                )
-            finally:
-                self.seq = chain.seq
-            self.lifecycle_complete = True
-            result.checked.append(sentence)
-        else:
-            result.not_checked.append(
-                "the lifecycle: no lifecycle entry disclosed, so no claim or status is proved"
+        bundle, entries = self.bundle, self.entries
+        assert bundle.proofs is not None
+        progress = TreeProgress()
+        try:
+            complete = check_tree_partial(  # 4.3-4.6
+                result,
+                self.head,
+                self.checkpoints,
+                bundle.proofs,
+                bundle.leaf_hashes,
+                entries.prev_roots,
+                entries.marks,
+                progress,
             )
+        finally:
+            self.seq = progress.seq
+        self.lifecycle_complete = complete
 
     # 5. history ------------------------------------------------------------------------
 
@@ -590,19 +516,3 @@ class _Verification:
         if stale_finals:
             result.status = "stale"
             self.report.stale_finals = stale_finals
-
-
-def _proof(
-    consistency: Mapping[tuple[int, int], tuple[bytes, ...]], old_size: int, new_size: int
-) -> tuple[bytes, ...]:
-    proof = consistency.get((old_size, new_size))
-    if proof is None:
-        raise MissingProofError(
-            f"proofs.json carries no consistency proof from size {old_size} to {new_size}; "
-            "a partial bundle must prove what it does not disclose"
-        )
-    return proof
-
-
-def _b64(value: bytes) -> str:
-    return base64.b64encode(value).decode("ascii")

@@ -43,9 +43,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, overload
+from typing import Any
 
 from registre.attest.errors import VerificationError
+from registre.attest.leaf_view import LeafView
 from registre.attest.verify_entries import EntryRecord
 from registre.lifecycle import (
     Accepted,
@@ -227,7 +228,7 @@ def check_semantics(
     return result
 
 
-class _Prefix(Sequence[bytes]):
+class _Prefix(LeafView):
     """The first ``size`` of ``leaves``, without copying them (a hook reads a prefix per
     compaction and per model call: slicing would copy O(thread) each time)."""
 
@@ -243,19 +244,7 @@ class _Prefix(Sequence[bytes]):
     def __iter__(self) -> Iterator[bytes]:
         return islice(self._leaves, self._size)
 
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(index, slice):
-            return [self._leaves[i] for i in range(*index.indices(self._size))]
-        if index < 0:
-            index += self._size
-        if not 0 <= index < self._size:
-            raise IndexError(index)
+    def _leaf(self, index: int) -> bytes:
         return self._leaves[index]
 
 

@@ -10,12 +10,21 @@ every metric the report must show (the tests check that each appears).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from registre.bench.facts import FACT_KINDS
 from registre.bench.quality import METHODS
+from registre.bench.report_cells import (
+    cell_budget,
+    cell_ms,
+    cell_pct,
+    cell_s,
+    cell_share,
+    cell_size,
+    table,
+)
 from registre.bench.report_method import METHOD_TEXT
 from registre.bench.scale_report import scale_sections
 
@@ -49,43 +58,9 @@ METRICS = (
 )
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 1000:
-        return f"{value / 1000:.2f} s"
-    return f"{value:.3g} ms" if value >= 1 else f"{value * 1000:.3g} µs"
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else _ms(value * 1000)
-
-
-def _pct(part: float, whole: float) -> str:
-    return "-" if not whole else f"{100 * part / whole:.1f}%"
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _size(value: int) -> str:
-    return f"{value / 1e6:.1f} MB" if value >= 1e6 else f"{value / 1e3:.0f} kB"
-
-
-def _budget(value: int) -> str:
-    return f"{value // 1000}k" if value % 1000 == 0 else str(value)
-
-
 def _full(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The runs that measured quality (not lean)."""
     return [run for run in results["runs"] if "working_context" in run]
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def _naive_ratio(run: Mapping[str, Any]) -> str:
@@ -94,7 +69,7 @@ def _naive_ratio(run: Mapping[str, Any]) -> str:
     if not naive or ratio is None or ratio["at_largest"] is None:
         return "not sampled" if run.get("lean") else "-"
     history, naive_s = naive[-1]
-    return f"{_s(naive_s)} at {history:,} ({ratio['at_largest']:.1f}x ours)"
+    return f"{cell_s(naive_s)} at {history:,} ({ratio['at_largest']:.1f}x ours)"
 
 
 def summary_table(results: Mapping[str, Any]) -> list[str]:
@@ -107,17 +82,18 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
         rows.append(
             [
                 f"{run['entries']:,}",
-                _budget(run["budget"]),
+                cell_budget(run["budget"]),
                 f"{run['append']['per_second']:,.0f}/s" if run["append"]["per_second"] else "-",
-                f"{_ms(run['projection']['ours']['p50_ms'])} / "
-                f"{_ms(run['projection']['ours']['p99_ms'])}",
+                f"{cell_ms(run['projection']['ours']['p50_ms'])} / "
+                f"{cell_ms(run['projection']['ours']['p99_ms'])}",
                 _naive_ratio(run),
                 str(run["compaction"]["count"]),
-                f"{_share(context['mean_use'])} / {_share(context['max_use'])}",
+                f"{cell_share(context['mean_use'])} / {cell_share(context['max_use'])}",
                 f"{context['compression_ratio']}x" if context["compression_ratio"] else "-",
-                f"{_pct(pins['ours_kept'], pins['checks'])} / "
-                f"{_pct(pins['truncation_kept'], pins['checks'])}",
-                f"{_share(evidence['ours_share'])} / {_share(evidence['truncation_share'])}",
+                f"{cell_pct(pins['ours_kept'], pins['checks'])} / "
+                f"{cell_pct(pins['truncation_kept'], pins['checks'])}",
+                f"{cell_share(evidence['ours_share'])} / "
+                f"{cell_share(evidence['truncation_share'])}",
             ]
         )
     header = [
@@ -132,7 +108,7 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
         "pin survival (ours / truncation baseline)",
         "active evidence referenced (ours / truncation)",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _cost(results: Mapping[str, Any]) -> list[str]:
@@ -144,16 +120,16 @@ def _cost(results: Mapping[str, Any]) -> list[str]:
         rows.append(
             [
                 f"{run['entries']:,}",
-                _budget(run["budget"]),
+                cell_budget(run["budget"]),
                 f"{run['append']['per_second']:,.0f}/s",
                 f"{run['append']['plain_per_second']:,.0f}/s",
-                f"{_ms(calls['p50_ms'])} / {_ms(calls['p99_ms'])}",
+                f"{cell_ms(calls['p50_ms'])} / {cell_ms(calls['p99_ms'])}",
                 f"{compaction['count']} ({compaction['folds']} folds, {compaction['refolds']} "
                 f"refolds, {compaction['stub_only']} stub-only)",
-                f"{_ms(compaction['p50_ms'])} / {_ms(compaction['p99_ms'])}",
-                _size(bundle["bytes"]),
-                _s(bundle["export_s"]),
-                _s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
+                f"{cell_ms(compaction['p50_ms'])} / {cell_ms(compaction['p99_ms'])}",
+                cell_size(bundle["bytes"]),
+                cell_s(bundle["export_s"]),
+                cell_s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
                 f"{run['wall_s']:.0f} s",
             ]
         )
@@ -170,7 +146,7 @@ def _cost(results: Mapping[str, Any]) -> list[str]:
         "verify time",
         "run time",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _latency_by_history(results: Mapping[str, Any]) -> list[str]:
@@ -180,12 +156,13 @@ def _latency_by_history(results: Mapping[str, Any]) -> list[str]:
             upper = "+" if bucket["to"] is None else f"-{bucket['to']:,}"
             rows.append(
                 [
-                    f"{run['size']:,} @ {_budget(run['budget'])}",
+                    f"{run['size']:,} @ {cell_budget(run['budget'])}",
                     f"{bucket['from']:,}{upper}",
-                    f"{_ms(bucket['ours_p50_ms'])} / {_ms(bucket['ours_p99_ms'])} "
+                    f"{cell_ms(bucket['ours_p50_ms'])} / {cell_ms(bucket['ours_p99_ms'])} "
                     f"(n={bucket['ours_samples']})",
-                    f"{_ms(bucket['naive_p50_ms'])} (n={bucket['naive_samples']})",
-                    f"{_ms(bucket['model_call_p50_ms'])} / {_ms(bucket['model_call_p99_ms'])} "
+                    f"{cell_ms(bucket['naive_p50_ms'])} (n={bucket['naive_samples']})",
+                    f"{cell_ms(bucket['model_call_p50_ms'])} / "
+                    f"{cell_ms(bucket['model_call_p99_ms'])} "
                     f"(n={bucket['model_calls']})",
                 ]
             )
@@ -196,7 +173,7 @@ def _latency_by_history(results: Mapping[str, Any]) -> list[str]:
         "naive projection p50",
         "model call latency p50 / p99",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _quality(results: Mapping[str, Any]) -> list[str]:
@@ -207,11 +184,12 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
         rows.append(
             [
                 f"{run['entries']:,}",
-                _budget(run["budget"]),
+                cell_budget(run["budget"]),
                 f"{run['context']['final_tokens']:,} of {run['budget']:,} "
                 f"(history {run['context']['final_history_tokens']:,})",
                 f"{pointers['resolved']}/{pointers['checked']} "
-                f"({_pct(pointers['resolved'], pointers['checked'])}; {pointers['spans']} spans)",
+                f"({cell_pct(pointers['resolved'], pointers['checked'])}; "
+                f"{pointers['spans']} spans)",
                 f"{conclusions['stale_events']} / {conclusions['repaired']} / "
                 f"{conclusions['stale_at_end']}",
                 f"{conclusions['refused_finals']} refused, {conclusions['finals']} recorded",
@@ -227,7 +205,7 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
         "finals",
         "model calls refused (context cannot fit)",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 _METHOD_NAMES: Final = {
@@ -242,7 +220,8 @@ def _recall(figures: Mapping[str, Any]) -> str:
     recall = figures["fact_recall"]
     if not recall["needs"]:
         return "-"
-    return f"{_pct(recall['recalled'], recall['needs'])} ({recall['recalled']}/{recall['needs']})"
+    share = cell_pct(recall["recalled"], recall["needs"])
+    return f"{share} ({recall['recalled']}/{recall['needs']})"
 
 
 def _span(pointers: Mapping[str, Any]) -> str:
@@ -265,21 +244,22 @@ def working_context_table(results: Mapping[str, Any]) -> list[str]:
             summary_lines = figures["pointers"]["span_p50"] is not None
             rows.append(
                 [
-                    f"{run['entries']:,} @ {_budget(run['budget'])}",
+                    f"{run['entries']:,} @ {cell_budget(run['budget'])}",
                     _METHOD_NAMES[name],
                     _recall(figures),
-                    _pct(recall["summarized"], recall["needs"]) if recall["needs"] else "-",
+                    cell_pct(recall["summarized"], recall["needs"]) if recall["needs"] else "-",
                     _span(figures["pointers"]),
-                    _share(count_only["share"]) if summary_lines else "-",
+                    cell_share(count_only["share"]) if summary_lines else "-",
                     f"{figures['refused']['calls']} of "
                     f"{figures['calls'] + figures['refused']['calls']}",
                     f"{compactions['not_reducing']} of {compactions['count']}"
                     if compactions["count"]
                     else "-",
-                    f"{_share(prefix['declared_share'])} / {_share(prefix['identical_share'])}",
-                    _share(prefix["reused_share"]),
-                    f"{_share(figures['tokens']['mean_use'])} / "
-                    f"{_share(figures['tokens']['max_use'])}",
+                    f"{cell_share(prefix['declared_share'])} / "
+                    f"{cell_share(prefix['identical_share'])}",
+                    cell_share(prefix["reused_share"]),
+                    f"{cell_share(figures['tokens']['mean_use'])} / "
+                    f"{cell_share(figures['tokens']['max_use'])}",
                 ]
             )
     header = [
@@ -295,7 +275,7 @@ def working_context_table(results: Mapping[str, Any]) -> list[str]:
         "prefix reusable from the previous call",
         "tokens used against budget (mean / max)",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _recall_by_kind(results: Mapping[str, Any]) -> list[str]:
@@ -309,11 +289,11 @@ def _recall_by_kind(results: Mapping[str, Any]) -> list[str]:
                 cells.append(
                     "-"
                     if not tally
-                    else f"{_pct(tally['recalled'], tally['needs'])} (n={tally['needs']})"
+                    else f"{cell_pct(tally['recalled'], tally['needs'])} (n={tally['needs']})"
                 )
-            rows.append([f"{run['entries']:,} @ {_budget(run['budget'])}", _METHOD_NAMES[name]])
+            rows.append([f"{run['entries']:,} @ {cell_budget(run['budget'])}", _METHOD_NAMES[name]])
             rows[-1] += cells
-    return _table(["run", "method", *FACT_KINDS], rows)
+    return table(["run", "method", *FACT_KINDS], rows)
 
 
 def _recall_goal(budget: int) -> float:
@@ -340,9 +320,11 @@ def _goals(results: Mapping[str, Any]) -> list[str]:
 
         rows.append(
             [
-                f"{run['entries']:,} @ {_budget(run['budget'])}",
-                verdict(share is not None and share >= goal, f"{_share(share)}; goal ≥ {goal:.0%}"),
-                verdict(share is not None and share > best, f"best baseline {_share(best)}"),
+                f"{run['entries']:,} @ {cell_budget(run['budget'])}",
+                verdict(
+                    share is not None and share >= goal, f"{cell_share(share)}; goal ≥ {goal:.0%}"
+                ),
+                verdict(share is not None and share > best, f"best baseline {cell_share(best)}"),
                 verdict(median is not None and median <= 3, f"median {median}"),
                 verdict(refused == 0, f"{refused} refused"),
                 verdict(growing == 0, f"{growing} of {ours['compactions']['count']}"),
@@ -356,7 +338,7 @@ def _goals(results: Mapping[str, Any]) -> list[str]:
         "0 refused calls where pins fit",
         "0 compactions that grew or kept the size",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _better(theirs: float | None, ours: float | None) -> bool:
@@ -370,7 +352,7 @@ def _losses(results: Mapping[str, Any]) -> list[str]:
     for run in _full(results):
         methods = run["working_context"]["methods"]
         ours = methods["registre"]
-        where = f"{run['entries']:,} @ {_budget(run['budget'])}"
+        where = f"{run['entries']:,} @ {cell_budget(run['budget'])}"
         for name in METHODS[1:]:
             theirs = methods[name]
             label = _METHOD_NAMES[name]
@@ -378,15 +360,15 @@ def _losses(results: Mapping[str, Any]) -> list[str]:
             other = theirs["fact_recall"]["share"]
             if _better(other, mine):
                 lines.append(
-                    f"- {where}: {label} recalls more needed facts ({_share(other)} against "
-                    f"{_share(mine)})."
+                    f"- {where}: {label} recalls more needed facts ({cell_share(other)} against "
+                    f"{cell_share(mine)})."
                 )
             mine = ours["stable_prefix"]["reused_share"]
             other = theirs["stable_prefix"]["reused_share"]
             if _better(other, mine):
                 lines.append(
                     f"- {where}: {label} leaves more of the previous call's prefix reusable "
-                    f"({_share(other)} against {_share(mine)})."
+                    f"({cell_share(other)} against {cell_share(mine)})."
                 )
         if ours["refused"]["calls"]:
             lines.append(
@@ -412,14 +394,14 @@ def _pins(results: Mapping[str, Any]) -> list[str]:
         for kind, tally in run["pins"]["by_kind"].items():
             rows.append(
                 [
-                    f"{run['size']:,} @ {_budget(run['budget'])}",
+                    f"{run['size']:,} @ {cell_budget(run['budget'])}",
                     kind,
                     str(tally["checks"]),
-                    _pct(tally["ours_kept"], tally["checks"]),
-                    _pct(tally["truncation_kept"], tally["checks"]),
+                    cell_pct(tally["ours_kept"], tally["checks"]),
+                    cell_pct(tally["truncation_kept"], tally["checks"]),
                 ]
             )
-    lines += _table(
+    lines += table(
         ["run", "pin kind", "checks", "pin survival (ours)", "pin survival (truncation)"], rows
     )
     full = _full(results)
@@ -429,7 +411,7 @@ def _pins(results: Mapping[str, Any]) -> list[str]:
         lines += [
             "",
             f"At the last sample of the {last['size']:,}-entry run at "
-            f"{_budget(last['budget'])} (entry {lost['at']}), the truncation baseline had "
+            f"{cell_budget(last['budget'])} (entry {lost['at']}), the truncation baseline had "
             f"silently lost {len(lost['truncation'])} live pins; registre had lost "
             f"{len(lost['ours'])}:",
             "",
@@ -448,18 +430,18 @@ def _merkle(results: Mapping[str, Any]) -> list[str]:
 
         def pair(name: str, ours: Mapping[str, Any] = ours, theirs: Any = theirs) -> str:
             if theirs is None:
-                return f"{_s(ours[name])} / not installed"
+                return f"{cell_s(ours[name])} / not installed"
             ratio = theirs[name] / ours[name] if ours[name] else 0
-            return f"{_s(ours[name])} / {_s(theirs[name])} ({ratio:.1f}x)"
+            return f"{cell_s(ours[name])} / {cell_s(theirs[name])} ({ratio:.1f}x)"
 
         rows.append(
             [
                 f"{merkle['leaves']:,}",
-                _budget(run["budget"]),
+                cell_budget(run["budget"]),
                 pair("build_s"),
                 pair("inclusion_s"),
                 pair("consistency_s"),
-                _s(ours["stored_inclusion_s"]),
+                cell_s(ours["stored_inclusion_s"]),
             ]
         )
     full = _full(results)
@@ -473,17 +455,17 @@ def _merkle(results: Mapping[str, Any]) -> list[str]:
         "inclusion proof from the ledger store",
     ]
     note = f"pymerkle: {version}. Ratio = pymerkle's time over ours (above 1: ours faster)."
-    return [note, "", *_table(header, rows)]
+    return [note, "", *table(header, rows)]
 
 
 def _mix(results: Mapping[str, Any]) -> list[str]:
     kinds = sorted({kind for run in results["runs"] for kind in run["kinds"]})
     rows = [
-        [kind] + [_pct(run["kinds"].get(kind, 0), run["entries"]) for run in results["runs"]]
+        [kind] + [cell_pct(run["kinds"].get(kind, 0), run["entries"]) for run in results["runs"]]
         for kind in kinds
     ]
-    header = ["kind"] + [f"{r['size']:,} @ {_budget(r['budget'])}" for r in results["runs"]]
-    return _table(header, rows)
+    header = ["kind"] + [f"{r['size']:,} @ {cell_budget(r['budget'])}" for r in results["runs"]]
+    return table(header, rows)
 
 
 def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
@@ -557,7 +539,7 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         METHOD_TEXT,
     ]
     refusals = {
-        f"{run['size']:,} @ {_budget(run['budget'])}": run["model_calls"]["refusals"]
+        f"{run['size']:,} @ {cell_budget(run['budget'])}": run["model_calls"]["refusals"]
         for run in results["runs"]
         if run["model_calls"]["refusals"]
     }

@@ -8,8 +8,18 @@ anything. :func:`scale_sections` returns the Markdown lines, section headings in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
+
+from registre.bench.report_cells import (
+    cell_budget,
+    cell_mb,
+    cell_ms,
+    cell_ratio,
+    cell_s,
+    cell_share,
+    table,
+)
 
 __all__ = [
     "STEP_NAMES",
@@ -31,43 +41,9 @@ _HOW: Final = {
 }
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 1000:
-        return f"{value / 1000:.2f} s"
-    return f"{value:.3g} ms" if value >= 1 else f"{value * 1000:.3g} µs"
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else _ms(value * 1000)
-
-
-def _mb(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f} MB"
-
-
-def _budget(value: int) -> str:
-    return f"{value // 1000}k" if value % 1000 == 0 else str(value)
-
-
-def _ratio(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}x"
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
 def _run_name(run: Mapping[str, Any]) -> str:
     lean = " (lean)" if run.get("lean") else ""
-    return f"{run['entries']:,} @ {_budget(run['budget'])}{lean}"
+    return f"{run['entries']:,} @ {cell_budget(run['budget'])}{lean}"
 
 
 def steps_table(results: Mapping[str, Any]) -> list[str]:
@@ -79,16 +55,16 @@ def steps_table(results: Mapping[str, Any]) -> list[str]:
         for name in STEP_NAMES:
             step = steps[name]
             count = step.get("count")
-            time = _s(step["seconds"])
+            time = cell_s(step["seconds"])
             if name == "project":
                 time += f" (median of {count})"
             elif name == "prove" and count:
                 time += f" ({count} proofs)"
-            cells.append(f"{time} / {_mb(step['peak_rss_mb'])}")
+            cells.append(f"{time} / {cell_mb(step['peak_rss_mb'])}")
         cells.append(f"{run['wall_s']:.0f} s")
         rows.append(cells)
     header = ["run", *(f"{name}: time / peak memory" for name in STEP_NAMES), "investigation"]
-    lines = _table(header, rows)
+    lines = table(header, rows)
     hows = sorted({run["steps"][n]["how"] for run in results["runs"] for n in STEP_NAMES})
     lines += ["", "Peak memory is resident memory (RSS), measured per step:"]
     lines += [f"- `{how}`: {_HOW.get(how, how)}" for how in hows]
@@ -110,27 +86,29 @@ def flat_table(results: Mapping[str, Any]) -> list[str]:
     runs = sorted(results["runs"], key=lambda run: (run["budget"], run["size"]))
     for run in runs:
         projection = run["projection"]
-        cells = [_budget(run["budget"]), f"{run['entries']:,}"]
+        cells = [cell_budget(run["budget"]), f"{run['entries']:,}"]
         for part in projection["by_third"]:
             cells.append(
-                f"{_ms(part['ours_p50_ms'])} / {_ms(part['ours_p99_ms'])} "
+                f"{cell_ms(part['ours_p50_ms'])} / {cell_ms(part['ours_p99_ms'])} "
                 f"(n={part['ours_samples']})"
             )
         for part in projection["by_third"]:
             cells.append(
-                f"{_ms(part['model_call_p50_ms'])} / {_ms(part['model_call_p99_ms'])} "
-                f"({_ms(part['call_total_p50_ms'])} / {_ms(part['call_total_p99_ms'])})"
+                f"{cell_ms(part['model_call_p50_ms'])} / {cell_ms(part['model_call_p99_ms'])} "
+                f"({cell_ms(part['call_total_p50_ms'])} / {cell_ms(part['call_total_p99_ms'])})"
             )
         checks = run["compaction"]["checks"]
-        cells.append(f"{_ms(checks['p50_ms'])} / {_ms(checks['p99_ms'])} (n={checks['count']})")
+        cells.append(
+            f"{cell_ms(checks['p50_ms'])} / {cell_ms(checks['p99_ms'])} (n={checks['count']})"
+        )
         naive = projection["naive_ratio"]
         if naive["at"] is None:
             cells.append("not sampled" if run.get("lean") else "-")
         else:
             floor = naive["min_from_1000"]
             cells.append(
-                f"{_ratio(naive['at_largest'], 1)} at {naive['at']:,}"
-                + ("" if floor is None else f" (≥ {_ratio(floor, 1)} from 1,000)")
+                f"{cell_ratio(naive['at_largest'], 1)} at {naive['at']:,}"
+                + ("" if floor is None else f" (≥ {cell_ratio(floor, 1)} from 1,000)")
             )
         rows.append(cells)
     header = [
@@ -145,7 +123,7 @@ def flat_table(results: Mapping[str, Any]) -> list[str]:
         "compaction check (nothing to fold) p50 / p99",
         "naive re-fold over ours",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def verify_table(results: Mapping[str, Any]) -> list[str]:
@@ -160,10 +138,10 @@ def verify_table(results: Mapping[str, Any]) -> list[str]:
                 _run_name(run),
                 f"{bundle['entries']:,}",
                 str(bundle["verify_jobs"]),
-                _s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
-                _s(signatures),
-                _ratio(ratio),
-                _mb(run["steps"]["verify"]["peak_rss_mb"]),
+                cell_s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
+                cell_s(signatures),
+                cell_ratio(ratio),
+                cell_mb(run["steps"]["verify"]["peak_rss_mb"]),
             ]
         )
     header = [
@@ -175,7 +153,7 @@ def verify_table(results: Mapping[str, Any]) -> list[str]:
         "verify / signatures",
         "verify peak memory",
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def appends_table(results: Mapping[str, Any]) -> list[str]:
@@ -190,21 +168,21 @@ def appends_table(results: Mapping[str, Any]) -> list[str]:
             f"{appends['single_per_second']:,.0f} /s",
             "raw durable one-row SQLite transaction",
             "-" if raw is None else f"{raw:,.0f} /s",
-            _share(appends["single_vs_raw"]),
+            cell_share(appends["single_vs_raw"], 0),
         ],
         [
             f"single appends, {appends['concurrent_writers']} concurrent writers",
             f"{appends['concurrent_per_second']:,.0f} /s",
             "raw durable one-row SQLite transaction",
             "-" if raw is None else f"{raw:,.0f} /s",
-            _share(appends["concurrent_vs_raw"]),
+            cell_share(appends["concurrent_vs_raw"], 0),
         ],
         [
             f"batched append ({appends['batch_size']} per call)",
             f"{appends['batch_per_second']:,.0f} entries/s",
             "raw Ed25519 signing",
             f"{appends['raw_sign_per_second']:,.0f} /s",
-            _share(appends["batch_vs_sign"]),
+            cell_share(appends["batch_vs_sign"], 0),
         ],
     ]
     note = (
@@ -212,7 +190,7 @@ def appends_table(results: Mapping[str, Any]) -> list[str]:
         "text; the raw rows are measured in the same run on the same disk (WAL, "
         "`synchronous=FULL`)."
     )
-    return [note, "", *_table(["ours", "rate", "floor", "rate", "ours / floor"], rows)]
+    return [note, "", *table(["ours", "rate", "floor", "rate", "ours / floor"], rows)]
 
 
 def scale_sections(results: Mapping[str, Any]) -> list[str]:

@@ -39,7 +39,7 @@ from registre.attest.projection import (
     claims_block,
     verify_model_call,
 )
-from registre.ledger.context.digest import call_digest
+from registre.attest.projection_stream import call_digest
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,
@@ -432,10 +432,11 @@ def record_model_call(
         state = fold_context(conn, thread, frontier.size - 1, verifier_of(signer))
         lifecycle = slot.current(conn, frontier.size).state if lifecycle_block else None
         projection = project(state, budget, policy, counter, lifecycle)
-        fold_cache().adopt(db.engine, thread, state)  # keep what it counted
+        digest = call_digest(projection, state, shape)
+        fold_cache().adopt(db.engine, thread, state)  # keep what it counted and encoded
         body: dict[str, Any] = {
             "model": model,
-            "projection_sha256": call_digest(projection, shape),
+            "projection_sha256": digest,
             "at_seq": state.at,
             "budget_tokens": budget,
             "policy": policy.to_json(),

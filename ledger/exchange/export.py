@@ -37,7 +37,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 from sqlalchemy import bindparam, select
 
@@ -45,6 +45,7 @@ from registre.attest.bundle import build_proofs, write_bundle
 from registre.attest.bundle_zip import DEFAULT_LIMITS
 from registre.attest.checkpoint import Checkpoint
 from registre.attest.errors import RefusedError, VerificationError
+from registre.attest.leaf_view import LeafView
 from registre.attest.merkle import CompactRange, empty_root, leaf_hash
 from registre.attest.note import parse_note
 from registre.attest.proofs import verify_inclusion
@@ -290,7 +291,7 @@ def export_claim(
 # --- reading the entries ---------------------------------------------------------------
 
 
-class _StoredLeaves(Sequence[bytes]):
+class _StoredLeaves(LeafView):
     """Leaves ``0 .. size-1`` of a thread as a sequence read from the database on demand:
     iterating streams them ``batch`` rows per read transaction, raising StoreCorruptError at a
     missing row. The first complete pass also recomputes the tree and raises StoreCorruptError
@@ -311,19 +312,7 @@ class _StoredLeaves(Sequence[bytes]):
     def __len__(self) -> int:
         return self._size
 
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._size))]
-        if index < 0:
-            index += self._size
-        if not 0 <= index < self._size:
-            raise IndexError(index)
+    def _leaf(self, index: int) -> bytes:
         with read_transaction(self._engine) as conn:
             rows = conn.execute(
                 _LEAVES, {"thread": self._thread, "start": index, "stop": index + 1}

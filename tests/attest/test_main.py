@@ -15,7 +15,15 @@ import pytest
 from registre.attest import verifier as verifier_module
 from registre.attest.__main__ import main
 from registre.attest.bundle_zip import ZipFormatError
-from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, build_thread
+from registre.attest.verifier import INACTIVE_LISTED
+from registre.lifecycle import (
+    ComputeRequest,
+    EvidenceReviseRequest,
+    ReadRequest,
+    Statement,
+    UpsertRequest,
+)
+from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, Thread, build_thread, ref
 from tests.tamper.helpers import entry_lines, with_entry_lines
 
 BLOCKED = ("registre.ledger", "registre.bench", "registre.cli", "sqlmodel", "sqlalchemy", "psycopg")
@@ -219,3 +227,37 @@ def test_max_age_option(
     assert code == 1 and "CheckpointTooOldError" in err and "2d 0h old" in err
     code, _, err = run(["verify", path, "--key", LOG.vkey(), "--max-age", "soon"], capsys)
     assert code == 2 and "is not a duration" in err
+
+
+def test_inactive_line_names_the_first_12_and_json_lists_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Step 7.2's text line names the first :data:`INACTIVE_LISTED` ids that are stale or
+    inactive at the checkpoint and how many more; ``--json`` lists every one."""
+    sources = 15
+    thread = Thread()
+    thread.turn("Reconcile the figures.")  # 0
+    thread.decide(ReadRequest(tuple(ref(f"r{k}") for k in range(1, sources + 1))))
+    statements = tuple(Statement(f"figure {k}", (f"r{k}",)) for k in range(1, sources + 1))
+    thread.decide(UpsertRequest(statements))  # ev-1 .. ev-15
+    thread.decide(ComputeRequest("The figures add up", tuple(f"ev-{k}" for k in range(1, 16))))
+    for k in range(1, sources):  # ev-1 .. ev-14 superseded by ev-16 .. ev-29; ev-15 stays
+        replacement = Statement(f"figure {k}, revised", (f"r{k}",))
+        thread.decide(EvidenceReviseRequest(f"ev-{k}", replacement))
+    expected = ["cc-1 stale"] + [f"ev-{k} superseded by ev-{k + 15}" for k in range(1, 15)]
+    assert len(expected) > INACTIVE_LISTED
+    path = bundle_file(tmp_path, thread.full_bundle())
+    code, out, _ = run(["verify", str(path), "--key", LOG.vkey()], capsys)
+    assert code == 0
+    listed = ", ".join(expected[:INACTIVE_LISTED])
+    more = len(expected) - INACTIVE_LISTED
+    line = (
+        f"stale or inactive at size {thread.size}: {listed}, … and {more} more "
+        '(all of them in --json, as "inactive")'
+    )
+    assert f"    - {line}" in out.splitlines()
+    assert expected[INACTIVE_LISTED] not in out
+    code, out, _ = run(["verify", str(path), "--key", LOG.vkey(), "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["inactive"] == expected
+    assert line in report["steps"][6]["checked"]

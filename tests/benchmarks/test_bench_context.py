@@ -38,13 +38,19 @@ def _sentences(rng: random.Random, count: int, words: int) -> list[str]:
 
 def thread_of(entries: int) -> ThreadBuilder:
     """A thread of about ``entries`` entries (compactions included), built once per size."""
-    if entries in _BUILT:
-        return _BUILT[entries]
+    if entries not in _BUILT:
+        _BUILT[entries] = agent_loop(entries)
+    return _BUILT[entries]
+
+
+def agent_loop(entries: int, policy: Policy = POLICY) -> ThreadBuilder:
+    """The agent loop of the module docstring, about ``entries`` entries, compacting when due
+    under ``policy``; the same entries for the same size, whatever the policy lets fold."""
     rng = random.Random(entries)
     short = _sentences(rng, 64, 12)
     lines = _sentences(rng, 256, 8)
     outputs = ["\n".join(rng.sample(lines, size)) for size in (1, 3, 10, 80) for _ in range(8)]
-    builder = ThreadBuilder(policy=POLICY)
+    builder = ThreadBuilder(policy=policy)
     live: list[str] = []
     step = 0
     while len(builder.entries) < entries:
@@ -62,7 +68,6 @@ def thread_of(entries: int) -> ThreadBuilder:
                 builder.unpin(live.pop(0))
         else:
             builder.decision(rng.choice(short))
-    _BUILT[entries] = builder
     return builder
 
 

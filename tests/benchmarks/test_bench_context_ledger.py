@@ -34,6 +34,7 @@ from registre.ledger.thread import Thread
 from registre.lifecycle.context import ContextState, Projection, project
 from tests.benchmarks.conftest import bench_sizes
 from tests.benchmarks.test_bench_context import COUNTER, POLICY, thread_of
+from tests.lifecycle.context.threads import ThreadBuilder
 
 BUDGET = POLICY.budget_tokens
 LARGEST = 100_000
@@ -45,9 +46,15 @@ def ledger_thread(entries: int, folder: Path) -> Thread:
     """A SQLite ledger thread holding the entries of ``thread_of(entries)``, written once."""
     if entries in _LEDGERS:
         return _LEDGERS[entries]
-    built = thread_of(entries)
-    ledger = Ledger.open(str(folder / f"context-{entries}.db"), SIGNER)
-    thread = ledger.create_thread("bench")
+    thread = written(thread_of(entries), folder / f"context-{entries}.db")
+    _LEDGERS[entries] = thread
+    return thread
+
+
+def written(built: ThreadBuilder, path: Path) -> Thread:
+    """Thread ``bench`` of a new SQLite ledger at ``path`` holding ``built``'s entries, written
+    in ``append_many`` batches (each compaction checked and stored with its snapshot)."""
+    thread = Ledger.open(str(path), SIGNER).create_thread("bench")
     batch: list[tuple[str, Any, str]] = []
     for entry in built.entries:
         lifecycle = entry.kind in LIFECYCLE_KINDS
@@ -57,7 +64,6 @@ def ledger_thread(entries: int, folder: Path) -> Thread:
         batch.append((entry.kind, dict(entry.body), entry.actor))
     if batch:
         thread.append_many(batch)
-    _LEDGERS[entries] = thread
     return thread
 
 

@@ -19,26 +19,21 @@ at least 10x faster than the naive refold at every size >= 10^3.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.keys import Signer
-from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_snapshots import context_entries
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.thread import Thread
 from registre.lifecycle.context import ContextState, Policy, Projection, default_counter, project
 from tests.benchmarks.conftest import bench_sizes
-from tests.lifecycle.context.strategies import WORDS
-from tests.lifecycle.context.threads import ThreadBuilder
+from tests.benchmarks.test_bench_context import agent_loop
+from tests.benchmarks.test_bench_context_ledger import written
 
 BUDGETS = (8_000, 128_000, 1_000_000)
 LARGEST = 100_000
-SIGNER = Signer.from_seed("registre.bench/log", bytes(range(32)))
 _LEDGERS: dict[tuple[int, int], Thread] = {}
 
 
@@ -46,53 +41,12 @@ def policy_of(budget: int) -> Policy:
     return Policy(budget_tokens=budget, keep_recent_turns=6, bulky_tool_output_tokens=400)
 
 
-def _sentences(rng: random.Random, count: int, words: int) -> list[str]:
-    return [" ".join(rng.choice(WORDS) for _ in range(words)) for _ in range(count)]
-
-
-def _built(entries: int, policy: Policy) -> ThreadBuilder:
-    """The agent loop of test_bench_context.thread_of, compacting under ``policy``."""
-    rng = random.Random(entries)
-    short = _sentences(rng, 64, 12)
-    lines = _sentences(rng, 256, 8)
-    outputs = ["\n".join(rng.sample(lines, size)) for size in (1, 3, 10, 80) for _ in range(8)]
-    builder = ThreadBuilder(policy=policy)
-    live: list[str] = []
-    step = 0
-    while len(builder.entries) < entries:
-        step += 1
-        draw = rng.random()
-        if draw < 0.35:
-            builder.turn(rng.choice(("user", "assistant")), rng.choice(short))
-        elif draw < 0.9:
-            builder.tool("bash", rng.choice(short), rng.choice(outputs))
-        elif draw < 0.95:
-            pin_id = builder.pin("decision", f"{rng.choice(short)} ({step})")
-            if pin_id is not None:
-                live.append(pin_id)
-            if len(live) > 5:
-                builder.unpin(live.pop(0))
-        else:
-            builder.decision(rng.choice(short))
-    return builder
-
-
 def ledger_thread(entries: int, budget: int, folder: Path) -> Thread:
     """A SQLite ledger thread of about ``entries`` entries compacted under ``budget``."""
     if (entries, budget) in _LEDGERS:
         return _LEDGERS[entries, budget]
-    built = _built(entries, policy_of(budget))
-    ledger = Ledger.open(str(folder / f"scale-{entries}-{budget}.db"), SIGNER)
-    thread = ledger.create_thread("bench")
-    batch: list[tuple[str, Any, str]] = []
-    for entry in built.entries:
-        lifecycle = entry.kind in LIFECYCLE_KINDS
-        if batch and (len(batch) >= 1000 or (batch[-1][0] in LIFECYCLE_KINDS) != lifecycle):
-            thread.append_many(batch)  # lifecycle and context items go in separate batches
-            batch = []
-        batch.append((entry.kind, dict(entry.body), entry.actor))
-    if batch:
-        thread.append_many(batch)
+    built = agent_loop(entries, policy_of(budget))
+    thread = written(built, folder / f"scale-{entries}-{budget}.db")
     _LEDGERS[entries, budget] = thread
     return thread
 

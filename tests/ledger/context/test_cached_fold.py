@@ -2,14 +2,14 @@
 
 :func:`registre.ledger.store.context_snapshots.fold_context` keeps the latest fold per thread
 in the process (:mod:`registre.ledger.store.context_cache`) and folds only the entries since;
-``model_call`` digests the projection from cached encodings
-(:mod:`registre.ledger.context.digest`). Over random threads of thread API calls (Hypothesis,
-both engines), after every call:
+``model_call`` digests the projection from the parts the state carries
+(:func:`registre.attest.projection_stream.call_digest`). Over random threads of thread API
+calls (Hypothesis, both engines), after every call:
 
 * ``project`` at the head and at an arbitrary earlier ``at`` equals the projection of
   ``ContextState.replay`` of the entries ``0..at`` (or both refuse alike);
-* the cached-parts digest of a projection is ``shape_digest``'s, and a recorded model call
-  replays;
+* the carried-parts digest of a projection is ``shape_digest``'s (on the state handed out,
+  and again on a copy of it folded further), and a recorded model call replays;
 * a state handed out earlier is not changed by the folds made since.
 
 And: a cached fold whose last entry is no longer the stored one (another history under the
@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registre.attest.projection import shape_digest
-from registre.ledger.context.digest import call_digest, projection_bytes
+from registre.attest.projection_stream import call_digest
 from registre.ledger.context.store import LeafTexts, engine_reader
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_cache import fold_cache, text_cache
@@ -73,6 +73,7 @@ def test_cached_fold_projects_as_the_naive_refold(
     thread.append("turn", {"role": "user", "text": "Why does the import fail?"}, "user")
     held: list[tuple[ContextState, Projection | type[ContextBudgetError]]] = []
     calls: dict[int, Projection] = {}
+    carried: list[tuple[ContextState, Projection]] = []
     for action, then_call in script:
         act(thread, policy, action, calls)
         if then_call is not None:
@@ -82,7 +83,20 @@ def test_cached_fold_projects_as_the_naive_refold(
             projection = ours(thread, at, policy)
             assert projection == naive(thread, at, policy)
             if isinstance(projection, Projection):
-                assert call_digest(projection) == shape_digest(projection)
+                state = thread.context_state(at)
+                assert call_digest(projection, state) == shape_digest(projection)
+                carried.append((state, projection))
+        for earlier, then_projected in carried[-3:]:  # a copy takes the parts along
+            later = earlier.copy()
+            for entry in thread.context_entries(later.at + 1, head + 1):
+                later.apply(entry)
+            try:
+                grown = project(later, policy.budget_tokens, policy, default_counter())
+            except ContextBudgetError:
+                grown = None
+            if grown is not None:
+                assert call_digest(grown, later) == shape_digest(grown)
+            assert call_digest(then_projected, earlier) == shape_digest(then_projected)
         state = thread.context_state()
         try:
             held.append((state, project(state, policy.budget_tokens, policy, default_counter())))
@@ -90,7 +104,6 @@ def test_cached_fold_projects_as_the_naive_refold(
             held.append((state, type(error)))
     for seq, projection in calls.items():
         assert thread.replay_context(seq) == projection
-        assert projection_bytes(projection) is not None
     for state, then in held:
         try:
             now: object = project(state, policy.budget_tokens, policy, default_counter())
