@@ -5,11 +5,12 @@ encoder every time: at a budget of 128k or 1M tokens that is thousands of messag
 them the same as at the previous call. :func:`call_digest` gives the same hex SHA-256 over the
 same bytes, built from parts:
 
-* each message and each manifest run is encoded on its own with
-  :func:`registre.attest.canonical.canonical_bytes` (the same encoder, so the same checks and
-  the same bytes) and kept by object in a bounded cache: a projection's messages and runs are
-  the objects the context state keeps (:mod:`registre.lifecycle.context.projection`), so the
-  next call encodes only what is new;
+* each message and each manifest run is encoded on its own (the bytes of
+  :func:`registre.attest.canonical.canonical_bytes`, written directly by
+  :func:`registre.attest.projection_stream.message_bytes` and ``run_bytes``, which fall back
+  to it for any text they do not write themselves) and kept by object in a bounded cache:
+  a projection's messages and runs are the objects the context state keeps
+  (:mod:`registre.lifecycle.context.projection`), so the next call encodes only what is new;
 * the rest (``Projection.json_skeleton``: the projection with ``"messages"`` and the
   manifest's ``"entries"`` empty) is encoded whole, and the two arrays are spliced in where
   their empty forms are. RFC 8785 writes an array as its elements' encodings joined by ``,``
@@ -33,6 +34,7 @@ from typing import Final
 
 from registre.attest.canonical import canonical_bytes
 from registre.attest.projection import REGISTRE_SHAPE, shape_digest
+from registre.attest.projection_stream import message_bytes, run_bytes
 from registre.lifecycle.context import ManifestRun, Message, Projection
 
 __all__ = ["CACHE_BYTES", "call_digest", "projection_bytes"]
@@ -92,7 +94,9 @@ class _Parts:
         found = self._parts.get(id(part))
         if found is not None and found[0] is part:
             return found[1]
-        encoded = canonical_bytes(part.to_json())
+        # canonical_bytes(part.to_json()), written directly (the verifier's carried check's
+        # encoders): a compaction renews every run of the manifest's prefix
+        encoded = run_bytes(part) if isinstance(part, ManifestRun) else message_bytes(part)
         with self._lock:
             old = self._parts.pop(id(part), None)
             if old is not None:
