@@ -1,9 +1,10 @@
 """What the harness measures while an investigation runs, step by step.
 
-A :class:`RunRecorder` is the ``on_step`` callback of one run (one thread, one budget). After
-each step it reads the entries the step wrote back from the ledger
-(``Thread.context_entries``: parsed, signatures not re-checked) into the
-:class:`~registre.bench.baselines.TruncationBaseline`, and records:
+A :class:`RunRecorder` is the ``on_step`` callback of one run (one thread, one budget). At
+each model call it reads the entries written since the previous one back from the ledger in
+one read (``Thread.context_entries``: parsed, signatures not re-checked; the rest at the end,
+:meth:`RunRecorder.flush`) into the :class:`~registre.bench.baselines.TruncationBaseline`,
+and records:
 
 * every step's wall time by kind, and every compaction's; at every model call the time of
   ``thread.compact`` when it found nothing to do (a *compaction check*), and the call's
@@ -77,7 +78,7 @@ HARNESS_PARTS = (
     "naive_s",
     "checkpoints_s",
 )
-"""Where the harness's time goes inside a run (``harness_parts``): reading each step's
+"""Where the harness's time goes inside a run (``harness_parts``): reading the steps'
 entries back (signatures checked) into the transcript; the working-context tallies of the
 four methods at every model call; the samples after a call (projections, pins, evidence,
 naive re-folds; ``naive_s`` is the re-folds alone, a part of ``samples_s``); the periodic
@@ -180,11 +181,27 @@ class RunRecorder:
         self._next_even = 0
         self._reservoir = random.Random(0)
         self._next_checkpoint = self.checkpoint_every
+        self._pending: list[tuple[int, str]] = []  # (stop, phase) of steps not read back yet
+        self._head = 0  # the thread's size after the last step recorded
 
     @property
     def size(self) -> int:
-        """Entries read back so far (the thread's head after the last step)."""
+        """Entries read back so far: the thread's head after the last step (reading back
+        what the steps since the last model call wrote first, :meth:`flush`)."""
+        self.flush()
         return self.truncation.size
+
+    def flush(self) -> None:
+        """Read back the entries of the steps recorded since the last model call, in one
+        read (a model call step reads them back with its own, before the tallies that use
+        them; reading them step by step costs a read transaction per step). Timed as
+        ``read_back_s``."""
+        if not self._pending:
+            return
+        began = time.perf_counter()
+        self._read_back(self._pending)
+        self._pending = []
+        self.harness_parts["read_back_s"] += time.perf_counter() - began
 
     def on_step(self, step: Step, outcome: StepOutcome) -> None:
         """Record ``outcome`` of ``step`` (see the module docstring)."""
@@ -197,7 +214,11 @@ class RunRecorder:
             self.refusals[f"{step.kind}: {outcome.refused}"] += 1
         began = time.perf_counter()
         if outcome.seqs:
-            self._read_back(outcome.seqs[-1] + 1, step.phase)
+            self._head = outcome.seqs[-1] + 1
+            self._pending.append((self._head, step.phase))
+        if step.kind == "model.call" and self._pending:
+            self._read_back(self._pending)
+            self._pending = []
         read = time.perf_counter()
         if step.kind == "model.call" and not self.lean:
             self._working_context(step.needs, outcome)
@@ -207,7 +228,7 @@ class RunRecorder:
             self.call_totals.append((self.size, outcome.seconds + (outcome.compact_seconds or 0)))
             self._after_call(outcome.projection)
         sampled = time.perf_counter()
-        if self.checkpoint_every and self.size >= self._next_checkpoint:
+        if self.checkpoint_every and self._head >= self._next_checkpoint:
             self.thread.checkpoint()
             self.checkpoint_seconds.append(time.perf_counter() - sampled)
             self._next_checkpoint += self.checkpoint_every
@@ -219,9 +240,15 @@ class RunRecorder:
         parts["checkpoints_s"] += ended - sampled
         self.harness_seconds += ended - began
 
-    def _read_back(self, stop: int, phase: str) -> None:
+    def _read_back(self, pending: Sequence[tuple[int, str]]) -> None:
+        """Read back the entries up to the last ``(stop, phase)`` of ``pending`` in one read;
+        each counts in the phase of the step that wrote it (the first whose stop is past it)."""
         # parsed, signatures not re-checked: harness work (thread.entries checks each one)
-        for entry in self.thread.context_entries(self.truncation.size, stop):
+        steps = iter(pending)
+        stop, phase = next(steps)
+        for entry in self.thread.context_entries(self.truncation.size, pending[-1][0]):
+            while entry.seq >= stop:
+                stop, phase = next(steps)
             self.truncation.add(entry)
             self.kinds[entry.kind] += 1
             self.phases[phase] += 1

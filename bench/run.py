@@ -275,6 +275,7 @@ def run_investigation(
             recorder.on_step(step, step.run(thread))
             if progress is not None:
                 progress(step.plans)
+    recorder.flush()  # the steps after the last model call
     assert appending.measure is not None
     measured = {"append": appending.measure.to_json()}
     pointers_started = time.perf_counter()

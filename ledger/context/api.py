@@ -190,26 +190,32 @@ class ContextThread(ThreadCore):
             policy = replace(policy or Policy(), budget_tokens=budget)
         policy, counter = policy or Policy(), counter or default_counter()
         summarizer = summarizer or ExtractiveSummarizer()
-        if task_pin:
-            self._carry_task(policy, counter, summarizer)
+        if task_pin and not self._carry_task(policy, counter, summarizer):
+            return None  # nothing due at the head it planned from
         return record_compaction(self._db, self.id, policy, counter, summarizer, actor)
 
-    def _carry_task(self, policy: Policy, counter: TokenCounter, summarizer: Summarizer) -> None:
+    def _carry_task(self, policy: Policy, counter: TokenCounter, summarizer: Summarizer) -> bool:
         """Pin the task entries the next compaction would fold (:meth:`compact`), once that
         compaction, planned and summarized without the pins, is known to be recorded: a
-        summarizer that raises or a summary refused leaves the ledger as it was."""
+        summarizer that raises or a summary refused leaves the ledger as it was. False when
+        no compaction is due at the head it read (so most model calls fold and plan once,
+        not twice); True when one may be (or the plan raised: record_compaction raises it
+        again, with nothing written)."""
         state = self.context_state()
         try:
             plan = plan_compaction(state, policy, counter)
         except ContextBudgetError:
-            return  # record_compaction raises it, with nothing written
-        if plan is None or plan.folded is None:
-            return
+            return True  # record_compaction raises it, with nothing written
+        if plan is None:
+            return False
+        if plan.folded is None:
+            return True
         entries = self.context_entries(0, min(state.at + 1, TASK_PIN_SCAN))
         due = task_pins_due(entries, state, plan, counter)
         if due and compaction_would_record(self._db, self.id, policy, counter, summarizer):
             for seq, text in due:
                 self._pin_task(seq, text)
+        return True
 
     def _pin_task(self, seq: int, text: str) -> None:
         """Pin the whole ``text`` of entry ``seq`` as a task parameter. The working-context

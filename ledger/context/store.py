@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
 
 from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
 from registre.attest.entry import Entry
@@ -107,6 +107,7 @@ CONTEXT_WRITE_KINDS: Final = frozenset(("context.compaction", "model.call"))
 
 MODEL_CALL_ACTOR: Final = "registre"
 _PLAN_ATTEMPTS: Final = 3
+_HEAD_SIZE: Final = select(tables.thread.c.size).where(tables.thread.c.id == bindparam("thread"))
 
 EntryReader = Callable[[int, int], Iterator[ContextEntry]]
 """``read(start, stop)``: the entries ``start <= seq < stop`` as the context fold reads them."""
@@ -216,7 +217,7 @@ def engine_reader(engine: Engine, thread: str) -> EntryReader:
 
 def head_size(conn: Connection, thread: str) -> int:
     """The thread's size, read without locking; UnknownThreadError if there is none."""
-    size = conn.execute(select(tables.thread.c.size).where(tables.thread.c.id == thread)).scalar()
+    size = conn.execute(_HEAD_SIZE, {"thread": thread}).scalar()  # built once, not per call
     if size is None:
         raise UnknownThreadError(f"no thread {thread!r}; list threads with `registre thread list`")
     return int(size)
