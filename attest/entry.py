@@ -150,7 +150,7 @@ class Entry:
 
     def envelope(self) -> dict[str, Any]:
         """The signed envelope as a JSON value (``canonical_bytes`` of it is what was signed)."""
-        return _envelope(
+        return envelope_json(
             self.log,
             self.thread,
             self.seq,
@@ -163,6 +163,50 @@ class Entry:
             self.key,
             self.lifecycle,
         )
+
+
+def signed_entry(
+    log: str,
+    thread: str,
+    seq: int,
+    time: str,
+    kind: str,
+    actor: str,
+    body: dict[str, Any],
+    prev_root: bytes,
+    key: str,
+    signature: bytes,
+    leaf: bytes,
+    digest: bytes,
+    lifecycle: LifecycleHead | None,
+) -> Entry:
+    """The :class:`Entry` of a freshly signed leaf (``prev_size == seq``), made without the
+    frozen dataclass's ``__init__``, which sets each of the fourteen fields through
+    ``object.__setattr__`` (a fifth of the batch signer's own time): the instance dictionary
+    is given every field at once. (Shared with :mod:`registre.attest.entry_batch`, whose
+    tests compare its entries with :func:`sign_entry`'s; not part of the public API.)"""
+    entry: Entry = object.__new__(Entry)
+    object.__setattr__(
+        entry,
+        "__dict__",
+        {
+            "log": log,
+            "thread": thread,
+            "seq": seq,
+            "time": time,
+            "kind": kind,
+            "actor": actor,
+            "body": body,
+            "prev_size": seq,
+            "prev_root": prev_root,
+            "key": key,
+            "signature": signature,
+            "leaf": leaf,
+            "leaf_hash": digest,
+            "lifecycle": lifecycle,
+        },
+    )
+    return entry
 
 
 def check_thread_id(thread: str) -> None:
@@ -192,12 +236,11 @@ def check_actor(actor: str) -> None:
 
 def format_time(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as RFC 3339 UTC with microseconds, e.g. ``...18.123456Z``."""
-    if moment is None:
-        moment = datetime.now(UTC)
-    elif moment.tzinfo is None:
+    if moment is None:  # isoformat of a UTC time ends "+00:00"
+        return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    if moment.tzinfo is None:
         raise EntryFormatError("entry time must be timezone-aware (UTC)")
-    else:
-        moment = moment.astimezone(UTC)
+    moment = moment.astimezone(UTC)
     return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
@@ -232,14 +275,16 @@ def sign_entry(
     if time is None:
         time = format_time()
     else:
-        _check_time(time)
+        check_time(time)
     if not body_checked:
         validate_body(kind, body)
     if not isinstance(body, dict):
         raise EntryFormatError(f"body must be a JSON object, got {type(body).__name__}")
     log = f"{signer.name}/{thread}"
     key = signer.key_id.hex()
-    envelope = _envelope(log, thread, seq, time, kind, actor, body, seq, prev_root, key, lifecycle)
+    envelope = envelope_json(
+        log, thread, seq, time, kind, actor, body, seq, prev_root, key, lifecycle
+    )
     signed = _canonical_envelope(envelope)
     if len(signed) > MAX_LEAF_BYTES - 200:  # the signature wrapper adds ~110 bytes
         raise EntryFormatError(
@@ -320,7 +365,7 @@ def open_entry(leaf: bytes, keys: Iterable[Verifier] | Mapping[str, Verifier]) -
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _envelope(
+def envelope_json(
     log: str,
     thread: str,
     seq: int,
@@ -333,6 +378,8 @@ def _envelope(
     key: str,
     lifecycle: LifecycleHead | None = None,
 ) -> dict[str, Any]:
+    """The envelope as a JSON value. (Shared with :mod:`registre.attest.entry_batch`; not
+    part of the public API.)"""
     envelope: dict[str, Any] = {
         "v": ENTRY_VERSION,
         "log": log,
@@ -350,6 +397,12 @@ def _envelope(
     return envelope
 
 
+def has_astral(text: str) -> bool:
+    """Whether ``text`` holds a character beyond U+FFFF, where RFC 8785 and ``json`` order
+    keys differently. (Shared with :mod:`registre.attest.entry_batch`; not public.)"""
+    return not text.isascii() and _ASTRAL.search(text) is not None
+
+
 def _canonical_envelope(envelope: dict[str, Any]) -> bytes:
     """``canonical_bytes(envelope)`` for an envelope whose fields passed :func:`sign_entry`'s
     checks, computed with the C JSON encoder when that gives the same bytes.
@@ -363,7 +416,7 @@ def _canonical_envelope(envelope: dict[str, Any]) -> bytes:
     tests/attest/test_entry.py checks the equality as a property.
     """
     text = _FAST_JSON.encode(envelope)
-    if _ASTRAL.search(text):
+    if has_astral(text):
         return canonical_bytes(envelope)
     return text.encode("utf-8")
 
@@ -400,7 +453,7 @@ def _read_envelope(env: dict[str, Any], signature: bytes, leaf: bytes) -> Entry:
         raise EntryFormatError(f'"seq" must be a non-negative integer, got {seq!r}')
     check_thread_id(env["thread"])
     check_actor(env["actor"])
-    _check_time(env["time"])
+    check_time(env["time"])
     if not _KEY_ID.fullmatch(env["key"]):
         raise EntryFormatError(f'"key" must be 8 lowercase hex digits, got {env["key"]!r}')
     if not isinstance(env["body"], dict):
@@ -451,7 +504,9 @@ def _b64_field(value: object, name: str, size: int) -> bytes:
     return raw
 
 
-def _check_time(time: object) -> None:
+def check_time(time: object) -> None:
+    """EntryFormatError unless ``time`` is an entry time. (Shared with
+    :mod:`registre.attest.entry_batch`; not part of the public API.)"""
     match = _TIME.fullmatch(time) if isinstance(time, str) else None
     if match is None:
         raise EntryFormatError(

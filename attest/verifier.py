@@ -33,12 +33,13 @@ it names are informational, and its proofs are looked up by sizes taken from sig
 
 Memory does not grow with the entries' bytes: the zip stays open while the steps run, and
 ``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
-bytes), checked chunk by chunk in step 3 (which keeps the bodies of the semantic kinds but
-compactions, and the chain marks that matter), read forward again by step 6 (the compaction
-bodies, and the working-context replay) -- never held whole
+bytes), checked chunk by chunk in step 3 (which keeps no body: a record of seq, kind and
+actor per semantic entry, and the chain marks that matter), read forward again by step 6 (the
+semantic entries' bodies, one at a time, and the working-context replay) -- never held whole
 (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked against
-its step-1 hash). What still grows with the thread is the lifecycle and model-call bodies and
-what the working-context replay keeps (:mod:`registre.attest.verify_context`).
+its step-1 hash). What still grows with the thread is those records, the parsed lifecycle
+events step 7 reads, and what the working-context replay keeps
+(:mod:`registre.attest.verify_context`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from registre.attest.lifecycle_chain import ChainProgress, check_lifecycle_chain
 from registre.attest.merkle import CompactRange
 from registre.attest.verify_context import context_hooks
 from registre.attest.verify_entries import (
+    SEMANTIC_KINDS,
     EntriesChecked,
     EntriesProgress,
     RecordsWithBodies,
@@ -117,10 +119,12 @@ INACTIVE_LISTED: Final = 12
 """The most stale or inactive ids step 7.2's line of the report names (the JSON lists all)."""
 
 
-_REREAD = frozenset({"context.compaction"})
-"""Kinds whose bodies step 3 does not keep; step 6 reads them again from the zip (a
-compaction's body lists what it folds, stubs and elides: ~1 MB of JSON when it folds 50,000
-entries)."""
+_REREAD = SEMANTIC_KINDS
+"""Kinds whose bodies step 3 does not keep; step 6 reads them again from the zip, one at a
+time, in seq order (a compaction's body lists what it folds, stubs and elides: ~1 MB of JSON
+when it folds 50,000 entries; a model call's or a lifecycle entry's is a few hundred bytes,
+but one is kept per model call and per lifecycle entry -- over a million-entry thread, most
+of what step 3 kept)."""
 
 
 class CheckpointNameError(VerificationError):

@@ -31,7 +31,8 @@ from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
 
 from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.entry import Entry, sign_entry
+from registre.attest.entry import Entry
+from registre.attest.entry_batch import sign_entries
 from registre.attest.errors import MalformedError
 from registre.attest.keys import Signer, Verifier
 from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
@@ -259,37 +260,25 @@ def append_entries(
     require_thread_key(conn, thread, bound, signer)
     require_not_behind(conn, thread, origin, frontier.size)
     old_size = frontier.size
-    entries: list[Entry] = []
-    entry_rows: list[tuple[Any, ...]] = []
-    subtree_rows: list[tuple[Any, ...]] = []
+    if not items:
+        return []
+    known = _LIFECYCLE_AT.get((thread, old_size, frontier.root()))
+    batch = sign_entries(
+        signer,
+        thread=thread,
+        items=items,
+        frontier=frontier,
+        lifecycle=known if known is not None else lifecycle_head(conn, thread, old_size),
+        checked=checked,
+    )
+    entries = batch.entries
     root = frontier.root()
-    lifecycle = EMPTY_LIFECYCLE
-    if items:
-        known = _LIFECYCLE_AT.get((thread, old_size, root))
-        lifecycle = known if known is not None else lifecycle_head(conn, thread, old_size)
-    for offset, (kind, body, actor) in enumerate(items):
-        entry = sign_entry(
-            signer,
-            thread=thread,
-            seq=frontier.size,
-            kind=kind,
-            actor=actor,
-            body=body,
-            prev_root=root,
-            body_checked=offset in checked,
-            lifecycle=lifecycle,
-        )
-        lifecycle = lifecycle.after(entry.kind, entry.leaf_hash)
-        entries.append(entry)
-        entry_rows.append((thread, entry.seq, entry.leaf, entry.leaf_hash, kind, entry.time))
-        for level, index, digest in frontier.append(entry.leaf_hash):
-            subtree_rows.append((thread, level, index, digest))
-        root = frontier.root()
-    if not entries:
-        return entries
     if len(_LIFECYCLE_AT) >= _LIFECYCLE_AT_MAX:
         _LIFECYCLE_AT.clear()
-    _LIFECYCLE_AT[(thread, frontier.size, root)] = lifecycle
+    if batch.lifecycle is not None:
+        _LIFECYCLE_AT[(thread, frontier.size, root)] = batch.lifecycle
+    entry_rows = [(thread, e.seq, e.leaf, e.leaf_hash, e.kind, e.time) for e in entries]
+    subtree_rows = [(thread, level, index, digest) for level, index, digest in batch.subtrees]
     sql = _statements(conn)
     cursor = conn.connection.cursor()
     try:

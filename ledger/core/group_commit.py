@@ -89,8 +89,11 @@ def prevalidate(items: Sequence[AppendItem]) -> None:
     of ``items`` (InvalidActorError, UnknownKindError, BodySchemaError, EntryFormatError for a
     body that is not an object), before anything is queued or written. Items that pass need
     no schema check when signed."""
+    actors: set[str] = set()
     for kind, body, actor in items:
-        check_actor(actor)
+        if type(actor) is not str or actor not in actors:
+            check_actor(actor)
+            actors.add(actor)
         validate_body(kind, body)
         if not isinstance(body, dict):
             raise EntryFormatError(f"body must be a JSON object, got {type(body).__name__}")

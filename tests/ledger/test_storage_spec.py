@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import registre.attest.entry
+import registre.attest.entry_batch
 from registre.attest.entry import open_entry
 from registre.attest.keys import Signer, Verifier
 from registre.ledger.ledger import Ledger
@@ -36,7 +37,12 @@ def example() -> tuple[str, list[bytes], list[tuple[int, int, bytes]], bytes]:
 @pytest.fixture
 def fixed_times(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     times = iter(TIMES)
-    monkeypatch.setattr(registre.attest.entry, "format_time", lambda moment=None: next(times))
+
+    def fixed(moment: object = None) -> str:
+        return next(times)
+
+    monkeypatch.setattr(registre.attest.entry, "format_time", fixed)
+    monkeypatch.setattr(registre.attest.entry_batch, "format_time", fixed)  # the append path
     yield
 
 

@@ -597,13 +597,13 @@ def test_legacy_thread_migrates_at_next_append(
     """A thread written before entries carried a lifecycle head: its claim bundle is refused
     at export (it could not be proved complete); the next append commits to the lifecycle
     recomputed from the stored entries, and the claim then exports and verifies."""
-    real = append_module.sign_entry
+    real = append_module.sign_entries
 
     def legacy(*args: Any, **kwargs: Any) -> Any:
-        kwargs.pop("lifecycle", None)
+        kwargs["lifecycle"] = None
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(append_module, "sign_entry", legacy)
+    monkeypatch.setattr(append_module, "sign_entries", legacy)
     old = ledger.create_thread("t9")
     story(old)
     monkeypatch.undo()

@@ -238,7 +238,7 @@ def test_raw_batch_validates_each_body_once(
 ) -> None:
     """A checked raw append validates a lifecycle body to decide it, and the signer does not
     validate it again; a body nobody checked yet (the turn) is still validated when signed."""
-    import registre.attest.entry as entry_module
+    import registre.attest.entry_batch as entry_module
     import registre.ledger.lifecycle.store as store_module
 
     validated: list[str] = []
