@@ -34,7 +34,7 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Final
 
 from registre.attest.canonical import canonical_bytes
-from registre.attest.projection import claims_block, verify_model_call
+from registre.attest.projection import block_version, claims_block, verify_model_call
 from registre.lifecycle import LifecycleState
 from registre.lifecycle.context import (
     ContextState,
@@ -260,6 +260,7 @@ class ModelCallChecker:
                 state.at,
                 block_allowance(budget, total),
                 self._cached(counter),
+                block_version(body),
             )
             shown = None
             if block.message is not None:
