@@ -29,6 +29,7 @@ estimate was over).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -335,13 +336,17 @@ def _all_ids_line(ids: tuple[str, ...]) -> str:
     return f"active evidence ({len(ids)}): {', '.join(id_ranges(ids))} ({_SHOW})"
 
 
-def _some_ids_line(ids: Sequence[str], total: int) -> str:
+@functools.lru_cache(maxsize=64)
+def _some_ids_line(ids: tuple[str, ...], total: int) -> str:
+    """``active evidence (N), the K most cited and most recent: RANGES (the other N-K: ...)``;
+    kept for the last id lists."""
     return (
         f"active evidence ({total}), the {len(ids)} most cited and most recent: "
         f"{', '.join(id_ranges(ids))} (the other {total - len(ids)}: {_POINTER})"
     )
 
 
+_FIRST: Final = operator.itemgetter(0)
 _HEADER: Final = "[lifecycle at entry {at}] a conclusion may cite only the active evidence below"
 _STATEMENTS: Final = "with statements, most cited and most recent first:"
 
@@ -368,11 +373,12 @@ def _block_v2(
         if tokens <= allowance:
             return LifecycleBlock("ids", message, tokens, 0, 2)
         return _count_v2(view, at, allowance, counter)
-    ids_line = _all_ids_line(tuple(item[0] for item in active))
+    ids = tuple(map(_FIRST, active))
+    ids_line = _all_ids_line(ids)
     frame = [head, ids_line]
     ids_message, ids_tokens = sized([*frame, *after])
     if ids_tokens > allowance:
-        return _some_ids_v2(view, at, allowance, counter)
+        return _some_ids_v2(view, ids, at, allowance, counter)
     # Line by line (each line plus one break; see _statements_estimate), then exact.
     used = MESSAGE_OVERHEAD_TOKENS - 1
     used += sum(counter.count(line) + 1 for line in [*frame, _STATEMENTS, *after])
@@ -392,21 +398,15 @@ def _block_v2(
 
 
 def _some_ids_v2(
-    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+    view: LifecycleView, ids: tuple[str, ...], at: int, allowance: int, counter: TokenCounter
 ) -> LifecycleBlock:
-    """The most cited and most recent ids whose line fits: estimated id by id (each id and
-    its separator), then counted whole, a tenth fewer while over."""
+    """The most cited and most recent of ``ids`` (the view's, in its order) whose line fits:
+    estimated id by id (each id and its separator), then counted whole, a tenth fewer while
+    over."""
     head = _HEADER.format(at=at)
     after = _after_v2(view)
-    ids = [item[0] for item in view.active]
     used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in [head, *after])
-    used += counter.count(_some_ids_line([], len(ids))) + 1
-    fit = 0
-    for evidence_id in ids:
-        used += counter.count(evidence_id) + 2  # the id and ", "
-        if used > allowance:
-            break
-        fit += 1
+    fit = _ids_fitting(ids, allowance - used, counter)
     while fit > 0:
         text = "\n".join([head, _some_ids_line(ids[:fit], len(ids)), *after])
         message = Message("system", text)
@@ -415,6 +415,31 @@ def _some_ids_v2(
             return LifecycleBlock("some_ids", message, tokens, 0, 2)
         fit -= max(1, fit // 10)
     return _count_v2(view, at, allowance, counter)
+
+
+_FITTING: dict[tuple[tuple[str, ...], int, str], int] = {}
+_FITTING_KEPT: Final = 64
+
+
+def _ids_fitting(ids: tuple[str, ...], room: int, counter: TokenCounter) -> int:
+    """How many of the first ``ids`` the ``some_ids`` line has room for within ``room``
+    tokens (with its break), estimated id by id at the id's tokens plus 2 (its ``, ``);
+    kept for the last id lists and rooms, by counter name (a name is a counting rule)."""
+    key = (ids, room, counter.name)
+    found = _FITTING.get(key)
+    if found is not None:
+        return found
+    used = counter.count(_some_ids_line((), len(ids))) + 1
+    fit = 0
+    for evidence_id in ids:
+        used += counter.count(evidence_id) + 2
+        if used > room:
+            break
+        fit += 1
+    _FITTING[key] = fit
+    while len(_FITTING) > _FITTING_KEPT:
+        _FITTING.pop(next(iter(_FITTING)), None)
+    return fit
 
 
 def _count_v2(
