@@ -39,7 +39,7 @@ from registre.attest.errors import MalformedError
 from registre.attest.strict_json import MAX_SAFE_INTEGER
 from registre.lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
 from registre.lifecycle.codec import parse_body
-from registre.lifecycle.context.lifecycle_block import LIFECYCLE_BLOCK_VERSION
+from registre.lifecycle.context.lifecycle_block import LIFECYCLE_BLOCK_VERSIONS
 from registre.lifecycle.context.model import SECTIONS
 from registre.lifecycle.context.policy import parse_policy
 from registre.lifecycle.context.provider import PROVIDER_SHAPES
@@ -238,11 +238,11 @@ _SEQ = _integer(0)
 
 
 def _block_version(value: object, path: str) -> None:
-    if type(value) is not int or value != LIFECYCLE_BLOCK_VERSION:
+    if type(value) is not int or value not in LIFECYCLE_BLOCK_VERSIONS:
+        known = " or ".join(str(version) for version in LIFECYCLE_BLOCK_VERSIONS)
         raise BodySchemaError(
             path,
-            f"expected {LIFECYCLE_BLOCK_VERSION} (the lifecycle block's version), got "
-            f"{json.dumps(value)}",
+            f"expected {known} (a lifecycle block version), got {json.dumps(value)}",
         )
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "SHAPES",
     "ContextDigestMismatchError",
     "ModelCallOverBudgetError",
+    "block_version",
     "claims_block",
     "projection_digest",
     "rebuild_projection",
@@ -93,8 +94,17 @@ def shape_digest(projection: Projection, shape: str = REGISTRE_SHAPE) -> str:
 
 def claims_block(body: Mapping[str, object]) -> bool:
     """Whether a schema-valid ``model.call`` body says its projection carries the lifecycle
-    block (``"lifecycle_block": 1``; absent: no block, as in every call recorded before)."""
+    block (``"lifecycle_block": V``; absent: no block, as in every call recorded before)."""
     return "lifecycle_block" in body
+
+
+def block_version(body: Mapping[str, object]) -> int:
+    """The lifecycle block version a schema-valid ``model.call`` body claiming the block
+    records (1 or 2: each is rebuilt by its own rules)."""
+    version = body["lifecycle_block"]
+    if type(version) is not int:
+        raise ValueError("body.lifecycle_block: validate the body (attest.bodies) first")
+    return version
 
 
 def rebuild_projection(
@@ -118,7 +128,7 @@ def rebuild_projection(
         raise ValueError(
             "this model call carries the lifecycle block: give the lifecycle state at at_seq"
         )
-    return project(state, budget, policy, counter, lifecycle)
+    return project(state, budget, policy, counter, lifecycle, block_version(body))
 
 
 def verify_model_call(

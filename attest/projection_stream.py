@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Final
 from registre.attest.canonical import canonical_bytes
 from registre.attest.projection import (
     REGISTRE_SHAPE,
+    block_version,
     claims_block,
     shape_digest,
     verify_model_call,
@@ -382,6 +383,7 @@ class ModelCallChecker:
                 state.at,
                 block_allowance(budget, total),
                 self._cached(counter),
+                block_version(body),
             )
             shown = None
             if block.message is not None:

@@ -13,9 +13,11 @@ and records:
   (what replaying it verbatim would take);
 * at **quality points** (a geometric grid of history lengths): the latency of
   ``thread.project`` at the head; which live pins the context carries word for word, for
-  registre and for the truncation baseline at the same budget; what share of the active
-  evidence the context still references (an entry the manifest does not mark ``folded``;
-  for truncation, an entry inside the kept window);
+  registre and for the truncation baseline at the same budget; how much of the active
+  evidence each context shows the model (:mod:`registre.bench.evidence_view`: ids named,
+  ids named with their statements) and, the older figure, how much of it has its admitting
+  entry in view (an entry the manifest does not mark ``folded``; for truncation, an entry
+  inside the kept window);
 * at **naive points** (a sparser geometric grid): the naive projection's latency, and
   whether it equals registre's (and its ratio to registre's projection at the same call);
 * at **even points** (evenly spaced history lengths): the latency of ``thread.project`` at
@@ -53,6 +55,7 @@ from registre.bench.baselines import (
     TruncationBaseline,
     naive_projection,
 )
+from registre.bench.evidence_view import evidence_in_view
 from registre.bench.facts import Fact
 from registre.bench.quality import METHODS, ContextView, Line, MethodTally
 from registre.bench.steps import Step, StepOutcome
@@ -117,8 +120,11 @@ class PinCheck:
 
 @dataclass(frozen=True)
 class QualitySample:
-    """Quality at a model call: entries ``0..at``; the pins checked; active evidence and
-    how much of it each context references; the truncation window's first entry."""
+    """Quality at a model call: entries ``0..at``; the pins checked; the active evidence, and
+    for each context how many of its entries have their admitting entry in view
+    (``evidence_ours``, ``evidence_truncation``), their id named (``*_named``) and their id
+    and statement shown (``*_stated``; :mod:`registre.bench.evidence_view`); the
+    truncation window's first entry."""
 
     at: int
     pins: tuple[PinCheck, ...]
@@ -126,6 +132,10 @@ class QualitySample:
     evidence_ours: int
     evidence_truncation: int
     truncation_first_seq: int
+    evidence_ours_named: int = 0
+    evidence_ours_stated: int = 0
+    evidence_truncation_named: int = 0
+    evidence_truncation_stated: int = 0
 
 
 @dataclass
@@ -396,7 +406,23 @@ class RunRecorder:
         active = self.thread.evidence.list("active")
         ours = sum(1 for e in active if sent.manifest.status_of(e.seq).status != "folded")
         kept = sum(1 for e in active if e.seq >= window.first_seq)
-        self.quality.append(QualitySample(sent.at, pins, len(active), ours, kept, window.first_seq))
+        statements = [(e.id, e.text) for e in active]
+        ours_view = evidence_in_view(statements, ours_text)
+        kept_view = evidence_in_view(statements, kept_text)
+        self.quality.append(
+            QualitySample(
+                sent.at,
+                pins,
+                len(active),
+                ours,
+                kept,
+                window.first_seq,
+                ours_view.named,
+                ours_view.stated,
+                kept_view.named,
+                kept_view.stated,
+            )
+        )
 
     def _sample_naive(self) -> None:
         ours = self._project()

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from registre.bench.evidence_report import evidence_cell, evidence_table
 from registre.bench.facts import FACT_KINDS
 from registre.bench.quality import METHODS
 from registre.bench.report_cells import (
@@ -44,7 +45,8 @@ METRICS = (
     "compression ratio",
     "pin survival",
     "pointer resolvability",
-    "active evidence referenced",
+    "active evidence in view",
+    "admitting entry in view",
     "conclusions left stale",
     "repaired",
     "truncation baseline",
@@ -77,7 +79,6 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
     rows = []
     for run in results["runs"]:
         pins = run.get("pins", {"checks": 0, "ours_kept": 0, "truncation_kept": 0})
-        evidence = run.get("evidence", {"ours_share": None, "truncation_share": None})
         context = run["context"]
         rows.append(
             [
@@ -92,8 +93,7 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
                 f"{context['compression_ratio']}x" if context["compression_ratio"] else "-",
                 f"{cell_pct(pins['ours_kept'], pins['checks'])} / "
                 f"{cell_pct(pins['truncation_kept'], pins['checks'])}",
-                f"{cell_share(evidence['ours_share'])} / "
-                f"{cell_share(evidence['truncation_share'])}",
+                evidence_cell(run),
             ]
         )
     header = [
@@ -106,7 +106,7 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
         "tokens used against budget (mean / max)",
         "compression ratio",
         "pin survival (ours / truncation baseline)",
-        "active evidence referenced (ours / truncation)",
+        "active evidence in view: id named / with its statement",
     ]
     return table(header, rows)
 
@@ -517,6 +517,14 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "Where registre loses to a baseline:",
         "",
         *_losses(results),
+        "",
+        "## Active evidence in view",
+        "",
+        "What the model can cite: the active evidence ids its context names, and those it "
+        "names with their statement (the lifecycle block, pins, summary lines and verbatim "
+        "entries alike), beside the admitting entries the manifest keeps in view.",
+        "",
+        *evidence_table(results),
         "",
         "## Pins the truncation baseline loses",
         "",

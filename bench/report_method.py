@@ -31,8 +31,18 @@ investigation, and only compactions and model calls differ.
   appears word for word in the context; the **truncation baseline** renders the whole thread
   verbatim and silently keeps the last `budget` tokens, as an agent loop without registre
   does.
-- **active evidence referenced**: active evidence whose admitting entry the manifest does not
-  mark `folded` (verbatim, pinned, summarized or stubbed); for truncation, inside the window.
+- **active evidence in view**: at each quality sample, the share of active evidence entries
+  whose id the context sent names (`registre.bench.evidence_view`): the id appears as a word
+  (`ev-12`, not inside `ev-123`; or inside an id range such as `ev-9–14`) in any message --
+  the lifecycle block, a pin, a summary line, a verbatim entry -- so the model can cite it
+  and look its statement up by id; *with its statement*: the id named and its statement
+  shown too, whole or as the lifecycle block shows it (whitespace collapsed, cut past 200
+  characters), so the model can cite it knowing what it says. Truncation's kept window is
+  read the same way. Summed over the samples, over the active entries at each.
+- **admitting entry in view** (the figure called *active evidence referenced* before
+  `registre-bench/4`): active evidence whose admitting entry the manifest does not mark
+  `folded` (verbatim, pinned, summarized or stubbed); for truncation, inside the window. It
+  does not count the lifecycle block, where the context names active evidence since issue 12.
 - **pointer resolvability**: both ends of every summary pointer span (or a seeded sample)
   expanded with `thread.expand` (entry plus verified inclusion proof).
 - **conclusions left stale / repaired**: hypotheses flagged stale by an evidence change, and

@@ -13,7 +13,7 @@ process of its own (:mod:`registre.bench.stepproc`), with the signature checks a
 on the same bundle, and builds the thread's Merkle tree beside pymerkle
 (:mod:`registre.bench.merkle_side`). Every step is timed with its peak resident memory
 (:mod:`registre.bench.memory`). Runs above ``lean_above`` entries are lean
-(:data:`LEAN_ABOVE`). The results are plain JSON data (schema ``registre-bench/3``,
+(:data:`LEAN_ABOVE`). The results are plain JSON data (schema ``registre-bench/4``,
 ``specs/bench.md``); :func:`write_outputs` writes ``results.json``, ``report.md`` and the
 plots.
 """
@@ -179,7 +179,7 @@ def results_document(
     *,
     appends: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``registre-bench/3`` document holding ``runs`` (as :func:`run_investigation`
+    """The ``registre-bench/4`` document holding ``runs`` (as :func:`run_investigation`
     returns them), with the configuration and the machine they ran on, and ``appends``
     beside their raw floors (:func:`registre.bench.raw.measure_appends`; None when not
     measured)."""

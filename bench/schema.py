@@ -1,4 +1,4 @@
-"""The ``results.json`` schema, ``registre-bench/3`` (``specs/bench.md``), and its checker.
+"""The ``results.json`` schema, ``registre-bench/4`` (``specs/bench.md``), and its checker.
 
 :data:`RESULTS` describes the document as nested Python values: a dict lists required keys
 (every key must be present; others are refused, so a renamed field cannot slip through), a
@@ -17,12 +17,12 @@ from registre.attest.errors import MalformedError
 
 __all__ = ["RESULTS", "SCHEMA", "MapOf", "Nullable", "ResultsSchemaError", "check_results"]
 
-SCHEMA: Final = "registre-bench/3"
+SCHEMA: Final = "registre-bench/4"
 """The schema's name; a change of fields is a new name."""
 
 
 class ResultsSchemaError(MalformedError):
-    """A results document that does not follow ``registre-bench/3``."""
+    """A results document that does not follow ``registre-bench/4``."""
 
 
 @dataclass(frozen=True)
@@ -214,9 +214,15 @@ _RUN: Final = {
     },
     "evidence?": {
         "samples": int,
+        "named_share": _NUM_OR_NULL,
+        "stated_share": _NUM_OR_NULL,
+        "truncation_named_share": _NUM_OR_NULL,
+        "truncation_stated_share": _NUM_OR_NULL,
         "ours_share": _NUM_OR_NULL,
         "truncation_share": _NUM_OR_NULL,
         "active_at_end": int,
+        "named_at_end": int,
+        "stated_at_end": int,
         "ours_at_end": int,
         "truncation_at_end": int,
         "series": [[int]],

@@ -186,19 +186,38 @@ def _pin(pin: Any) -> dict[str, str]:
 def _evidence(recorder: RunRecorder) -> dict[str, Any]:
     samples = [s for s in recorder.quality if s.evidence_active]
     last = recorder.quality[-1] if recorder.quality else None
+    active = sum(s.evidence_active for s in samples)
+
+    def share(field: str) -> float | None:
+        return _share(sum(getattr(s, field) for s in samples), active)
+
+    def at_end(field: str) -> int:
+        return 0 if last is None else int(getattr(last, field))
+
     return {
         "samples": len(samples),
-        "ours_share": _share(
-            sum(s.evidence_ours for s in samples), sum(s.evidence_active for s in samples)
-        ),
-        "truncation_share": _share(
-            sum(s.evidence_truncation for s in samples), sum(s.evidence_active for s in samples)
-        ),
-        "active_at_end": 0 if last is None else last.evidence_active,
-        "ours_at_end": 0 if last is None else last.evidence_ours,
-        "truncation_at_end": 0 if last is None else last.evidence_truncation,
+        "named_share": share("evidence_ours_named"),
+        "stated_share": share("evidence_ours_stated"),
+        "truncation_named_share": share("evidence_truncation_named"),
+        "truncation_stated_share": share("evidence_truncation_stated"),
+        "ours_share": share("evidence_ours"),
+        "truncation_share": share("evidence_truncation"),
+        "active_at_end": at_end("evidence_active"),
+        "named_at_end": at_end("evidence_ours_named"),
+        "stated_at_end": at_end("evidence_ours_stated"),
+        "ours_at_end": at_end("evidence_ours"),
+        "truncation_at_end": at_end("evidence_truncation"),
         "series": [
-            [s.at, s.evidence_active, s.evidence_ours, s.evidence_truncation]
+            [
+                s.at,
+                s.evidence_active,
+                s.evidence_ours,
+                s.evidence_truncation,
+                s.evidence_ours_named,
+                s.evidence_ours_stated,
+                s.evidence_truncation_named,
+                s.evidence_truncation_stated,
+            ]
             for s in recorder.quality
         ],
     }

@@ -251,11 +251,11 @@ class ContextThread(ThreadCore):
         ``task_pin`` is :meth:`compact`'s (the compaction made first may pin the task).
 
         ``lifecycle_block`` (default on: the agent must see what it may cite): end the
-        projection with the lifecycle block (the active evidence ids with their statements,
-        the stale conclusions, the open questions; at most a tenth of ``budget``, shrinking
-        rather than refusing; ``specs/context.md`` section 4.1) and record
-        ``"lifecycle_block": 1`` in the body, so verifiers rebuild it. With nothing to show
-        there is no block message (the field is recorded all the same).
+        projection with the lifecycle block (every active evidence id, statements for those
+        that fit, the stale conclusions, the open questions; at most a tenth of ``budget``,
+        shrinking rather than refusing; ``specs/context.md`` section 4.1) and record
+        ``"lifecycle_block": 2`` (its version) in the body, so verifiers rebuild it. With
+        nothing to show there is no block message (the field is recorded all the same).
 
         Raises LifecycleFormatError (a MalformedError) for a shape not in
         ``registre.attest.projection.SHAPES``, before anything is written;

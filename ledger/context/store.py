@@ -421,10 +421,10 @@ def record_model_call(
     no ``shape`` field; a provider shape: its request data, ``"shape"`` recorded) with
     ``at_seq`` = the call's seq - 1. With ``lifecycle_block``, the projection ends with the
     lifecycle block built from the thread's lifecycle state at the head (the writer's cached
-    fold) and the body records ``"lifecycle_block": 1``. Raises, with nothing written:
-    NoSignerError, UnknownThreadError, EmptyThreadError, ContextBudgetError (compact first),
-    BodySchemaError (a bad model name), ValueError (a shape not in
-    ``registre.attest.projection.SHAPES``)."""
+    fold) and the body records ``"lifecycle_block": 2`` (the block's version). Raises, with
+    nothing written: NoSignerError, UnknownThreadError, EmptyThreadError,
+    ContextBudgetError (compact first), BodySchemaError (a bad model name), ValueError (a
+    shape not in ``registre.attest.projection.SHAPES``)."""
     signer = db.require_signer()
     with db.lifecycle.using(thread) as slot, write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)

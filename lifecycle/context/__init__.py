@@ -57,6 +57,7 @@ from registre.lifecycle.context.fold import ContextState
 from registre.lifecycle.context.lifecycle_block import (
     BLOCK_SHARE_PERMILLE,
     LIFECYCLE_BLOCK_VERSION,
+    LIFECYCLE_BLOCK_VERSIONS,
     LifecycleBlock,
     LifecycleView,
     lifecycle_block,
@@ -111,6 +112,7 @@ __all__ = [
     "BPE_ENCODINGS",
     "DEFAULT_COUNTER_NAME",
     "LIFECYCLE_BLOCK_VERSION",
+    "LIFECYCLE_BLOCK_VERSIONS",
     "MIN_SUMMARY_TOKENS",
     "PROVIDER_SHAPES",
     "SECTIONS",

@@ -1,24 +1,35 @@
 """The lifecycle block: what the agent must cite, in view (``specs/context.md`` section 4.1).
 
 A projection built with the lifecycle state at ``at`` (a ``model.call`` recording
-``"lifecycle_block": 1``) ends with one ``system`` message listing the live lifecycle state:
-the active evidence ids with their statements, the conclusions left stale by evidence changes
-and the open questions pinned. It is the *last* message, after the verbatim tail, so the stable
-prefix (header and live summaries) never changes when evidence does.
+``"lifecycle_block": V``, V the block's version) ends with one ``system`` message listing the
+live lifecycle state: the active evidence ids with their statements, the conclusions left
+stale by evidence changes and the open questions pinned. It is the *last* message, after the
+verbatim tail, so the stable prefix (header and live summaries) never changes when evidence
+does.
 
 The block is budgeted: it takes at most :data:`BLOCK_SHARE_PERMILLE` per mille of the call's
-budget, and never more than what the rest of the context leaves. When it does not fit it
-shrinks -- fewer statements (most cited, then most recent, first; the others listed by id),
-then the id list alone, then a count line, then nothing -- so it never makes a call refuse.
+budget, and never more than what the rest of the context leaves, so it never makes a call
+refuse. Two versions, each rebuilt exactly as recorded:
 
-Pure and deterministic: a function of the lifecycle state, ``at``, the allowance and the
-counter. Cost: O(active evidence) to order, then the lines that fit counted one by one and
-the block counted whole (again only if the line-by-line estimate was over).
+* **version 2** (:data:`LIFECYCLE_BLOCK_VERSION`, what model calls record) names *every*
+  active evidence id whenever their list fits: one line of all active ids in id order, runs
+  of consecutive ids written as ranges (``ev-6–9``), then as many statements as fit (most
+  cited, then most recent, first). When even the id list does not fit, it names the most
+  cited and most recent ids that fit (``some_ids``), then a count line, then nothing.
+* **version 1** (calls recorded before it) shows as many statements as fit and lists at most
+  16 of the other ids, the rest only counted: past a few dozen active entries most ids were
+  in no message the model was sent.
+
+Pure and deterministic: a function of the lifecycle state, ``at``, the allowance, the counter
+and the version. Cost: O(active evidence) to order and to write the id list, then the lines
+that fit counted one by one and the block counted whole (again only if the line-by-line
+estimate was over).
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -34,17 +45,24 @@ __all__ = [
     "BLOCK_FORMS",
     "BLOCK_SHARE_PERMILLE",
     "LIFECYCLE_BLOCK_VERSION",
+    "LIFECYCLE_BLOCK_VERSIONS",
     "LISTED_IDS",
     "STATEMENT_CHARS",
     "LifecycleBlock",
     "LifecycleView",
     "block_allowance",
+    "id_ranges",
     "lifecycle_block",
     "lifecycle_view",
+    "statement_text",
 ]
 
-LIFECYCLE_BLOCK_VERSION: Final = 1
-"""The rendering rules of this module; a ``model.call`` records it as ``lifecycle_block``."""
+LIFECYCLE_BLOCK_VERSION: Final = 2
+"""The rendering rules new model calls use; a ``model.call`` records them as
+``lifecycle_block``."""
+
+LIFECYCLE_BLOCK_VERSIONS: Final = (1, 2)
+"""Every version a recorded ``model.call`` may name; each is rebuilt by its own rules."""
 
 BLOCK_SHARE_PERMILLE: Final = 100
 """The block takes at most ⌊budget·100/1000⌋ tokens (a tenth of the call's budget)."""
@@ -53,13 +71,16 @@ STATEMENT_CHARS: Final = 200
 """A statement longer than this (in code points, whitespace collapsed) is cut, ending in ``…``."""
 
 LISTED_IDS: Final = 16
-"""At most this many ids are listed on one line; the rest are counted."""
+"""Version 1: at most this many ids are listed on one line; the rest are counted. (Version 2
+lists every active evidence id; stale conclusions and open questions as version 1.)"""
 
-BLOCK_FORMS: Final = ("statements", "ids", "count", "none")
-"""The forms of the block, largest first: statements (with the other ids listed), the id
-list, a count line, no message."""
+BLOCK_FORMS: Final = ("statements", "ids", "some_ids", "count", "none")
+"""The forms of the block, largest first: statements (version 1: with the other ids listed;
+version 2: after the list of every active id), the id list (version 2: every active id),
+the most cited and most recent ids that fit (version 2 only), a count line, no message."""
 
 _POINTER: Final = "registre evidence list"
+_SHOW: Final = "statements: registre evidence show ID"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +109,12 @@ class LifecycleBlock:
     message: Message | None
     tokens: int
     statements: int
+    version: int = LIFECYCLE_BLOCK_VERSION
 
     def to_json(self, message_index: int | None) -> dict[str, object]:
         """``{"version", "form", "statements", "tokens"}`` plus ``"message"`` when shown."""
         data: dict[str, object] = {
-            "version": LIFECYCLE_BLOCK_VERSION,
+            "version": self.version,
             "form": self.form,
             "statements": self.statements,
             "tokens": self.tokens,
@@ -102,7 +124,8 @@ class LifecycleBlock:
         return data
 
 
-_NONE: Final = LifecycleBlock("none", None, 0, 0)
+def _none(version: int) -> LifecycleBlock:
+    return LifecycleBlock("none", None, 0, 0, version)
 
 
 def lifecycle_view(lifecycle: LifecycleState) -> LifecycleView:
@@ -218,14 +241,26 @@ def _count_line(view: LifecycleView, at: int) -> str:
 
 
 def lifecycle_block(
-    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+    view: LifecycleView,
+    at: int,
+    allowance: int,
+    counter: TokenCounter,
+    version: int = LIFECYCLE_BLOCK_VERSION,
 ) -> LifecycleBlock:
-    """The largest form of the block that takes at most ``allowance`` tokens (as a message):
-    as many statements as fit (estimated line by line, then counted whole, one fewer while
-    over), else the id list, else the count line, else none. An empty view gives none."""
+    """The largest form of the block, by the rules of ``version``, that takes at most
+    ``allowance`` tokens (as a message); an empty view gives none. Version 2: every active
+    id listed and as many statements as fit (estimated line by line, then counted whole, one
+    fewer while over), else the id list alone, else the most cited and most recent ids that
+    fit, else the count line, else none. Version 1: as many statements as fit with at most
+    16 other ids listed, else the 16-id list, else the count line, else none. ValueError
+    for another version."""
+    if version not in LIFECYCLE_BLOCK_VERSIONS:
+        raise ValueError(f"no lifecycle block version {version}; known: 1, 2")
     if view.empty or allowance <= 0:
-        return _NONE
+        return _none(version)
     counter = block_counter(counter)  # the same counts; each line counted once per counter
+    if version == 2:
+        return _block_v2(view, at, allowance, counter)
 
     def sized(text: str) -> tuple[Message, int]:
         message = Message("system", text)
@@ -235,15 +270,15 @@ def lifecycle_block(
     if ids_tokens > allowance:
         count_message, count_tokens = sized(_count_line(view, at))
         if count_tokens > allowance:
-            return _NONE
-        return LifecycleBlock("count", count_message, count_tokens, 0)
+            return _none(1)
+        return LifecycleBlock("count", count_message, count_tokens, 0, 1)
     shown = _statements_estimate(view, at, allowance, counter)
     while shown > 0:  # exact counts decide; the estimate is rarely over
         message, tokens = sized(_render(view, at, shown))
         if tokens <= allowance:
-            return LifecycleBlock("statements", message, tokens, shown)
+            return LifecycleBlock("statements", message, tokens, shown, 1)
         shown -= 1
-    return LifecycleBlock("ids", ids_message, ids_tokens, 0)
+    return LifecycleBlock("ids", ids_message, ids_tokens, 0, 1)
 
 
 def _statements_estimate(
@@ -273,3 +308,145 @@ def _statements_estimate(
             break
         best = shown
     return best
+
+
+# --- version 2: every active id named ------------------------------------------------------
+
+
+def id_ranges(ids: Sequence[str]) -> list[str]:
+    """Evidence ids (``ev-N``) in id order, each run of consecutive numbers written as one
+    range: ``["ev-2", "ev-6–9"]`` (an en dash; a run of two is a range too)."""
+    numbers = sorted(int(evidence_id[3:]) for evidence_id in ids)
+    ranges: list[str] = []
+    start = previous = -2
+    for number in [*numbers, -2]:
+        if number == previous + 1:
+            previous = number
+            continue
+        if start >= 0:
+            ranges.append(f"ev-{start}" if start == previous else f"ev-{start}–{previous}")
+        start = previous = number
+    return ranges
+
+
+@functools.lru_cache(maxsize=64)
+def _all_ids_line(ids: tuple[str, ...]) -> str:
+    """``active evidence (N): RANGES (statements: registre evidence show ID)``; kept for
+    the last id sets (mostly the same from call to call)."""
+    return f"active evidence ({len(ids)}): {', '.join(id_ranges(ids))} ({_SHOW})"
+
+
+@functools.lru_cache(maxsize=64)
+def _some_ids_line(ids: tuple[str, ...], total: int) -> str:
+    """``active evidence (N), the K most cited and most recent: RANGES (the other N-K: ...)``;
+    kept for the last id lists."""
+    return (
+        f"active evidence ({total}), the {len(ids)} most cited and most recent: "
+        f"{', '.join(id_ranges(ids))} (the other {total - len(ids)}: {_POINTER})"
+    )
+
+
+_FIRST: Final = operator.itemgetter(0)
+_HEADER: Final = "[lifecycle at entry {at}] a conclusion may cite only the active evidence below"
+_STATEMENTS: Final = "with statements, most cited and most recent first:"
+
+
+def _after_v2(view: LifecycleView) -> list[str]:
+    """The stale-conclusion and open-question lines (as version 1)."""
+    return _lines(LifecycleView((), view.stale, view.questions), 0, 0)[2]
+
+
+def _block_v2(
+    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+) -> LifecycleBlock:
+    """Version 2 of :func:`lifecycle_block` (``counter``: the block counter)."""
+
+    def sized(lines: Sequence[str]) -> tuple[Message, int]:
+        message = Message("system", "\n".join(lines))
+        return message, message_tokens(message, counter)
+
+    head = _HEADER.format(at=at)
+    after = _after_v2(view)
+    active = view.active
+    if not active:
+        message, tokens = sized([head, "active evidence: none", *after])
+        if tokens <= allowance:
+            return LifecycleBlock("ids", message, tokens, 0, 2)
+        return _count_v2(view, at, allowance, counter)
+    ids = tuple(map(_FIRST, active))
+    ids_line = _all_ids_line(ids)
+    frame = [head, ids_line]
+    ids_message, ids_tokens = sized([*frame, *after])
+    if ids_tokens > allowance:
+        return _some_ids_v2(view, ids, at, allowance, counter)
+    # Line by line (each line plus one break; see _statements_estimate), then exact.
+    used = MESSAGE_OVERHEAD_TOKENS - 1
+    used += sum(counter.count(line) + 1 for line in [*frame, _STATEMENTS, *after])
+    shown = 0
+    for item in active:
+        used += counter.count(_statement_line(item)) + 1
+        if used > allowance:
+            break
+        shown += 1
+    while shown > 0:
+        statements = [_statement_line(item) for item in active[:shown]]
+        message, tokens = sized([*frame, _STATEMENTS, *statements, *after])
+        if tokens <= allowance:
+            return LifecycleBlock("statements", message, tokens, shown, 2)
+        shown -= 1
+    return LifecycleBlock("ids", ids_message, ids_tokens, 0, 2)
+
+
+def _some_ids_v2(
+    view: LifecycleView, ids: tuple[str, ...], at: int, allowance: int, counter: TokenCounter
+) -> LifecycleBlock:
+    """The most cited and most recent of ``ids`` (the view's, in its order) whose line fits:
+    estimated id by id (each id and its separator), then counted whole, a tenth fewer while
+    over."""
+    head = _HEADER.format(at=at)
+    after = _after_v2(view)
+    used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in [head, *after])
+    fit = _ids_fitting(ids, allowance - used, counter)
+    while fit > 0:
+        text = "\n".join([head, _some_ids_line(ids[:fit], len(ids)), *after])
+        message = Message("system", text)
+        tokens = message_tokens(message, counter)
+        if tokens <= allowance:
+            return LifecycleBlock("some_ids", message, tokens, 0, 2)
+        fit -= max(1, fit // 10)
+    return _count_v2(view, at, allowance, counter)
+
+
+_FITTING: dict[tuple[tuple[str, ...], int, str], int] = {}
+_FITTING_KEPT: Final = 64
+
+
+def _ids_fitting(ids: tuple[str, ...], room: int, counter: TokenCounter) -> int:
+    """How many of the first ``ids`` the ``some_ids`` line has room for within ``room``
+    tokens (with its break), estimated id by id at the id's tokens plus 2 (its ``, ``);
+    kept for the last id lists and rooms, by counter name (a name is a counting rule)."""
+    key = (ids, room, counter.name)
+    found = _FITTING.get(key)
+    if found is not None:
+        return found
+    used = counter.count(_some_ids_line((), len(ids))) + 1
+    fit = 0
+    for evidence_id in ids:
+        used += counter.count(evidence_id) + 2
+        if used > room:
+            break
+        fit += 1
+    _FITTING[key] = fit
+    while len(_FITTING) > _FITTING_KEPT:
+        _FITTING.pop(next(iter(_FITTING)), None)
+    return fit
+
+
+def _count_v2(
+    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+) -> LifecycleBlock:
+    message = Message("system", _count_line(view, at))
+    tokens = message_tokens(message, counter)
+    if tokens > allowance:
+        return _none(2)
+    return LifecycleBlock("count", message, tokens, 0, 2)

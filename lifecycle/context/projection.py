@@ -39,6 +39,7 @@ from typing import Any, Final
 from registre.lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
 from registre.lifecycle.context.fold import ContextState
 from registre.lifecycle.context.lifecycle_block import (
+    LIFECYCLE_BLOCK_VERSION,
     LifecycleBlock,
     block_allowance,
     lifecycle_block,
@@ -213,12 +214,13 @@ def project(
     policy: Policy,
     counter: TokenCounter,
     lifecycle: LifecycleState | None = None,
+    block_version: int = LIFECYCLE_BLOCK_VERSION,
 ) -> Projection:
     """The projection of ``state`` for a model with ``budget`` tokens (module docstring).
 
     ``lifecycle``, the lifecycle state after the same entries ``0..at``, adds the lifecycle
-    block as the last message, in the largest form that fits
-    min(⌊budget/10⌋, what the other messages leave); it never causes a refusal.
+    block as the last message, by the rules of ``block_version``, in the largest form that
+    fits min(⌊budget/10⌋, what the other messages leave); it never causes a refusal.
 
     Deterministic: equal states (the fold of equal entries) and equal arguments give equal
     projections. Raises PinsOverBudgetError or ProjectionOverBudgetError (both
@@ -238,7 +240,9 @@ def project(
     block = None
     if lifecycle is not None:
         allowance = block_allowance(budget, total)
-        block = lifecycle_block(lifecycle_view(lifecycle), state.at, allowance, counter)
+        block = lifecycle_block(
+            lifecycle_view(lifecycle), state.at, allowance, counter, block_version
+        )
         if block.message is not None:
             messages.append(block.message)
             tokens.append(block.tokens)

@@ -1,5 +1,6 @@
 """The lifecycle block through the offline verifier: a model call recording
-``"lifecycle_block": 1`` is checked against the lifecycle state replayed at its ``at_seq``
+``"lifecycle_block": V`` is checked against the lifecycle state replayed at its ``at_seq``,
+the block rebuilt by the rules of version V (1 for calls recorded before version 2)
 (specs/context.md sections 4.1 and 8); the forgeries are in tests/tamper/test_semantics.py."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from registre.lifecycle import (
 from registre.lifecycle import apply as apply_event
 from registre.lifecycle.context import (
     BLOCK_SHARE_PERMILLE,
+    LIFECYCLE_BLOCK_VERSION,
     ContextBudgetError,
     ContextEntry,
     ContextState,
@@ -51,11 +53,20 @@ def lifecycle_at(thread: Thread, at_seq: int) -> LifecycleState:
     return state
 
 
-def block_call(thread: Thread, at_seq: int, lifecycle: LifecycleState, policy: Policy) -> Any:
+def block_call(
+    thread: Thread,
+    at_seq: int,
+    lifecycle: LifecycleState,
+    policy: Policy,
+    version: int = LIFECYCLE_BLOCK_VERSION,
+    recorded: int | None = None,
+) -> Any:
+    """A model call whose projection carries the block of ``version``, recording
+    ``recorded`` (default: the same version)."""
     state = ContextState.replay(
         ContextEntry(e.seq, e.kind, e.actor, e.body) for e in thread.entries[: at_seq + 1]
     )
-    projection = project(state, policy.budget_tokens, policy, COUNTER, lifecycle)
+    projection = project(state, policy.budget_tokens, policy, COUNTER, lifecycle, version)
     thread.append(
         "model.call",
         {
@@ -65,7 +76,7 @@ def block_call(thread: Thread, at_seq: int, lifecycle: LifecycleState, policy: P
             "budget_tokens": policy.budget_tokens,
             "policy": policy.to_json(),
             "token_counter": COUNTER.name,
-            "lifecycle_block": 1,
+            "lifecycle_block": version if recorded is None else recorded,
         },
     )
     return projection
@@ -78,6 +89,22 @@ def test_a_call_at_an_earlier_prefix_shows_the_lifecycle_there() -> None:
     assert "cited by" not in projection.messages[-1].content  # no conclusion yet at 2
     report = passes(thread.full_bundle())
     assert "1 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_call_of_either_block_version_reproduces(version: int) -> None:
+    thread = story_prefix()
+    projection = block_call(thread, 6, thread.state, WIDE, version)
+    assert projection.block is not None and projection.block.version == version
+    report = passes(thread.full_bundle())
+    assert "1 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+
+
+@pytest.mark.parametrize(("sent", "recorded"), [(2, 1), (1, 2)])
+def test_a_call_recording_another_block_version_than_it_sent_fail(sent: int, recorded: int) -> None:
+    thread = story_prefix()
+    block_call(thread, 6, thread.state, WIDE, sent, recorded)
+    fails(thread.full_bundle(), ContextDigestMismatchError, step=6, seq=7)
 
 
 def test_a_call_showing_a_later_lifecycle_than_its_prefix_fails() -> None:
@@ -157,12 +184,13 @@ def test_every_block_fits_and_reproduces_offline(
         passes(thread.full_bundle())
 
 
-def test_the_body_field_is_one_or_absent() -> None:
+def test_the_body_field_is_a_known_version_or_absent() -> None:
     thread = story_prefix()
     body = dict(block_call(thread, 6, thread.state, WIDE) and thread.entries[-1].body)
     validate_body("model.call", body)
+    validate_body("model.call", body | {"lifecycle_block": 1})
     del body["lifecycle_block"]
     validate_body("model.call", body)
-    for wrong in (0, 2, True, "1", None):
+    for wrong in (0, 3, True, "1", "2", None):
         with pytest.raises(BodySchemaError, match="lifecycle_block"):
             validate_body("model.call", body | {"lifecycle_block": wrong})

@@ -38,7 +38,13 @@ from registre.lifecycle import (
     pin_set_sha256,
     step,
 )
-from registre.lifecycle.context import CompactionTokensError, Policy, default_counter, project
+from registre.lifecycle.context import (
+    LIFECYCLE_BLOCK_VERSION,
+    CompactionTokensError,
+    Policy,
+    default_counter,
+    project,
+)
 from registre.lifecycle.context.events import COMPACTION_ACTOR
 from tests.bundles import LOG, Thread, build_thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
@@ -214,7 +220,7 @@ def block_call(*, forge: str | None = None) -> bytes:
         "token_counter": counter.name,
     }
     if forge != "drop":
-        body["lifecycle_block"] = 1
+        body["lifecycle_block"] = LIFECYCLE_BLOCK_VERSION
     thread.append("model.call", body)
     thread.turn("after")
     return thread.full_bundle()

@@ -1,10 +1,12 @@
 """Thread.model_call(lifecycle_block=True): the context ends with the lifecycle block (the
 active evidence ids the agent must cite, the stale conclusions, the open questions), the body
-records ``"lifecycle_block": 1``, and ``verify --db``, the raw append path and the replay
-rebuild it (specs/context.md sections 4.1 and 8). Both engines."""
+records ``"lifecycle_block": 2``, and ``verify --db``, the raw append path and the replay
+rebuild it (specs/context.md sections 4.1 and 8); at every call, every active evidence id is
+in the context sent while their list fits. Both engines."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -18,7 +20,7 @@ from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import ModelCallDigestError
-from registre.lifecycle.context import BLOCK_SHARE_PERMILLE, Policy
+from registre.lifecycle.context import BLOCK_SHARE_PERMILLE, LIFECYCLE_BLOCK_VERSION, Policy
 from tests.ledger.context_helpers import MODEL, SMALL, forge, opened, step
 
 WIDE = Policy(budget_tokens=4000)
@@ -41,14 +43,15 @@ def investigated(thread: Thread) -> Thread:
 def test_the_model_sees_what_it_must_cite(ledger: Ledger, thread: Thread) -> None:
     investigated(thread)
     projection, entry = thread.model_call(MODEL, 4000, WIDE, lifecycle_block=True)
-    assert entry.body["lifecycle_block"] == 1
+    assert entry.body["lifecycle_block"] == 2
     assert entry.body["projection_sha256"] == projection_digest(projection)
     block = projection.messages[-1]
     assert block.role == "system"
     assert block.content == (
         f"[lifecycle at entry {entry.seq - 1}] a conclusion may cite only the active evidence "
         "below\n"
-        "active evidence (4, most cited and most recent first):\n"
+        "active evidence (4): ev-1, ev-3–5 (statements: registre evidence show ID)\n"
+        "with statements, most cited and most recent first:\n"
         "- ev-3 (cited by 1): Segment 3 impairment is 3.2m\n"
         "- ev-5: Segment 2 impairment is 2.5m\n"
         "- ev-4: Segment 4 impairment is 4.2m\n"
@@ -89,7 +92,7 @@ def test_a_call_without_the_block_is_unchanged(thread: Thread) -> None:
 def test_a_model_call_shows_the_block_by_default(thread: Thread) -> None:
     investigated(thread)
     projection, entry = thread.model_call(MODEL, 4000, WIDE)
-    assert entry.body["lifecycle_block"] == 1
+    assert entry.body["lifecycle_block"] == 2
     assert projection.messages[-1].content.startswith("[lifecycle at entry")
     assert thread.replay_context(entry.seq) == projection
 
@@ -105,7 +108,7 @@ def block_body(thread: Thread, *, block: bool = True, claim: bool = True) -> dic
         "token_counter": "registre.default/1",
     }
     if claim:
-        body["lifecycle_block"] = 1
+        body["lifecycle_block"] = LIFECYCLE_BLOCK_VERSION
     return body
 
 
@@ -201,3 +204,54 @@ def test_every_block_fits_and_verify_db_reproduces_it(
     verify_database(ledger, thread=thread.id)
     for seq, projection in calls:
         assert thread.replay_context(seq) == projection
+
+
+def named_ids(text: str) -> set[str]:
+    """The evidence ids ``text`` names, as words or inside ranges (``ev-3–5``)."""
+    ids: set[str] = set()
+    for first, last in re.findall(r"(?<![\w-])ev-(\d+)(?:–(\d+))?(?![\w-])", text):
+        ids.update(f"ev-{n}" for n in range(int(first), int(last or first) + 1))
+    return ids
+
+
+def test_at_every_model_call_every_active_evidence_id_is_in_the_context(thread: Thread) -> None:
+    """What an agent relies on to cite: after many admissions, revisions and retractions
+    (far more active entries than the block has room to state), every active id is named in
+    the context each call sends, and a final citing any of them is accepted."""
+    opened(thread)
+    thread.read_source([{"ref": "r1", "source": "q3.pdf", "location": "p. 4", "sha256": "a" * 64}])
+    policy = Policy(
+        budget_tokens=3000,
+        high_water_permille=SMALL.high_water_permille,
+        low_water_permille=SMALL.low_water_permille,
+        keep_recent_turns=SMALL.keep_recent_turns,
+        bulky_tool_output_tokens=SMALL.bulky_tool_output_tokens,
+        summary_share_permille=SMALL.summary_share_permille,
+    )
+    calls = 0
+    for number in range(30):
+        step(thread, number)
+        thread.evidence.upsert(
+            [
+                {"text": f"Segment {number}.{k} impairment is {k}.{number}m", "cites": ["r1"]}
+                for k in range(4)
+            ]
+        )
+        if number % 3 == 0:
+            thread.evidence.revise(f"ev-{number * 4 + 2}", None)
+        if number % 5 == 0:
+            replacement = {"text": f"Segment {number} corrected", "cites": ["r1"]}
+            thread.evidence.revise(f"ev-{number * 4 + 1}", replacement)
+        projection, entry = thread.model_call(MODEL, 3000, policy)
+        calls += 1
+        active = {record.id for record in thread.evidence.list("active")}
+        sent = thread.replay_context(entry.seq)
+        assert sent == projection
+        assert sent.block is not None and sent.block.form in ("statements", "ids")
+        assert active <= named_ids("\n".join(m.content for m in sent.messages))
+    assert len(active) > 90 and projection.block is not None
+    assert projection.block.statements < len(active)  # not every statement fits
+    oldest = min(active, key=lambda evidence_id: int(evidence_id[3:]))
+    result = thread.conclude("final", "The figures reconcile.", [oldest])  # refused: raises
+    assert result.id.startswith("cc-")
+    assert calls == 30

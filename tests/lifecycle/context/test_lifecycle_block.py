@@ -1,8 +1,13 @@
 """The lifecycle block (specs/context.md section 4.1): what the agent must cite, in view, as
-the last message of a projection; its order, its forms, its budget."""
+the last message of a projection; its order, its forms, its budget, in version 2 (every
+active id named whenever the id list fits) and version 1 (calls recorded before)."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,10 +33,13 @@ from registre.lifecycle.context import (
     lifecycle_view,
     project,
 )
+from registre.lifecycle.context import lifecycle_block as block_of
 from registre.lifecycle.context.lifecycle_block import (
+    BLOCK_FORMS,
     BLOCK_SHARE_PERMILLE,
     LISTED_IDS,
     STATEMENT_CHARS,
+    LifecycleBlock,
     statement_text,
 )
 
@@ -93,6 +101,23 @@ def test_the_view_lists_active_evidence_stale_conclusions_and_open_questions() -
 
 def test_the_full_block_reads_as_specified() -> None:
     block = lifecycle_block(lifecycle_view(story()), 12, 1000, COUNTER)
+    assert (block.form, block.statements, block.version) == ("statements", 4, 2)
+    assert block.message is not None
+    assert block.message.content == (
+        "[lifecycle at entry 12] a conclusion may cite only the active evidence below\n"
+        "active evidence (4): ev-1, ev-3–5 (statements: registre evidence show ID)\n"
+        "with statements, most cited and most recent first:\n"
+        "- ev-3 (cited by 1): fact3 figure figure figure figure figure\n"
+        "- ev-5: fact2 corrected\n"
+        "- ev-4: fact4 figure figure figure figure figure\n"
+        "- ev-1: fact1 figure figure figure figure figure\n"
+        "stale conclusions (evidence they rely on changed): cc-1 compute, cc-2 final\n"
+        "open questions (pinned): pin-1"
+    )
+
+
+def test_the_version_1_block_reads_as_specified() -> None:
+    block = lifecycle_block(lifecycle_view(story()), 12, 1000, COUNTER, version=1)
     assert block.form == "statements"
     assert block.statements == 4
     assert block.message is not None
@@ -109,8 +134,78 @@ def test_the_full_block_reads_as_specified() -> None:
     )
 
 
+def named(text: str) -> set[int]:
+    """The evidence numbers ``text`` names, ranges (``ev-3–5``) expanded."""
+    numbers: set[int] = set()
+    for first, last in re.findall(r"(?<![\w-])ev-(\d+)(?:–(\d+))?(?![\w-])", text):
+        numbers.update(range(int(first), int(last or first) + 1))
+    return numbers
+
+
+def test_every_active_id_is_named_while_the_list_fits_then_the_most_cited_and_recent() -> None:
+    state = admitted(300)
+    for target in ("ev-7", "ev-8", "ev-100", "ev-250"):  # holes in the runs; ev-301..304
+        state = decide(state, EvidenceReviseRequest(target, Statement("corrected", ("r1",))))
+    state = decide(state, ComputeRequest("from ev-5", ("ev-5",)))
+    view = lifecycle_view(state)
+    active = {int(item[0][3:]) for item in view.active}
+    assert len(active) == 300
+    full = lifecycle_block(view, 99, 800, COUNTER)
+    assert full.form == "statements" and 0 < full.statements < 300
+    assert full.message is not None and full.tokens <= 800
+    lines = full.message.content.splitlines()
+    assert lines[1] == (
+        "active evidence (300): ev-1–6, ev-9–99, ev-101–249, ev-251–304 "
+        "(statements: registre evidence show ID)"
+    )
+    assert named(full.message.content) == active
+    assert lines[3].startswith("- ev-5 (cited by 1): fact5 ")  # most cited, then newest
+    assert lines[4].startswith("- ev-304: corrected")
+    ids = lifecycle_block(view, 99, 70, COUNTER)  # the list, but no statement, fits
+    assert (ids.form, ids.statements) == ("ids", 0)
+    assert ids.message is not None and named(ids.message.content) == active
+    state = admitted(300)
+    for number in range(2, 300, 2):  # 151 active, in 150 runs: the list no longer fits
+        state = decide(state, EvidenceReviseRequest(f"ev-{number}", None))
+    view = lifecycle_view(state)
+    some = lifecycle_block(view, 99, 200, COUNTER)
+    assert some.form == "some_ids" and some.tokens <= 200
+    assert some.message is not None
+    shown = named(some.message.content)
+    newest = sorted((int(item[0][3:]) for item in view.active), reverse=True)
+    assert shown == set(newest[: len(shown)]) and 10 < len(shown) < 151
+    assert f"(the other {151 - len(shown)}: registre evidence list)" in some.message.content
+
+
 def test_what_does_not_fit_shrinks_to_a_pointer_then_ids_then_a_count() -> None:
+    """Version 2: fewer statements, then the id list alone, then the count; version 1 (below)
+    listed at most 16 ids."""
     view = lifecycle_view(admitted(60))
+    full = lifecycle_block(view, 99, 10_000, COUNTER)
+    assert (full.form, full.statements) == ("statements", 60)
+    some = lifecycle_block(view, 99, 200, COUNTER)
+    assert some.form == "statements" and 0 < some.statements < 60 and some.tokens <= 200
+    ids = lifecycle_block(view, 99, 50, COUNTER)
+    assert ids.form == "ids" and ids.message is not None
+    assert ids.message.content.splitlines()[1] == (
+        "active evidence (60): ev-1–60 (statements: registre evidence show ID)"
+    )
+    count = lifecycle_block(view, 99, 40, COUNTER)
+    assert count.form == "count" and count.message is not None
+    assert count.message.content == (
+        "[lifecycle at entry 99] 60 active evidence entries, 0 stale conclusions, "
+        "0 open questions (registre evidence list)"
+    )
+    none = lifecycle_block(view, 99, 30, COUNTER)
+    assert (none.form, none.message, none.tokens) == ("none", None, 0)
+
+
+def test_version_1_shrinks_to_a_pointer_then_16_ids_then_a_count() -> None:
+    view = lifecycle_view(admitted(60))
+
+    def lifecycle_block(*args: Any) -> LifecycleBlock:
+        return block_of(*args, version=1)
+
     full = lifecycle_block(view, 99, 10_000, COUNTER)
     assert (full.form, full.statements) == ("statements", 60)
     some = lifecycle_block(view, 99, 200, COUNTER)
@@ -138,8 +233,11 @@ def test_what_does_not_fit_shrinks_to_a_pointer_then_ids_then_a_count() -> None:
 
 
 def test_an_empty_lifecycle_shows_no_block() -> None:
-    block = lifecycle_block(lifecycle_view(LifecycleState.empty()), 3, 1000, COUNTER)
-    assert (block.form, block.message) == ("none", None)
+    for version in (1, 2):
+        block = lifecycle_block(lifecycle_view(LifecycleState.empty()), 3, 1000, COUNTER, version)
+        assert (block.form, block.message, block.version) == ("none", None, version)
+    with pytest.raises(ValueError, match="no lifecycle block version 3"):
+        lifecycle_block(lifecycle_view(story()), 3, 1000, COUNTER, 3)
 
 
 def test_long_statements_are_cut_at_a_word_and_whitespace_is_collapsed() -> None:
@@ -170,7 +268,7 @@ def test_the_block_is_the_last_message_and_the_stable_prefix_is_unchanged() -> N
     assert with_block.tokens == plain.tokens + with_block.message_tokens[-1]
     data = with_block.to_json()
     assert data["lifecycle_block"] == {
-        "version": 1,
+        "version": 2,
         "form": "statements",
         "statements": 4,
         "tokens": with_block.message_tokens[-1],
@@ -188,7 +286,7 @@ def test_the_block_never_makes_a_projection_refuse() -> None:
     assert projection.block is not None
     assert projection.block.form == "none"
     assert projection.to_json()["lifecycle_block"] == {
-        "version": 1,
+        "version": 2,
         "form": "none",
         "statements": 0,
         "tokens": 0,
@@ -200,15 +298,26 @@ def test_the_block_never_makes_a_projection_refuse() -> None:
     evidence=st.integers(0, 80),
     words=st.integers(1, 60),
     budget=st.integers(20, 4000),
+    retracted=st.sets(st.integers(1, 80), max_size=30),
+    version=st.sampled_from([1, 2]),
 )
-def test_every_block_fits_its_allowance(evidence: int, words: int, budget: int) -> None:
+def test_every_block_fits_its_allowance(
+    evidence: int, words: int, budget: int, retracted: set[int], version: int
+) -> None:
     state = fold(["Reconcile."])
     lifecycle = admitted(evidence, words)
+    for number in sorted(n for n in retracted if n <= evidence):
+        lifecycle = decide(lifecycle, EvidenceReviseRequest(f"ev-{number}", None))
     base = project(state, max(budget, 20), Policy(budget_tokens=max(budget, 20)), COUNTER)
-    projection = project(state, budget, Policy(budget_tokens=budget), COUNTER, lifecycle)
+    projection = project(state, budget, Policy(budget_tokens=budget), COUNTER, lifecycle, version)
     assert projection.tokens <= budget
-    assert projection.block is not None
-    assert projection.block.tokens <= budget * BLOCK_SHARE_PERMILLE // 1000
+    block = projection.block
+    assert block is not None and block.version == version
+    assert block.tokens <= budget * BLOCK_SHARE_PERMILLE // 1000
     assert projection.messages[: len(base.messages)] == base.messages
-    if evidence and projection.block.message is not None:
-        assert projection.block.form in ("statements", "ids", "count")
+    if evidence and block.message is not None:
+        forms = ("statements", "ids", "count") if version == 1 else BLOCK_FORMS[:4]
+        assert block.form in forms
+    if version == 2 and block.form in ("statements", "ids") and block.message is not None:
+        active = {int(item[0][3:]) for item in lifecycle_view(lifecycle).active}
+        assert named(block.message.content) == active  # every active id, no other
