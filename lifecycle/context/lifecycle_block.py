@@ -27,7 +27,7 @@ from typing import Final
 from registre.lifecycle.context.line_counts import LineCounter, block_counter
 from registre.lifecycle.context.model import Message
 from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
-from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.context.tokens import CachedCounter, TokenCounter
 from registre.lifecycle.model import ACTIVE
 from registre.lifecycle.state import LifecycleState
 
@@ -304,8 +304,12 @@ def _block_tokens(view: LifecycleView, at: int, shown: int, counter: TokenCounte
     """``message_tokens`` of the block showing ``shown`` statements, from the counts of its
     lines, when ``counter`` is a :class:`LineCounter` and every line adds up (then its count
     of the text is the sum of its lines' counts plus one per line break, which this is);
-    else None (count the text)."""
-    if not isinstance(counter, LineCounter):
+    else None (count the text). A :class:`CachedCounter` gives its wrapped counter's counts,
+    so one wrapping a LineCounter is that LineCounter here."""
+    inner = counter
+    while isinstance(inner, CachedCounter):
+        inner = inner.counter
+    if not isinstance(inner, LineCounter):
         return None
     lines = _statement_lines(view, counter)
     lines.extend(view, counter, shown)

@@ -37,6 +37,7 @@ from registre.lifecycle.context.lifecycle_block import (
     LifecycleView,
     statement_text,
 )
+from registre.lifecycle.context.line_counts import line_counter
 from registre.lifecycle.context.model import Message
 from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
 from registre.lifecycle.context.tokens import TokenCounter
@@ -293,7 +294,7 @@ _STATEMENT = st.one_of(
     questions=st.lists(st.sampled_from(["pin-1", "pin-2"]), max_size=2),
     at=st.integers(0, 10**6),
     allowance=st.integers(-5, 3000),
-    plain=st.booleans(),
+    which=st.sampled_from(["default", "lines", "chars"]),
 )
 def test_the_block_from_kept_line_counts_is_the_block_counted_whole(
     active: list[tuple[str, str, int]],
@@ -301,9 +302,12 @@ def test_the_block_from_kept_line_counts_is_the_block_counted_whole(
     questions: list[str],
     at: int,
     allowance: int,
-    plain: bool,
+    which: str,
 ) -> None:
-    counter: TokenCounter = COUNTER if plain else _CharCounter()
+    # the default counter (its block counter adds lines up), the same wrapped as the
+    # verifier's model-call check passes it, and a counter whose counts do not add up
+    counters = {"default": COUNTER, "lines": line_counter(COUNTER), "chars": _CharCounter()}
+    counter: TokenCounter = counters[which]
     view = LifecycleView(tuple(active), tuple(stale), tuple(questions))
     expected = _reference_block(view, at, allowance, counter)
     assert lifecycle_block(view, at, allowance, counter) == expected
