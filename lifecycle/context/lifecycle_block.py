@@ -163,9 +163,12 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _lines(view: LifecycleView, at: int, shown: int) -> tuple[list[str], list[str], list[str]]:
+def _lines(
+    view: LifecycleView, at: int, shown: int, statements_too: bool = True
+) -> tuple[list[str], list[str], list[str]]:
     """The block's lines with the first ``shown`` statements (``shown`` = 0: the id list), as
-    (the lines before the statements, the statement lines, the lines after them)."""
+    (the lines before the statements, the statement lines, the lines after them); without
+    ``statements_too``, the statement lines are left out (an empty list)."""
     head = [f"[lifecycle at entry {at}] a conclusion may cite only the active evidence below"]
     statements: list[str] = []
     after: list[str] = []
@@ -177,7 +180,8 @@ def _lines(view: LifecycleView, at: int, shown: int) -> tuple[list[str], list[st
         head.append(f"active evidence ({len(active)}): {_ids(ids)} ({_POINTER})")
     else:
         head.append(f"active evidence ({len(active)}, most cited and most recent first):")
-        statements = [_statement_line(item) for item in active[:shown]]
+        if statements_too:
+            statements = [_statement_line(item) for item in active[:shown]]
         if shown < len(active):
             after.append(_rest_line(active, shown))
     if view.stale:
@@ -271,18 +275,26 @@ class _StatementLines:
 
     def extend(self, view: LifecycleView, counter: TokenCounter, upto: int) -> None:
         """Count the lines up to ``upto`` (at most all of them)."""
-        active, sums = view.active, self.sums
-        for index in range(len(sums) - 1, min(upto, len(active))):
-            line = _statement_line(active[index])
-            sums.append(sums[-1] + counter.count(line) + 1)
-            if self.clean == index and _adds_up(line):
-                self.clean = index + 1
+        self._count(view, counter, upto, None)
 
     def grow_until(self, view: LifecycleView, counter: TokenCounter, limit: int) -> None:
         """Count lines until their sum is over ``limit`` or none is left."""
-        active, sums = view.active, self.sums
-        while sums[-1] <= limit and len(sums) <= len(active):
-            self.extend(view, counter, len(sums))
+        self._count(view, counter, len(view.active), limit)
+
+    def _count(
+        self, view: LifecycleView, counter: TokenCounter, upto: int, limit: int | None
+    ) -> None:
+        active, sums, count = view.active, self.sums, counter.count
+        index, total, clean = len(sums) - 1, sums[-1], self.clean
+        upto = min(upto, len(active))
+        while index < upto and (limit is None or total <= limit):
+            line = _statement_line(active[index])
+            total += count(line) + 1
+            sums.append(total)
+            if clean == index and _adds_up(line):
+                clean = index + 1
+            index += 1
+        self.clean = clean
 
 
 def _statement_lines(view: LifecycleView, counter: TokenCounter) -> _StatementLines:
@@ -315,7 +327,7 @@ def _block_tokens(view: LifecycleView, at: int, shown: int, counter: TokenCounte
     lines.extend(view, counter, shown)
     if lines.clean < shown:
         return None
-    head, _statements, after = _lines(view, at, shown)
+    head, _none, after = _lines(view, at, shown, statements_too=False)
     total = MESSAGE_OVERHEAD_TOKENS - 1 + lines.sums[shown]
     for line in head + after:
         if not _adds_up(line):
