@@ -58,6 +58,7 @@ __all__ = [
     "BodySchemaError",
     "UnknownKindError",
     "validate_body",
+    "validate_schema",
 ]
 
 MAX_OBJECT_BYTES = 1 << 20
@@ -658,6 +659,23 @@ def validate_body(kind: str, body: object) -> None:
         raise BodySchemaError(
             "body", f"expected at most {MAX_BODY_BYTES} bytes as compact JSON, got {size}"
         )
+    validate_schema(kind, body)
+
+
+def validate_schema(kind: str, body: object) -> None:
+    """Rule 4 of :func:`validate_body` alone: ``kind`` is one of :data:`ENTRY_KINDS` and
+    ``body`` an object following its schema (UnknownKindError, BodySchemaError).
+
+    :func:`validate_body` is rules 1-3 (every value plain JSON, no float, safe integers,
+    Unicode strings, nesting, size), then this. A reader that has proved rules 1-3 another
+    way -- the bundle verifier's fast path proves them from the canonical text it parsed
+    (:mod:`registre.attest.verify_entries`) -- calls this alone, to the same verdict.
+    """
+    if kind not in ENTRY_KINDS:
+        known = ", ".join(sorted(ENTRY_KINDS))
+        raise UnknownKindError(f"unknown entry kind {kind!r}; the kinds are: {known}")
+    if not isinstance(body, dict):
+        raise _wrong("body", "an object", body)
     schema = _SCHEMAS.get(kind)
     if schema is not None:
         schema(body, "body")

@@ -116,7 +116,9 @@ class ContextReplay:
         self._fold_to(point.prefix, point.seq - 1)
         entry = ContextEntry(point.seq, "context.compaction", point.actor, point.body)
         self._texts.leaves = point.prefix
-        validate_compaction(self._state, entry, self._texts, self._counters)
+        # the fold after the entry, as validated: carried on, not folded again
+        self._state = validate_compaction(self._state, entry, self._texts, self._counters)
+        self._kept(point.seq)
 
     def check_model_call(self, call: ModelCall) -> None:
         """Require the model call's projection digest to reproduce from ``0..at_seq`` (with
@@ -136,11 +138,18 @@ class ContextReplay:
             self._state, self._texts = ContextState(), QuoteTexts()
         for position in range(self._state.at + 1, seq + 1):
             envelope = json.loads(leaves[position])["entry"]
-            kind, body = envelope["kind"], envelope["body"]
-            self._state.apply(ContextEntry(position, kind, envelope["actor"], body))
-            self._texts.kept[position] = entry_text(kind, body)
-            if kind == "context.compaction":
-                self._texts.keep_live(self._state)
+            self._state.apply(
+                ContextEntry(position, envelope["kind"], envelope["actor"], envelope["body"])
+            )
+            self._kept(position)
+
+    def _kept(self, seq: int) -> None:
+        """Keep the text of entry ``seq``, just folded (the fold's own: its tail item's)."""
+        item = self._state.tail[-1]
+        assert item.seq == seq  # every entry folded joins the tail
+        self._texts.kept[seq] = item.text
+        if item.kind == "context.compaction":
+            self._texts.keep_live(self._state)
 
 
 def _replay_lifecycle(leaves: Sequence[bytes]) -> LifecycleState:

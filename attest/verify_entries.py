@@ -37,6 +37,18 @@ bounds them), and is nested at most 34 deep -- so the bytes are exactly its RFC 
 and the canonical envelope, the signed message, is a slice of the leaf: nothing is parsed or
 serialised twice. Anything else -- and every failure -- goes through
 :func:`registre.attest.entry.open_entry` itself, which raises the precise error.
+
+The body's schema: rules 1-3 of :func:`~registre.attest.bodies.validate_body` (plain JSON
+values, no float, safe integers, Unicode strings, nesting, size) hold by the text whenever
+(:func:`_body_rules_hold`) the parse refused floats (``parse_float`` raises: the fast path
+returns None), the text holds no run of 16 digits (every integer then has at most 15, so
+lies within +/-(2**53-1)), the leaf is at most MAX_BODY_BYTES long (the body's compact JSON
+is a slice of it) and the body nests at most MAX_DEPTH containers (sure when the text holds
+at most MAX_DEPTH + 2 brackets, the leaf and its envelope being two of them; else walked).
+The C parser gives only dicts with str keys, lists, str, int, bool and None; a string with a
+lone surrogate cannot re-encode to the text read (valid UTF-8). Then
+:func:`~registre.attest.bodies.validate_schema` alone gives validate_body's verdict; when a
+condition fails, validate_body runs whole.
 """
 
 from __future__ import annotations
@@ -51,7 +63,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, overload
 
-from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
+from registre.attest.bodies import (
+    LIFECYCLE_KINDS,
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    validate_body,
+    validate_schema,
+)
 from registre.attest.bundle_leaves import PackedHashes
 from registre.attest.entry import (
     _FAST_JSON,
@@ -108,6 +126,16 @@ CHUNKS_IN_FLIGHT = 2
 _LEAF_HEAD = len(b'{"entry":')
 _LEAF_TAIL = len(b',"sig":"') + 88 + len(b'"}')  # 64-byte signature in base64: 88 characters
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_LONG_DIGITS = re.compile("[0-9]{16}")
+_FEW_BRACKETS = MAX_DEPTH + 2  # the leaf's and the envelope's braces hold the body
+
+
+def _refuse_float(text: str) -> float:
+    """``parse_float`` of the fast path: a float sends the leaf to open_entry."""
+    raise ValueError(f"a float ({text[:40]}): not for the fast path")
+
+
+_FAST_READ = json.JSONDecoder(parse_float=_refuse_float).decode
 
 
 class EntryOriginMismatchError(OriginMismatchError):
@@ -155,7 +183,7 @@ def _open_fast(leaf: bytes, keys: Sequence[Verifier]) -> Entry | None:
         text = leaf.decode("utf-8")
         if len(text) != len(leaf) and _ASTRAL.search(text):
             return None  # JCS orders such keys by UTF-16 units; the C encoder would not
-        value = json.loads(text)
+        value = _FAST_READ(text)  # the C parser; a float raises ValueError
         if _FAST_JSON.encode(value) != text:  # same text, so same UTF-8 bytes
             return None
     except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
@@ -167,10 +195,34 @@ def _open_fast(leaf: bytes, keys: Sequence[Verifier]) -> Entry | None:
             return None
         verifier = _find_key(entry, keys)
         verifier.verify(ENTRY_SIGNATURE_PREFIX + leaf[_LEAF_HEAD:-_LEAF_TAIL], signature)
-        validate_body(entry.kind, entry.body)
+        if _body_rules_hold(text, len(leaf), entry.body):
+            validate_schema(entry.kind, entry.body)
+        else:
+            validate_body(entry.kind, entry.body)
     except RegistreError:
         return None
     return entry
+
+
+def _body_rules_hold(text: str, size: int, body: dict[str, Any]) -> bool:
+    """Whether rules 1-3 of validate_body hold for ``body``, read by the fast path from the
+    canonical ``text`` of a leaf of ``size`` bytes (module docstring); False: not shown."""
+    if size > MAX_BODY_BYTES or _LONG_DIGITS.search(text) is not None:
+        return False
+    return text.count("{") + text.count("[") <= _FEW_BRACKETS or _nests_within(body, MAX_DEPTH)
+
+
+def _nests_within(value: object, room: int) -> bool:
+    """Whether ``value`` nests at most ``room`` containers deep (``value`` itself counts)."""
+    if isinstance(value, dict):
+        items: Iterable[object] = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return True
+    if room == 0:
+        return False
+    return all(_nests_within(item, room - 1) for item in items if isinstance(item, dict | list))
 
 
 # --- one entry in its place ------------------------------------------------------------

@@ -8,7 +8,9 @@ with the thread):
    (StoredSeqGapError), none at or beyond the head size (HeadMismatchError).
 3. **Leaf hash**: the stored leaf hash is ``H(0x00 ‖ leaf)`` (LeafHashMismatchError).
 4. **Entry**: :func:`registre.attest.entry.open_entry` accepts the leaf -- canonical bytes,
-   structure, known key, signature, body schema (EntryRejectedError, the cause chained); it names
+   structure, known key, signature, body schema (EntryRejectedError, the cause chained), run
+   as :func:`registre.attest.verify_entries.open_leaf` (the bundle verifier's fast path: the
+   same verdict and the same errors, without the strict parser for a canonical leaf); it names
    this thread, origin and seq, and its ``kind``/``time`` columns copy the leaf
    (EntryMismatchError).
 5. **Prev binding**: ``prev.root`` is the root recomputed over entries ``0 .. seq-1``
@@ -49,10 +51,11 @@ from sqlalchemy.exc import DataError, ProgrammingError
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.checkpoint import open_checkpoint
-from registre.attest.entry import Entry, open_entry
+from registre.attest.entry import Entry
 from registre.attest.errors import RegistreError
 from registre.attest.keys import Verifier
 from registre.attest.merkle import CompactRange, leaf_hash, root_at
+from registre.attest.verify_entries import open_leaf
 from registre.ledger.core.append import split_frontier
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
@@ -503,7 +506,7 @@ def _check_row(
         raise LeafHashMismatchError(thread, seq, "stored leaf hash is not H(0x00 ‖ leaf)")
     # 4. the entry itself
     try:
-        entry = open_entry(leaf, keys)
+        entry = open_leaf(leaf, keys)
     except RegistreError as exc:
         raise EntryRejectedError(thread, seq, f"entry refused: {exc}") from exc
     if entry.thread != thread or entry.log != origin or entry.seq != seq:

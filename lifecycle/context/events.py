@@ -128,7 +128,7 @@ def validate_compaction(
     entry: ContextEntry,
     entries_text_by_seq: Mapping[int, str],
     counters: Mapping[str, TokenCounter],
-) -> None:
+) -> ContextState:
     """Check the recorded compaction ``entry`` against ``state`` (the fold of the entries
     before it), in this order; the first failure raises:
 
@@ -157,6 +157,8 @@ def validate_compaction(
     11. ``tokens_after`` is strictly below ``tokens_before``: the compaction pays for itself
         (CompactionDoesNotReduceError).
 
+    Returns the fold after the entry, ``state.copy()`` with ``entry`` applied (``state``
+    itself is unchanged): a verifier may carry it on instead of folding the entry again.
     Raises ValueError if ``state`` is not at ``entry.seq - 1``. O(tail + live summaries +
     quoted spans x pointed entries).
     """
@@ -169,7 +171,7 @@ def validate_compaction(
     after.apply(entry)  # step 3: the fold refuses ranges and stubs it cannot apply
     _check_tail_rules(state, record, counter, where)  # steps 4-6
     if record.folded is not None:  # steps 7-8
-        _check_lines(state, record, counter, entries_text_by_seq, where)
+        _check_lines(state, after, record, counter, entries_text_by_seq, where)
     if record.pin_set_sha256 != state.pin_set_sha256():  # step 9
         raise CompactionPinSetError(
             f"{where} records pin-set digest {record.pin_set_sha256}, but the pins live then "
@@ -188,6 +190,7 @@ def validate_compaction(
             f"{where} leaves the context at {record.tokens_after} tokens, not below the "
             f"{record.tokens_before} it took: a compaction must make the context smaller"
         )
+    return after
 
 
 def _reduces(body: Mapping[str, object]) -> bool:
@@ -240,6 +243,7 @@ def _check_tail_rules(
 
 def _check_lines(
     state: ContextState,
+    after: ContextState,
     record: CompactionRecord,
     counter: TokenCounter,
     texts: Mapping[int, str],
@@ -251,7 +255,12 @@ def _check_lines(
     check_pointers_inside(record.lines, record.folded, where, CompactionPointerError)
     kept = sum(s.tokens(counter) for s in state.summaries if s.last < first or s.first > last)
     share = record.policy.summary_share_tokens - kept
-    tokens = message_tokens(summary_message(record.seq, first, last, record.lines), counter)
+    # the summary's message is the one the fold after the entry shows (counted once, there)
+    summary = next((s for s in after.summaries if s.seq == record.seq), None)
+    if summary is None:
+        tokens = message_tokens(summary_message(record.seq, first, last, record.lines), counter)
+    else:
+        tokens = summary.tokens(counter)
     if tokens > share:
         raise CompactionOverShareError(
             f"{where}: the summary takes {tokens} tokens, {tokens - share} over the "

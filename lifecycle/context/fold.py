@@ -523,7 +523,7 @@ class ContextState:
             item = self._replace_item(item)
             item.elide(elided_message(item.seq, item.body, head, tail))
         self._caches.clear()
-        self._header = _header(self._pins, self._pin_entry)
+        self._header = _header(self._pins, self._pin_entry, self._header)
         self._header_seq = record.seq
 
     def _check_fold_bounds(self, record: CompactionRecord) -> None:
@@ -652,11 +652,24 @@ def safe_cuts(tail: Sequence[TailItem]) -> list[bool]:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _header(pins: LifecycleState, pin_entry: Mapping[str, int]) -> tuple[HeaderPin, ...]:
+def _header(
+    pins: LifecycleState, pin_entry: Mapping[str, int], previous: Sequence[HeaderPin] = ()
+) -> tuple[HeaderPin, ...]:
+    """The header of the pins live now. A pin already in the ``previous`` header, equal and
+    made by the same entry, keeps its :class:`HeaderPin` (same message, so the token counts
+    cached on it stay right): a compaction does not recount the pins it carries."""
     live = pins.live_pins()
     ordered = [pin for pin in live if pin.kind == "task_parameter"]
     ordered += [pin for pin in live if pin.kind != "task_parameter"]
-    return tuple(HeaderPin(pin, pin_entry[pin.id], pin_message(pin)) for pin in ordered)
+    kept = {item.pin.id: item for item in previous}
+    header = []
+    for pin in ordered:
+        entry_seq = pin_entry[pin.id]
+        item = kept.get(pin.id)
+        if item is None or item.pin != pin or item.entry_seq != entry_seq:
+            item = HeaderPin(pin, entry_seq, pin_message(pin))
+        header.append(item)
+    return tuple(header)
 
 
 def _firsts(summaries: Sequence[LiveSummary]) -> str:

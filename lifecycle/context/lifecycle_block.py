@@ -30,14 +30,15 @@ from __future__ import annotations
 
 import functools
 import operator
+from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from registre.lifecycle.context.line_counts import block_counter
+from registre.lifecycle.context.line_counts import LineCounter, block_counter
 from registre.lifecycle.context.model import Message
 from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
-from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.context.tokens import CachedCounter, TokenCounter
 from registre.lifecycle.model import ACTIVE
 from registre.lifecycle.state import LifecycleState
 
@@ -93,6 +94,10 @@ class LifecycleView:
     active: tuple[tuple[str, str, int], ...]
     stale: tuple[tuple[str, str], ...]
     questions: tuple[str, ...]
+    _lines: dict[str, _StatementLines] = field(
+        default_factory=dict, compare=False, repr=False, hash=False
+    )
+    """Per counter name, the counts of the statement lines (:func:`_statement_lines`)."""
 
     @property
     def empty(self) -> bool:
@@ -181,9 +186,12 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _lines(view: LifecycleView, at: int, shown: int) -> tuple[list[str], list[str], list[str]]:
+def _lines(
+    view: LifecycleView, at: int, shown: int, statements_too: bool = True
+) -> tuple[list[str], list[str], list[str]]:
     """The block's lines with the first ``shown`` statements (``shown`` = 0: the id list), as
-    (the lines before the statements, the statement lines, the lines after them)."""
+    (the lines before the statements, the statement lines, the lines after them); without
+    ``statements_too``, the statement lines are left out (an empty list)."""
     head = [f"[lifecycle at entry {at}] a conclusion may cite only the active evidence below"]
     statements: list[str] = []
     after: list[str] = []
@@ -195,7 +203,8 @@ def _lines(view: LifecycleView, at: int, shown: int) -> tuple[list[str], list[st
         head.append(f"active evidence ({len(active)}): {_ids(ids)} ({_POINTER})")
     else:
         head.append(f"active evidence ({len(active)}, most cited and most recent first):")
-        statements = [_statement_line(item) for item in active[:shown]]
+        if statements_too:
+            statements = [_statement_line(item) for item in active[:shown]]
         if shown < len(active):
             after.append(_rest_line(active, shown))
     if view.stale:
@@ -274,18 +283,109 @@ def lifecycle_block(
         return LifecycleBlock("count", count_message, count_tokens, 0, 1)
     shown = _statements_estimate(view, at, allowance, counter)
     while shown > 0:  # exact counts decide; the estimate is rarely over
-        message, tokens = sized(_render(view, at, shown))
+        tokens = _block_tokens(view, at, shown, counter)
+        if tokens is None:
+            message, tokens = sized(_render(view, at, shown))
+        else:
+            message = None
         if tokens <= allowance:
+            if message is None:
+                message = Message("system", _render(view, at, shown))
             return LifecycleBlock("statements", message, tokens, shown, 1)
         shown -= 1
     return LifecycleBlock("ids", ids_message, ids_tokens, 0, 1)
+
+
+class _StatementLines:
+    """The statement lines of one view counted by one counter, as far as asked:
+    ``sums[s]`` is the tokens of the first ``s`` lines, each plus one for its line break;
+    ``clean`` how many of the first lines a :class:`LineCounter` adds up (no line break,
+    not empty, no ASCII whitespace at either end: ``line_counts``)."""
+
+    __slots__ = ("clean", "sums")
+
+    def __init__(self) -> None:
+        self.sums = [0]
+        self.clean = 0
+
+    def extend(self, view: LifecycleView, counter: TokenCounter, upto: int) -> None:
+        """Count the lines up to ``upto`` (at most all of them)."""
+        self._count(view, counter, upto, None)
+
+    def grow_until(self, view: LifecycleView, counter: TokenCounter, limit: int) -> None:
+        """Count lines until their sum is over ``limit`` or none is left."""
+        self._count(view, counter, len(view.active), limit)
+
+    def _count(
+        self, view: LifecycleView, counter: TokenCounter, upto: int, limit: int | None
+    ) -> None:
+        active, sums, count = view.active, self.sums, counter.count
+        index, total, clean = len(sums) - 1, sums[-1], self.clean
+        upto = min(upto, len(active))
+        while index < upto and (limit is None or total <= limit):
+            line = _statement_line(active[index])
+            total += count(line) + 1
+            sums.append(total)
+            if clean == index and _adds_up(line):
+                clean = index + 1
+            index += 1
+        self.clean = clean
+
+
+def _statement_lines(view: LifecycleView, counter: TokenCounter) -> _StatementLines:
+    found = view._lines.get(counter.name)
+    if found is None:
+        found = view._lines[counter.name] = _StatementLines()
+    return found
+
+
+def _adds_up(line: str) -> bool:
+    """Whether :class:`LineCounter` counts ``line`` as a line of its own (``line_counts``)."""
+    return bool(line) and "\n" not in line and line[0] not in _SPACES and line[-1] not in _SPACES
+
+
+_SPACES: Final = "\t\n\v\f\r "
+
+
+def _block_tokens(view: LifecycleView, at: int, shown: int, counter: TokenCounter) -> int | None:
+    """``message_tokens`` of the block showing ``shown`` statements, from the counts of its
+    lines, when ``counter`` is a :class:`LineCounter` and every line adds up (then its count
+    of the text is the sum of its lines' counts plus one per line break, which this is);
+    else None (count the text). A :class:`CachedCounter` gives its wrapped counter's counts,
+    so one wrapping a LineCounter is that LineCounter here."""
+    inner = counter
+    while isinstance(inner, CachedCounter):
+        inner = inner.counter
+    if not isinstance(inner, LineCounter):
+        return None
+    lines = _statement_lines(view, counter)
+    lines.extend(view, counter, shown)
+    if lines.clean < shown:
+        return None
+    head, _none, after = _lines(view, at, shown, statements_too=False)
+    total = MESSAGE_OVERHEAD_TOKENS - 1 + lines.sums[shown]
+    for line in head + after:
+        if not _adds_up(line):
+            return None
+        total += counter.count(line) + 1
+    return total
 
 
 def _statements_estimate(
     view: LifecycleView, at: int, allowance: int, counter: TokenCounter
 ) -> int:
     """The most statements whose block, counted line by line (each line, plus one token per
-    line break), takes at most ``allowance`` tokens. O(statements that fit)."""
+    line break), takes at most ``allowance`` tokens. The statement lines' counts are kept
+    with the view (:class:`_StatementLines`): O(log statements + :data:`LISTED_IDS`) once
+    they are counted.
+
+    The rule, as a loop: for ``shown`` = 1, 2, ... add the ``shown``-th statement line; the
+    "and N more" line, while more than :data:`LISTED_IDS` statements are left, is counted
+    once as it reads after the first statement (the ids it lists have about the same
+    length), then again for each shorter list; stop at the first ``shown`` over
+    ``allowance``, and the answer is the one before. While more than LISTED_IDS are left,
+    the used tokens only grow with ``shown`` (each line costs at least its line break), so
+    the first ``shown`` over is found by bisection; the last LISTED_IDS go one by one."""
     active = view.active
     if not active:
         return 0
@@ -297,14 +397,26 @@ def _statements_estimate(
     # about the same length), then again for each shorter list.
     used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in head + after)
     full = counter.count(_rest_line(active, 1)) + 1 if len(active) > 1 else 0
-    best = 0
-    for shown in range(1, len(active) + 1):
-        used += counter.count(_statement_line(active[shown - 1])) + 1
-        left = len(active) - shown
+    lines = _statement_lines(view, counter)
+    count = len(active)
+    far = count - LISTED_IDS - 1  # the last shown with more than LISTED_IDS left
+    start = 1
+    if far >= 1:
+        limit = allowance - used - full
+        lines.grow_until(view, counter, limit)
+        fitting = bisect_right(lines.sums, limit, 0, min(len(lines.sums), far + 1)) - 1
+        if fitting < far:
+            return max(fitting, 0)  # shown = fitting + 1 is the first over
+        start = far + 1
+    lines.extend(view, counter, count)
+    sums = lines.sums
+    best = start - 1
+    for shown in range(start, count + 1):
+        left = count - shown
         more = full if left > LISTED_IDS else 0
         if 0 < left <= LISTED_IDS:
             more = counter.count(_rest_line(active, shown)) + 1
-        if used + more > allowance:
+        if used + sums[shown] + more > allowance:
             break
         best = shown
     return best

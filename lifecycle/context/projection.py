@@ -33,11 +33,12 @@ not fit) or :class:`~registre.lifecycle.context.errors.ProjectionOverBudgetError
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from registre.lifecycle.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
-from registre.lifecycle.context.fold import ContextState
+from registre.lifecycle.context.fold import ContextState, LiveSummary
 from registre.lifecycle.context.lifecycle_block import (
     LIFECYCLE_BLOCK_VERSION,
     LifecycleBlock,
@@ -311,8 +312,9 @@ class _Counts:
 class _View:
     """What a projection of a state shows, kept with the state
     (:meth:`ContextState.cache`) and extended as the tail grows: the prefix messages and
-    manifest runs (fixed until the next compaction, which drops the view), the messages and
-    manifest runs of the first ``items`` tail items, and per counter their token counts."""
+    manifest runs (fixed until the next compaction, which drops the view; the runs built
+    when first asked for: a compaction's token counts need none), the messages and manifest
+    runs of the first ``items`` tail items, and per counter their token counts."""
 
     __slots__ = (
         "boundary",
@@ -322,7 +324,8 @@ class _View:
         "messages",
         "pinned",
         "prefix_messages",
-        "prefix_runs",
+        "prefix_source",
+        "runs_of_prefix",
         "tail_runs",
     )
 
@@ -332,7 +335,8 @@ class _View:
         self.prefix_messages = [pin.message for pin in state.header]
         self.prefix_messages += [summary.message for summary in state.summaries]
         self.pinned = {pin.entry_seq: (pin.pin.id, index) for index, pin in enumerate(state.header)}
-        self.prefix_runs = _prefix_runs(state, self.pinned)
+        self.prefix_source = (len(state.header), tuple(state.summaries))
+        self.runs_of_prefix: tuple[ManifestRun, ...] | None = None
         self.items = 0
         self.messages: list[Message] = []
         self.tail_runs: list[ManifestRun] = []
@@ -342,7 +346,8 @@ class _View:
         other = _View.__new__(_View)
         other.header_seq, other.boundary = self.header_seq, self.boundary
         other.prefix_messages, other.pinned = self.prefix_messages, self.pinned
-        other.prefix_runs, other.items = self.prefix_runs, self.items
+        other.prefix_source, other.runs_of_prefix = self.prefix_source, self.runs_of_prefix
+        other.items = self.items
         other.messages, other.tail_runs = list(self.messages), list(self.tail_runs)
         other.counters = {name: counts.copy() for name, counts in self.counters.items()}
         return other
@@ -404,10 +409,17 @@ class _View:
                 _push(runs, ManifestRun(item.seq, item.seq, "folded"))
         self.items = len(tail)
 
+    def prefix_runs(self) -> tuple[ManifestRun, ...]:
+        """The manifest's runs of the header pins and live summaries (built once)."""
+        if self.runs_of_prefix is None:
+            header, summaries = self.prefix_source
+            self.runs_of_prefix = _prefix_runs(header, summaries, self.pinned)
+        return self.runs_of_prefix
+
     def manifest_runs(self) -> tuple[ManifestRun, ...]:
         """The manifest's runs: the prefix's, then the tail's (the first may continue the
         prefix's last run, as when pushed one after the other)."""
-        runs = list(self.prefix_runs)
+        runs = list(self.prefix_runs())
         if self.tail_runs:
             _push(runs, self.tail_runs[0])
             runs.extend(self.tail_runs[1:])
@@ -430,12 +442,14 @@ def _runs(state: ContextState) -> tuple[ManifestRun, ...]:
 
 
 def _prefix_runs(
-    state: ContextState, pinned: dict[int, tuple[str, int]]
+    header: int, summaries: Sequence[LiveSummary], pinned: dict[int, tuple[str, int]]
 ) -> tuple[ManifestRun, ...]:
+    """The runs of the live ``summaries`` (shown after ``header`` pin messages), the
+    ``pinned`` entries (seq -> pin id, message) cut out of them."""
     runs: list[ManifestRun] = []
     pinned_seqs = sorted(pinned)
-    message = len(state.header)
-    for summary in state.summaries:
+    message = header
+    for summary in summaries:
         for first, last, line in summary.runs:
             low = bisect_left(pinned_seqs, first)
             high = bisect_right(pinned_seqs, last)

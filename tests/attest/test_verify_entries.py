@@ -173,6 +173,17 @@ def envelope(
     return GENUINE_ENVELOPE.replace(b"BODY", body).replace(b"KIND", kind).replace(b"SEQ", seq)
 
 
+def arguments(value: bytes) -> bytes:
+    """The envelope of a tool call with these arguments, as written."""
+    return envelope(b"tool.call", b'{"arguments":' + value + b',"call_id":"c","name":"t"}')
+
+
+def nested(levels: int, open_: bytes = b'{"a":', close: bytes = b"}") -> bytes:
+    """Arguments nesting ``levels`` containers inside their object, around 1: the body then
+    nests ``levels + 2`` deep (itself, the arguments, the levels)."""
+    return b'{"x":' + open_ * levels + b"1" + close * levels + b"}"
+
+
 @pytest.mark.parametrize(
     ("case", "leaf_envelope", "error"),
     [
@@ -205,6 +216,22 @@ def envelope(
             envelope(body=b'{"role":"user","role":"user","text":"x"}'),
             "DuplicateKeyError",
         ),
+        ("largest safe integer", arguments(b'{"x":9007199254740991}'), None),
+        ("smallest safe integer", arguments(b'{"x":-9007199254740991}'), None),
+        ("just beyond 2^53-1", arguments(b'{"x":9007199254740992}'), "IntegerRangeError"),
+        ("sixteen digits in a string", arguments(b'{"x":"12345678901234567890"}'), None),
+        ("float in the envelope", envelope(seq=b"0.0"), "NonCanonicalError"),
+        ("32 levels", arguments(nested(30)), None),
+        ("33 levels", arguments(nested(31)), "BodySchemaError"),
+        ("33 levels of lists", arguments(nested(31, b"[", b"]")), "BodySchemaError"),
+        ("brackets in strings", arguments(b'{"x":"' + b"[{" * 40 + b'"}'), None),
+        ("whitespace", envelope(body=b'{"role":"user", "text":"x"}'), "NonCanonicalError"),
+        ("non-BMP key", arguments('{"😀":1,"\uffff":2}'.encode()), None),
+        (
+            "non-BMP key in code point order",
+            arguments('{"\uffff":2,"😀":1}'.encode()),
+            "NonCanonicalError",
+        ),
     ],
 )
 def test_signed_oddities_take_the_slow_path_to_the_same_verdict(
@@ -227,3 +254,64 @@ def test_small_bundles_stay_in_one_process(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(verify_entries, "MIN_LEAVES_PER_PROCESS", 64)
     with pytest.raises(AssertionError, match="pool was started"):
         verify_bundle(bundle, policy(), jobs=2)
+
+
+# --- the body rules proved from the text (verify_entries._body_rules_hold) -------------------
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.sampled_from([2**53 - 1, 2**53, -(2**53 - 1), -(2**53), 10**15, 10**16])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet='ab1234567890[]{}"é😀\uffff', max_size=24),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet="ab😀\uffff", max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+) | st.integers(28, 36).map(lambda depth: functools.reduce(lambda v, _: [v], range(depth), 1))
+
+
+@given(_JSON)
+def test_signed_arguments_get_the_same_verdict_by_both_paths(value: Any) -> None:
+    """Any arguments, signed as their RFC 8785 form: the fast path's verdict is open_entry's."""
+    import rfc8785
+
+    try:
+        written = rfc8785.dumps({"x": value})
+    except (rfc8785.IntegerDomainError, rfc8785.FloatDomainError):
+        return
+    leaf = signed_leaf(arguments(written))
+    assert outcome(open_leaf, leaf) == outcome(open_entry, leaf)
+
+
+def _same_failure(leaf_envelope: bytes, error: str) -> None:
+    leaf = signed_leaf(leaf_envelope)
+    fast, slow = outcome(open_leaf, leaf), outcome(open_entry, leaf)
+    assert fast == slow
+    assert fast[0] == error
+
+
+def test_signed_float_argument_fail() -> None:
+    _same_failure(arguments(b'{"x":0.5}'), "BodySchemaError")
+
+
+def test_signed_unsafe_integer_argument_fail() -> None:
+    _same_failure(arguments(b'{"x":-9007199254740992}'), "IntegerRangeError")
+
+
+def test_signed_body_nested_too_deep_fail() -> None:
+    _same_failure(arguments(nested(40)), "BodySchemaError")
+
+
+def test_signed_body_with_duplicate_key_fail() -> None:
+    _same_failure(arguments(b'{"x":1,"x":1}'), "DuplicateKeyError")
+
+
+def test_signed_body_with_whitespace_fail() -> None:
+    _same_failure(arguments(b'{"x": 1}'), "NonCanonicalError")
+
+
+def test_signed_non_bmp_keys_out_of_utf16_order_fail() -> None:
+    _same_failure(arguments('{"\uffff":2,"😀":1}'.encode()), "NonCanonicalError")

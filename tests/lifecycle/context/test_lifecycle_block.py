@@ -4,6 +4,7 @@ active id named whenever the id list fits) and version 1 (calls recorded before)
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -40,8 +41,13 @@ from registre.lifecycle.context.lifecycle_block import (
     LISTED_IDS,
     STATEMENT_CHARS,
     LifecycleBlock,
+    LifecycleView,
     statement_text,
 )
+from registre.lifecycle.context.line_counts import line_counter
+from registre.lifecycle.context.model import Message
+from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
+from registre.lifecycle.context.tokens import TokenCounter
 
 COUNTER = default_counter()
 
@@ -321,3 +327,98 @@ def test_every_block_fits_its_allowance(
     if version == 2 and block.form in ("statements", "ids") and block.message is not None:
         active = {int(item[0][3:]) for item in lifecycle_view(lifecycle).active}
         assert named(block.message.content) == active  # every active id, no other
+
+
+# --- the block laid out from kept line counts is the block laid out by counting ------------
+
+
+def _reference_block(view: LifecycleView, at: int, allowance: int, counter: TokenCounter) -> object:
+    """lifecycle_block as first written: the estimate by a loop over the statements, each
+    candidate block rendered and counted whole."""
+    lb = importlib.import_module("registre.lifecycle.context.lifecycle_block")
+
+    if view.empty or allowance <= 0:
+        return lb._none(1)
+
+    def sized(text: str) -> tuple[Message, int]:
+        message = Message("system", text)
+        return message, message_tokens(message, counter)
+
+    ids_message, ids_tokens = sized(lb._render(view, at, 0))
+    if ids_tokens > allowance:
+        count_message, count_tokens = sized(lb._count_line(view, at))
+        if count_tokens > allowance:
+            return lb._none(1)
+        return lb.LifecycleBlock("count", count_message, count_tokens, 0, 1)
+    active = view.active
+    head, _statements, after = lb._lines(view, at, 1)
+    if len(active) > 1:
+        after = after[1:]
+    used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in head + after)
+    full = counter.count(lb._rest_line(active, 1)) + 1 if len(active) > 1 else 0
+    shown = 0
+    for candidate in range(1, len(active) + 1):
+        used += counter.count(lb._statement_line(active[candidate - 1])) + 1
+        left = len(active) - candidate
+        more = full if left > LISTED_IDS else 0
+        if 0 < left <= LISTED_IDS:
+            more = counter.count(lb._rest_line(active, candidate)) + 1
+        if used + more > allowance:
+            break
+        shown = candidate
+    while shown > 0:
+        message, tokens = sized(lb._render(view, at, shown))
+        if tokens <= allowance:
+            return lb.LifecycleBlock("statements", message, tokens, shown, 1)
+        shown -= 1
+    return lb.LifecycleBlock("ids", ids_message, ids_tokens, 0, 1)
+
+
+class _CharCounter:
+    """A counter whose counts do not add up over lines (no LineCounter for it)."""
+
+    name = "test.chars/1"
+
+    def count(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+_STATEMENT = st.one_of(
+    st.text(alphabet="ab cd\n\t", max_size=30),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+    st.builds(lambda n: "word " * n, st.integers(0, 60)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    active=st.lists(
+        st.tuples(
+            st.from_regex(r"ev-[0-9]{1,3}( |\n)?", fullmatch=True), _STATEMENT, st.integers(0, 3)
+        ),
+        max_size=45,
+    ),
+    stale=st.lists(st.tuples(st.sampled_from(["cc-1", "cc-2 "]), st.just("final")), max_size=2),
+    questions=st.lists(st.sampled_from(["pin-1", "pin-2"]), max_size=2),
+    at=st.integers(0, 10**6),
+    allowance=st.integers(-5, 3000),
+    which=st.sampled_from(["default", "lines", "chars"]),
+)
+def test_the_block_from_kept_line_counts_is_the_block_counted_whole(
+    active: list[tuple[str, str, int]],
+    stale: list[tuple[str, str]],
+    questions: list[str],
+    at: int,
+    allowance: int,
+    which: str,
+) -> None:
+    # the default counter (its block counter adds lines up), the same wrapped as the
+    # verifier's model-call check passes it, and a counter whose counts do not add up
+    counters = {"default": COUNTER, "lines": line_counter(COUNTER), "chars": _CharCounter()}
+    counter: TokenCounter = counters[which]
+    view = LifecycleView(tuple(active), tuple(stale), tuple(questions))
+    expected = _reference_block(view, at, allowance, counter)
+    assert lifecycle_block(view, at, allowance, counter, 1) == expected
+    assert lifecycle_block(view, at + 1, allowance // 2, counter, 1) == _reference_block(
+        view, at + 1, allowance // 2, counter
+    )  # the counts kept with the view serve the next call

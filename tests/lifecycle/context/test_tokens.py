@@ -132,3 +132,15 @@ def test_unknown_counter_fail() -> None:
 def test_tiktoken_counter_unavailable_without_the_package() -> None:
     with pytest.raises(TokenCounterUnavailableError, match="tiktoken package is not installed"):
         TiktokenCounter()
+
+
+@given(
+    st.text(st.characters(codec=None))
+    | st.text(alphabet="  \t\n\r\x0b\x0c\x1c\x7faZ09!/:@[`{~é߿ࠀ日🙂\ud800", max_size=200)
+)
+def test_one_scan_counts_what_the_seven_scans_count(text: str) -> None:
+    # the counter scans once with the patterns' alternation (tokens.py, _PIECES); the rule
+    # as first written scans once per pattern
+    from registre.lifecycle.context.tokens import _PATTERNS
+
+    assert COUNT(text) == sum(len(pattern.findall(text)) for pattern in _PATTERNS)
