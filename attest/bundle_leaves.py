@@ -16,7 +16,6 @@ exactly the bytes the manifest vouches for, even if the file changes while it is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import overload
 
 from registre.attest.errors import VerificationError
 from registre.attest.leaf_view import LeafView
@@ -32,7 +31,7 @@ class EntriesChangedError(VerificationError):
     hint = "the bundle file was modified during verification: verify a copy nobody writes to"
 
 
-class PackedHashes(Sequence[bytes]):
+class PackedHashes(LeafView):
     """32-byte digests in one ``bytearray``: a sequence of ``bytes`` (each item a fresh
     32-byte object), appended in order. ``raw`` is the packed buffer (not to be changed)."""
 
@@ -55,26 +54,13 @@ class PackedHashes(Sequence[bytes]):
     def __len__(self) -> int:
         return len(self._data) // HASH_SIZE
 
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1:
-                packed = PackedHashes()
-                packed._data = self._data[start * HASH_SIZE : max(start, stop) * HASH_SIZE]
-                return packed
-            return [self[i] for i in range(start, stop, step)]
-        count = len(self)
-        if index < 0:
-            index += count
-        if not 0 <= index < count:
-            raise IndexError(index)
+    def _leaf(self, index: int) -> bytes:
         return bytes(self._data[index * HASH_SIZE : (index + 1) * HASH_SIZE])
+
+    def _range(self, start: int, stop: int) -> PackedHashes:
+        packed = PackedHashes()
+        packed._data = self._data[start * HASH_SIZE : stop * HASH_SIZE]
+        return packed
 
     def __iter__(self) -> Iterator[bytes]:
         data = self._data
