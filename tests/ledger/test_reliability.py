@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import text
 
 from registre.attest.keys import Signer
 from registre.ledger.ledger import Ledger
@@ -49,6 +50,31 @@ def _fork(work: Callable[[int], None]) -> tuple[int, int]:
             os._exit(status)
     os.close(write_fd)
     return pid, read_fd
+
+
+def _named_url(db_url: str, name: str) -> str:
+    """``db_url`` whose PostgreSQL sessions carry ``application_name`` ``name`` (SQLite: as is)."""
+    if not db_url.startswith("postgresql"):
+        return db_url
+    return f"{db_url}{'&' if '?' in db_url else '?'}application_name={name}"
+
+
+def _await_sessions_closed(ledger: Ledger, name: str) -> None:
+    """Return once no PostgreSQL session named ``name`` is left (SQLite: at once).
+
+    A client killed right after sending COMMIT leaves the message in its server process's
+    socket; that process runs it before it sees the connection closed. So the thread's state
+    is final only once the killed writer's sessions have ended."""
+    if ledger.engine.dialect.name != "postgresql":
+        return
+    deadline = time.monotonic() + 30
+    query = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+    while True:
+        with ledger.engine.connect() as connection:
+            if not connection.execute(query, {"name": name}).scalar():
+                return
+        assert time.monotonic() < deadline, f"the killed writer's session {name} never ended"
+        time.sleep(0.01)
 
 
 def _read_all(fd: int) -> str:
@@ -91,8 +117,12 @@ def test_writer_killed_mid_append(db_url: str, signer: Signer, ledger: Ledger) -
         ledger.engine.dispose()
         batch_sizes = [rng.choice([1, 1, 1, 2, 7, 25]) for _ in range(1000)]
 
-        def writer(fd: int, batch_sizes: list[int] = batch_sizes, kill: int = kill) -> None:
-            with Ledger.open(db_url, signer, create=False) as mine:
+        name = f"registre-killed-writer-{os.getpid()}-{kill}"
+
+        def writer(
+            fd: int, batch_sizes: list[int] = batch_sizes, kill: int = kill, name: str = name
+        ) -> None:
+            with Ledger.open(_named_url(db_url, name), signer, create=False) as mine:
                 target = mine.thread("t1")
                 for number, size in enumerate(batch_sizes):
                     os.write(fd, f"begin {size}\n".encode())
@@ -107,6 +137,7 @@ def test_writer_killed_mid_append(db_url: str, signer: Signer, ledger: Ledger) -
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         assert os.WIFSIGNALED(status), "the writer must have been killed, not finished"
+        _await_sessions_closed(ledger, name)
         messages = _read_all(fd).split("\n")
         in_flight = 0
         for message in messages:
