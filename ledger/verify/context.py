@@ -6,7 +6,8 @@ checks, in this order, naming the first bad seq:
 
 10.1 every ``context.compaction`` keeps every rule of ``specs/context.md`` section 7 against
      the fold of the entries before it (:func:`registre.lifecycle.context.validate_compaction`), and
-     the fold can apply it (:class:`CompactionInvalidError`, the rule's error chained);
+     the fold can apply it (:class:`CompactionInvalidError`, the rule's error chained); the
+     fold it returns, with the compaction applied, is carried on (not folded again);
 10.2 every ``model.call`` names an earlier ``at_seq`` and its ``projection_sha256`` is the
      digest of the projection the entries ``0..at_seq`` give with the recorded budget,
      policy and counter, and, for a call recording ``lifecycle_block``, the lifecycle state
@@ -118,13 +119,13 @@ class ContextCheck:
             return
         state = self._state if self._state is not None else self._fold_to(entry.seq - 1)
         if kind == "context.compaction":
-            self._check_compaction(state, entry)
-        else:
-            self._check_model_call(state, entry, lifecycle)
-        self._apply(state, entry)
-        if kind == "context.compaction":
+            # the fold after the entry, as validated: carried on, not folded again
+            state = self._check_compaction(state, entry)
             self._check_snapshot(state, entry.seq)
             self._compactions.append(entry.seq)
+        else:
+            self._check_model_call(state, entry, lifecycle)
+            self._apply(state, entry)
         self._state, self._idle = state, 0
 
     def finish(self) -> None:
@@ -140,10 +141,12 @@ class ContextCheck:
 
     # --- the checks ---------------------------------------------------------------------------
 
-    def _check_compaction(self, state: ContextState, entry: Entry) -> None:
+    def _check_compaction(self, state: ContextState, entry: Entry) -> ContextState:
+        """10.1; the fold after ``entry`` (``validate_compaction`` applied it to a copy of
+        ``state``, which is left as it was)."""
         texts = _TailFirst(state, self._texts, entry.seq)
         try:
-            validate_compaction(state, _context_entry(entry), texts, self._counters)
+            return validate_compaction(state, _context_entry(entry), texts, self._counters)
         except (VerificationError, MalformedError) as exc:
             raise CompactionInvalidError(self._thread, entry.seq, str(exc)) from exc
 

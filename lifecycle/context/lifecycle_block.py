@@ -21,9 +21,11 @@ refuse. Two versions, each rebuilt exactly as recorded:
   in no message the model was sent.
 
 Pure and deterministic: a function of the lifecycle state, ``at``, the allowance, the counter
-and the version. Cost: O(active evidence) to order and to write the id list, then the lines
-that fit counted one by one and the block counted whole (again only if the line-by-line
-estimate was over).
+and the version. Cost: O(active evidence) to order and to write the id list; the statement
+lines' counts are kept with the view (prefix sums per counter name) and bisected for the
+estimate; the candidate block is then counted exactly, from the kept line counts when the
+counter adds lines up (the default counter's block counter), else rendered and counted
+whole (again, one fewer, only while over).
 """
 
 from __future__ import annotations
@@ -347,16 +349,23 @@ def _adds_up(line: str) -> bool:
 _SPACES: Final = "\t\n\v\f\r "
 
 
+def _counts_lines(counter: TokenCounter) -> bool:
+    """Whether ``counter`` is a :class:`LineCounter`, or a :class:`CachedCounter` (which gives
+    its wrapped counter's counts) of one: its count of a text whose lines all add up is the
+    sum of its lines' counts plus one per line break."""
+    inner = counter
+    while isinstance(inner, CachedCounter):
+        inner = inner.counter
+    return isinstance(inner, LineCounter)
+
+
 def _block_tokens(view: LifecycleView, at: int, shown: int, counter: TokenCounter) -> int | None:
     """``message_tokens`` of the block showing ``shown`` statements, from the counts of its
     lines, when ``counter`` is a :class:`LineCounter` and every line adds up (then its count
     of the text is the sum of its lines' counts plus one per line break, which this is);
     else None (count the text). A :class:`CachedCounter` gives its wrapped counter's counts,
     so one wrapping a LineCounter is that LineCounter here."""
-    inner = counter
-    while isinstance(inner, CachedCounter):
-        inner = inner.counter
-    if not isinstance(inner, LineCounter):
+    if not _counts_lines(counter):
         return None
     lines = _statement_lines(view, counter)
     lines.extend(view, counter, shown)
@@ -491,18 +500,25 @@ def _block_v2(
     ids_message, ids_tokens = sized([*frame, *after])
     if ids_tokens > allowance:
         return _some_ids_v2(view, ids, at, allowance, counter)
-    # Line by line (each line plus one break; see _statements_estimate), then exact.
-    used = MESSAGE_OVERHEAD_TOKENS - 1
-    used += sum(counter.count(line) + 1 for line in [*frame, _STATEMENTS, *after])
-    shown = 0
-    for item in active:
-        used += counter.count(_statement_line(item)) + 1
-        if used > allowance:
-            break
-        shown += 1
+    # Line by line (each line plus one break; see _statements_estimate): the most statements
+    # whose lines' sum (kept with the view, _StatementLines) fits the room the other lines
+    # leave, found by bisection; then exact, one fewer while over.
+    fixed = [*frame, _STATEMENTS, *after]
+    used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in fixed)
+    lines = _statement_lines(view, counter)
+    room = allowance - used
+    lines.grow_until(view, counter, room)
+    shown = max(bisect_right(lines.sums, room) - 1, 0)
+    # A LineCounter's count of the block is the line sum when every line adds up (see
+    # _block_tokens): then the estimate is the exact count and nothing is counted again.
+    summed = _counts_lines(counter) and all(map(_adds_up, fixed))
     while shown > 0:
         statements = [_statement_line(item) for item in active[:shown]]
-        message, tokens = sized([*frame, _STATEMENTS, *statements, *after])
+        if summed and lines.clean >= shown:
+            tokens = used + lines.sums[shown]
+            message = Message("system", "\n".join([*frame, _STATEMENTS, *statements, *after]))
+        else:
+            message, tokens = sized([*frame, _STATEMENTS, *statements, *after])
         if tokens <= allowance:
             return LifecycleBlock("statements", message, tokens, shown, 2)
         shown -= 1

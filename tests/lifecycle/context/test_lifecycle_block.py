@@ -422,3 +422,86 @@ def test_the_block_from_kept_line_counts_is_the_block_counted_whole(
     assert lifecycle_block(view, at + 1, allowance // 2, counter, 1) == _reference_block(
         view, at + 1, allowance // 2, counter
     )  # the counts kept with the view serve the next call
+
+
+def _reference_block_v2(
+    view: LifecycleView, at: int, allowance: int, counter: TokenCounter
+) -> object:
+    """Version 2 as first written: the estimate by a loop over the statements, each
+    candidate block rendered and counted whole (the id-list, some-ids and count forms are
+    the module's own)."""
+    lb = importlib.import_module("registre.lifecycle.context.lifecycle_block")
+
+    if view.empty or allowance <= 0:
+        return lb._none(2)
+
+    def sized(lines: list[str]) -> tuple[Message, int]:
+        message = Message("system", "\n".join(lines))
+        return message, message_tokens(message, counter)
+
+    head = lb._HEADER.format(at=at)
+    after = lb._after_v2(view)
+    active = view.active
+    if not active:
+        message, tokens = sized([head, "active evidence: none", *after])
+        if tokens <= allowance:
+            return lb.LifecycleBlock("ids", message, tokens, 0, 2)
+        return lb._count_v2(view, at, allowance, counter)
+    ids = tuple(item[0] for item in active)
+    frame = [head, lb._all_ids_line(ids)]
+    ids_message, ids_tokens = sized([*frame, *after])
+    if ids_tokens > allowance:
+        return lb._some_ids_v2(view, ids, at, allowance, counter)
+    used = MESSAGE_OVERHEAD_TOKENS - 1
+    used += sum(counter.count(line) + 1 for line in [*frame, lb._STATEMENTS, *after])
+    shown = 0
+    for item in active:
+        used += counter.count(lb._statement_line(item)) + 1
+        if used > allowance:
+            break
+        shown += 1
+    while shown > 0:
+        statements = [lb._statement_line(item) for item in active[:shown]]
+        message, tokens = sized([*frame, lb._STATEMENTS, *statements, *after])
+        if tokens <= allowance:
+            return lb.LifecycleBlock("statements", message, tokens, shown, 2)
+        shown -= 1
+    return lb.LifecycleBlock("ids", ids_message, ids_tokens, 0, 2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    active=st.lists(
+        st.tuples(
+            st.from_regex(r"ev-[0-9]{1,3}( |\n)?", fullmatch=True), _STATEMENT, st.integers(0, 3)
+        ),
+        max_size=45,
+    ),
+    stale=st.lists(st.tuples(st.sampled_from(["cc-1", "cc-2 "]), st.just("final")), max_size=2),
+    questions=st.lists(st.sampled_from(["pin-1", "pin-2", "pin-3\n"]), max_size=2),
+    at=st.integers(0, 10**6),
+    allowance=st.integers(-5, 3000),
+    which=st.sampled_from(["default", "lines", "chars"]),
+    first=st.sampled_from([None, 1, 2]),
+)
+def test_the_version_2_block_from_kept_line_counts_is_the_block_counted_whole(
+    active: list[tuple[str, str, int]],
+    stale: list[tuple[str, str]],
+    questions: list[str],
+    at: int,
+    allowance: int,
+    which: str,
+    first: int | None,
+) -> None:
+    # as for version 1: a counter that adds lines up, the same wrapped, and one that does
+    # not; the counts kept with the view may come from a version 1 block or a larger one
+    counters = {"default": COUNTER, "lines": line_counter(COUNTER), "chars": _CharCounter()}
+    counter: TokenCounter = counters[which]
+    view = LifecycleView(tuple(active), tuple(stale), tuple(questions))
+    if first is not None:
+        lifecycle_block(view, at, allowance * 2, counter, first)
+    expected = _reference_block_v2(view, at, allowance, counter)
+    assert lifecycle_block(view, at, allowance, counter, 2) == expected
+    assert lifecycle_block(view, at + 1, allowance // 2, counter, 2) == _reference_block_v2(
+        view, at + 1, allowance // 2, counter
+    )  # the counts kept with the view serve the next call
