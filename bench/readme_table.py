@@ -54,11 +54,13 @@ def header_line(results: Mapping[str, Any]) -> str:
     ram = f", {memory / 1024:.0f} GB" if memory else ""
     sizes = ",".join(f"{size:g}" for size in config["sizes"])
     budgets = ",".join(_budget(budget) for budget in config["budgets"])
+    workers = config.get("jobs", 1)  # absent from documents written before --jobs
+    jobs = f" with --jobs {workers} (concurrent runs share the cores)" if workers > 1 else ""
     return (
         f"`registre bench --sizes {sizes} --budgets {budgets}` on {results['created'][:10]}, "
         f"registre {results['registre']}, Python {machine['python']} on {machine['platform']}, "
         f"{machine['cpus']} CPU(s){ram}, {config['database']}; "
-        f"{results['seconds']:.0f} s in all."
+        f"{results['seconds']:.0f} s in all{jobs}."
     )
 
 

@@ -26,7 +26,7 @@ from registre.bench.report_cells import (
     cell_size,
     table,
 )
-from registre.bench.report_method import METHOD_TEXT
+from registre.bench.report_method import method_text
 from registre.bench.scale_report import scale_sections
 
 __all__ = ["METRICS", "render_report", "summary_table", "working_context_table"]
@@ -479,7 +479,8 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         f"{results['created']} · registre {results['registre']} · Python {machine['python']} "
         f"on {machine['cpus']} CPU(s) · {config['database']} · summarizer "
         f"{config['summarizer']['name']}/{config['summarizer']['version']} · counter "
-        f"{config['token_counter']} · seed {config['seed']} · {results['seconds']:.0f} s in all",
+        f"{config['token_counter']} · seed {config['seed']} · jobs={config.get('jobs', 1)} · "
+        f"{results['seconds']:.0f} s in all",
         "",
         "## Summary",
         "",
@@ -544,7 +545,7 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "",
         "## Method",
         "",
-        METHOD_TEXT,
+        method_text(config.get("jobs", 1)),
     ]
     refusals = {
         f"{run['size']:,} @ {cell_budget(run['budget'])}": run["model_calls"]["refusals"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["METHOD_TEXT"]
+__all__ = ["JOBS_TEXT", "METHOD_TEXT", "method_text"]
 
 METHOD_TEXT: Final = """\
 How each figure is measured. Every run records one investigation (`registre.bench.investigation`) on
@@ -89,3 +89,16 @@ investigation, and only compactions and model calls differ.
   appends from 4 writer threads each with its own ledger connection and thread, and
   batches of 100 (`registre.bench.raw`).
 """
+
+JOBS_TEXT: Final = """\
+- **--jobs {jobs}**: the (size, budget) runs ran in {jobs} worker processes at once, each on a
+  SQLite file of its own (or threads of the `--db` database), after the appends beside raw
+  were measured alone. Concurrent runs share the machine's cores, so the latencies, step
+  times and rates of each run include that contention: compare them with a `--jobs 1` run
+  only as such. `--jobs` is for the wall time of the whole invocation.
+"""
+
+
+def method_text(jobs: int) -> str:
+    """The method section of a run of ``jobs`` worker processes (1: :data:`METHOD_TEXT`)."""
+    return METHOD_TEXT if jobs <= 1 else METHOD_TEXT + JOBS_TEXT.format(jobs=jobs)

@@ -5,17 +5,18 @@
 (:mod:`registre.bench.investigation`, the same one for every budget of a size) on its own
 thread of one ledger (a fresh embedded SQLite file by default, or the database ``db``
 names), through the real API, with a :class:`~registre.bench.measure.RunRecorder` watching
-every step. After the investigation it checks the summary pointers it can afford
-(``Thread.expand``: the entry and its verified inclusion proof), projects at the head,
-signs a checkpoint, proves inclusion and consistency at seeded positions, exports the
-signed bundle and verifies it offline with only the verifier key, each of these in a child
-process of its own (:mod:`registre.bench.stepproc`), with the signature checks alone timed
-on the same bundle, and builds the thread's Merkle tree beside pymerkle
-(:mod:`registre.bench.merkle_side`). Every step is timed with its peak resident memory
-(:mod:`registre.bench.memory`). Runs above ``lean_above`` entries are lean
-(:data:`LEAN_ABOVE`). The results are plain JSON data (schema ``registre-bench/4``,
-``specs/bench.md``); :func:`write_outputs` writes ``results.json``, ``report.md`` and the
-plots.
+every step; with ``jobs`` above 1 the runs go to worker processes
+(:mod:`registre.bench.parallel`), each on a SQLite file of its own unless ``db`` is named.
+After the investigation it checks the summary pointers it can afford (``Thread.expand``: the
+entry and its verified inclusion proof), projects at the head, signs a checkpoint, proves
+inclusion and consistency at seeded positions, exports the signed bundle and verifies it
+offline with only the verifier key, each of these in a child process of its own
+(:mod:`registre.bench.stepproc`), with the signature checks alone timed on the same bundle,
+and builds the thread's Merkle tree beside pymerkle (:mod:`registre.bench.merkle_side`).
+Every step is timed with its peak resident memory (:mod:`registre.bench.memory`). Runs above
+``lean_above`` entries are lean (:data:`LEAN_ABOVE`). The results are plain JSON data
+(schema ``registre-bench/4``, ``specs/bench.md``); :func:`write_outputs` writes
+``results.json``, ``report.md`` and the plots.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from registre.bench.investigation import InvestigationConfig
 from registre.bench.measure import RunRecorder, even_points, sample_points
 from registre.bench.memory import StepMeter
 from registre.bench.merkle_side import compare_trees
+from registre.bench.parallel import map_in_processes
 from registre.bench.plots import write_plots
 from registre.bench.raw import measure_appends
 from registre.bench.report import render_report
@@ -61,6 +63,7 @@ __all__ = [
     "resolve_summarizer",
     "results_document",
     "run_bench",
+    "run_in_worker",
     "run_investigation",
     "write_outputs",
 ]
@@ -81,7 +84,9 @@ class UnknownSummarizerError(MalformedError):
 @dataclass(frozen=True)
 class BenchConfig:
     """One ``registre bench`` invocation. ``db``: a database URL (default: a fresh SQLite file
-    ``registre.bench.db`` in ``out``); the sample counts bound the harness's own work per run."""
+    ``bench.db`` in ``out``); the sample counts bound the harness's own work per run. ``jobs``:
+    worker processes for the (size, budget) runs (1: all in this process, one after the
+    other; more: :func:`run_bench` runs each on a SQLite file of its own, or on ``db``)."""
 
     out: Path
     sizes: tuple[int, ...] = (1000, 10000)
@@ -97,6 +102,7 @@ class BenchConfig:
     head_projections: int = 10
     lean_above: int = LEAN_ABOVE
     verify_jobs: int = 1
+    jobs: int = 1
     raw_appends: int = 400
     keep_bundles: bool = False
     model: str = "bench/analyst-1"
@@ -143,7 +149,11 @@ def resolve_summarizer(name: str) -> Summarizer:
 
 def run_bench(config: BenchConfig, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Run every (size, budget) of ``config``; return the results (``specs/bench.md``).
-    ``progress`` is called with the number of planned entries each step advanced."""
+    ``progress`` is called with the number of planned entries each step advanced (with
+    ``jobs`` above 1: in this process, in batches, as the workers report). Appends beside
+    their raw floors are measured first, alone, in this process; then the runs, one after
+    the other (``jobs`` 1) or in ``jobs`` worker processes (:func:`run_in_worker`), their
+    results in the same (size, budget) order either way."""
     summarizer = resolve_summarizer(config.summarizer)
     config.out.mkdir(parents=True, exist_ok=True)
     signer = Signer.generate(LOG_NAME)
@@ -151,19 +161,23 @@ def run_bench(config: BenchConfig, progress: Callable[[int], None] | None = None
     url = config.db or _fresh_sqlite(config.out / "bench.db")
     started = time.perf_counter()
     runs = []
+    pairs = [(size, budget) for size in config.sizes for budget in config.budgets]
     with Ledger.open(url, signer) as ledger:
         appends = None
         if config.raw_appends:
             appends = measure_appends(
                 ledger, signer, url, config.out, config.tag, count=config.raw_appends
             )
-        for size in config.sizes:
-            for budget in config.budgets:
+        if config.jobs == 1:
+            for size, budget in pairs:
                 runs.append(
                     run_investigation(
                         ledger, signer, config, summarizer, size, budget, progress=progress
                     )
                 )
+    if config.jobs > 1:
+        tasks = [(config, signer.skey(), size, budget) for size, budget in pairs]
+        runs = map_in_processes(run_in_worker, tasks, config.jobs, progress)
     database = "postgresql" if url.startswith("postgresql") else "sqlite"
     return results_document(
         config, summarizer, runs, database, time.perf_counter() - started, appends=appends
@@ -208,6 +222,7 @@ def results_document(
             "prove_samples": config.prove_samples,
             "lean_above": config.lean_above,
             "verify_jobs": config.verify_jobs,
+            "jobs": config.jobs,
         },
         "appends": appends,
         "runs": list(runs),
@@ -227,6 +242,27 @@ def _fresh_sqlite(path: Path) -> str:
     for stale in (path, *(Path(f"{path}{end}") for end in ("-wal", "-shm", ".published"))):
         stale.unlink(missing_ok=True)
     return str(path)
+
+
+def run_in_worker(
+    config: BenchConfig,
+    skey: str,
+    size: int,
+    budget: int,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """One (size, budget) run of ``registre bench --jobs N`` in a worker process: on a fresh
+    SQLite file of its own, ``bench-SIZE-BUDGET.db`` in ``out`` (so its durable commits and
+    write lock queue behind no other run's), or on ``db`` when one is named; signed with the
+    key ``skey`` holds (the invocation's operator key)."""
+    signer = Signer.from_skey(skey)
+    summarizer = resolve_summarizer(config.summarizer)
+    url = config.db or _fresh_sqlite(config.out / f"bench-{size}-{budget}.db")
+    with Ledger.open(url, signer) as ledger:
+        return run_investigation(
+            ledger, signer, config, summarizer, size, budget, progress=progress
+        )
 
 
 def run_investigation(

@@ -298,14 +298,15 @@ RESULTS: Final = {
         "prove_samples": int,
         "lean_above": int,
         "verify_jobs": int,
+        "jobs?": int,
     },
     "appends": Nullable(_APPENDS),
     "runs": [_RUN],
     "seconds": Number,
 }
 """The schema. A key ending in ``?`` is optional (``merkle.theirs`` is absent when pymerkle
-is not installed; a lean run has no ``pins``, ``evidence``, ``working_context`` or
-``merkle``)."""
+is not installed; ``config.jobs`` from documents written before ``--jobs``, read as 1; a
+lean run has no ``pins``, ``evidence``, ``working_context`` or ``merkle``)."""
 
 
 def check_results(data: Any) -> None:

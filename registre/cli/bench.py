@@ -5,7 +5,9 @@ embedded SQLite ledger in ``--out`` (or on the database ``--db`` names), project
 context at every model call and compacting as the policy says, then exports and verifies a
 signed bundle, each step timed with its peak resident memory. It writes ``report.md``
 (tables), ``results.json`` (schema ``registre-bench/4``, ``specs/bench.md``) and PNG plots
-into ``--out``. Nothing is asserted:
+into ``--out``. ``--jobs N`` runs the (size, budget) runs in N worker processes, each on a
+SQLite file of its own (``bench-SIZE-BUDGET.db``) unless ``--db`` is given; the progress bar
+advances as they report. Nothing is asserted:
 figures and ratios are reported. The ``bench`` package is imported only when the command
 runs.
 """
@@ -110,6 +112,14 @@ def _refuse_used_database(url: str) -> None:
     help="Processes the bundle verifier uses (the signature checks alone use one).",
 )
 @click.option(
+    "--jobs",
+    type=click.IntRange(min=1, max=64),
+    default=1,
+    show_default=True,
+    help="Worker processes for the (size, budget) runs, each on a SQLite file of its own "
+    "(bench-SIZE-BUDGET.db in --out) unless --db is given; concurrent runs share the cores.",
+)
+@click.option(
     "--raw-appends",
     type=click.IntRange(min=0, max=100_000),
     default=400,
@@ -126,6 +136,7 @@ def bench_command(
     keep_bundles: bool,
     lean_above: str,
     verify_jobs: int,
+    jobs: int,
     raw_appends: int,
 ) -> None:
     """Benchmark registre on long synthetic investigations; write a report and plots."""
@@ -152,6 +163,7 @@ def bench_command(
         keep_bundles=keep_bundles,
         lean_above=lean,
         verify_jobs=verify_jobs,
+        jobs=jobs,
         raw_appends=raw_appends,
     )
     total = sum(size_list) * len(budget_list)

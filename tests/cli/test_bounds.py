@@ -30,6 +30,12 @@ def test_bench_unbounded_sizes_fail(workdir: Path, run: Run, option: str, value:
     assert not (workdir / "b").exists()
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "65"])
+def test_bench_jobs_out_of_range_fail(workdir: Path, run: Run, value: str) -> None:
+    assert "--jobs" in one_line_error(run("bench", "--jobs", value, "--out", "b"))
+    assert not (workdir / "b").exists()
+
+
 @pytest.mark.parametrize("value", ["18446744073709551616", "1000001"])
 def test_demo_unbounded_entries_fail(workdir: Path, run: Run, value: str) -> None:
     assert "1000000" in one_line_error(run("demo", "--entries", value, "--dir", "d"))
