@@ -238,13 +238,19 @@ def _verify_all(
             _check_published(conn, report, published.get(report.origin))
             reports.append(report)
         if database_checks:
-            if wanted is None:
-                stray_rows(conn)  # 11. no row outside a thread's tree
-            else:
-                for thread in wanted:
-                    stray_rows(conn, thread)
-            check_protections(conn)  # 12. the triggers and row checks are in place
+            _check_database(conn, wanted)
         return reports
+
+
+def _check_database(conn: Connection, wanted: Sequence[str] | None) -> None:
+    """Steps 11 and 12, once the threads are verified: no row outside a thread's tree (of
+    the ``wanted`` threads, or of any), and the triggers and row checks in place."""
+    if wanted is None:
+        stray_rows(conn)  # 11. no row outside a thread's tree
+    else:
+        for thread in wanted:
+            stray_rows(conn, thread)
+    check_protections(conn)  # 12. the triggers and row checks are in place
 
 
 @dataclass(frozen=True)
@@ -353,12 +359,7 @@ def _verify_in_processes(
             raise result.rebuild()
         reports += result or []
     with read_transaction(db.engine, snapshot=True) as conn:
-        if wanted is None:
-            stray_rows(conn)  # 11. no row outside a thread's tree
-        else:
-            for thread in wanted:
-                stray_rows(conn, thread)
-        check_protections(conn)  # 12. the triggers and row checks are in place
+        _check_database(conn, wanted)
     return reports
 
 
