@@ -1,6 +1,6 @@
 """``report.md``'s active-evidence table: what each context shows the model of the active
 evidence (:mod:`registre.bench.evidence_view`), beside the older figure of admitting
-entries in view. Reads ``registre-bench/4`` runs; a run without the ``evidence`` figures
+entries in view. Reads ``registre-bench/4`` and later runs; a run without the ``evidence`` figures
 (lean, or an older document) prints ``-``."""
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def header_line(results: Mapping[str, Any]) -> str:
     ram = f", {memory / 1024:.0f} GB" if memory else ""
     sizes = ",".join(f"{size:g}" for size in config["sizes"])
     budgets = ",".join(_budget(budget) for budget in config["budgets"])
-    workers = config.get("jobs", 1)  # absent from documents written before --jobs
+    workers = config.get("jobs", 1)  # absent from registre-bench/4 and earlier documents
     jobs = f" with --jobs {workers} (concurrent runs share the cores)" if workers > 1 else ""
     return (
         f"`registre bench --sizes {sizes} --budgets {budgets}` on {results['created'][:10]}, "

@@ -15,7 +15,7 @@ offline with only the verifier key, each of these in a child process of its own
 and builds the thread's Merkle tree beside pymerkle (:mod:`registre.bench.merkle_side`).
 Every step is timed with its peak resident memory (:mod:`registre.bench.memory`). Runs above
 ``lean_above`` entries are lean (:data:`LEAN_ABOVE`). The results are plain JSON data
-(schema ``registre-bench/4``, ``specs/bench.md``); :func:`write_outputs` writes
+(schema ``registre-bench/5``, ``specs/bench.md``); :func:`write_outputs` writes
 ``results.json``, ``report.md`` and the plots.
 """
 
@@ -193,7 +193,7 @@ def results_document(
     *,
     appends: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``registre-bench/4`` document holding ``runs`` (as :func:`run_investigation`
+    """The ``registre-bench/5`` document holding ``runs`` (as :func:`run_investigation`
     returns them), with the configuration and the machine they ran on, and ``appends``
     beside their raw floors (:func:`registre.bench.raw.measure_appends`; None when not
     measured)."""

@@ -2,7 +2,7 @@
 peak memory, projection latency by third of the history and by budget, the verifier beside
 its signature checks alone, and appends beside their raw floors.
 
-Every table reads a ``registre-bench/4`` document (``specs/bench.md``); none asserts
+Every table reads a ``registre-bench/4`` or later document (``specs/bench.md``); none asserts
 anything. :func:`scale_sections` returns the Markdown lines, section headings included.
 """
 

@@ -1,4 +1,4 @@
-"""The ``results.json`` schema, ``registre-bench/4`` (``specs/bench.md``), and its checker.
+"""The ``results.json`` schema, ``registre-bench/5`` (``specs/bench.md``), and its checker.
 
 :data:`RESULTS` describes the document as nested Python values: a dict lists required keys
 (every key must be present; others are refused, so a renamed field cannot slip through), a
@@ -17,12 +17,12 @@ from registre.attest.errors import MalformedError
 
 __all__ = ["RESULTS", "SCHEMA", "MapOf", "Nullable", "ResultsSchemaError", "check_results"]
 
-SCHEMA: Final = "registre-bench/4"
+SCHEMA: Final = "registre-bench/5"
 """The schema's name; a change of fields is a new name."""
 
 
 class ResultsSchemaError(MalformedError):
-    """A results document that does not follow ``registre-bench/4``."""
+    """A results document that does not follow ``registre-bench/5``."""
 
 
 @dataclass(frozen=True)
@@ -298,14 +298,14 @@ RESULTS: Final = {
         "prove_samples": int,
         "lean_above": int,
         "verify_jobs": int,
-        "jobs?": int,
+        "jobs": int,
     },
     "appends": Nullable(_APPENDS),
     "runs": [_RUN],
     "seconds": Number,
 }
 """The schema. A key ending in ``?`` is optional (``merkle.theirs`` is absent when pymerkle
-is not installed; ``config.jobs`` from documents written before ``--jobs``, read as 1; a
+is not installed; a
 lean run has no ``pins``, ``evidence``, ``working_context`` or ``merkle``)."""
 
 

@@ -4,7 +4,7 @@ For each size and budget it records one investigation (``registre.bench.investig
 embedded SQLite ledger in ``--out`` (or on the database ``--db`` names), projecting the
 context at every model call and compacting as the policy says, then exports and verifies a
 signed bundle, each step timed with its peak resident memory. It writes ``report.md``
-(tables), ``results.json`` (schema ``registre-bench/4``, ``specs/bench.md``) and PNG plots
+(tables), ``results.json`` (schema ``registre-bench/5``, ``specs/bench.md``) and PNG plots
 into ``--out``. ``--jobs N`` runs the (size, budget) runs in N worker processes, each on a
 SQLite file of its own (``bench-SIZE-BUDGET.db``) unless ``--db`` is given; the progress bar
 advances as they report. Nothing is asserted:

@@ -1,5 +1,5 @@
 """Smoke of `registre bench` at a tiny size, so the harness never rots: it runs through the
-real ledger, writes a report naming every metric, results.json following registre-bench/4,
+real ledger, writes a report naming every metric, results.json following registre-bench/5,
 and its PNG plots. No timing is asserted."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from registre.lifecycle.context import ExtractiveSummarizer
 def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
     _out, results = smoke
     check_results(results)
-    assert results["schema"] == SCHEMA == "registre-bench/4"
+    assert results["schema"] == SCHEMA == "registre-bench/5"
     assert results["config"]["sizes"] == [200] and results["config"]["budgets"] == [8000]
     default = ExtractiveSummarizer()
     assert results["config"]["summarizer"] == {"name": default.name, "version": default.version}

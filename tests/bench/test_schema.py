@@ -1,4 +1,4 @@
-"""results.json follows registre-bench/4, and the checker refuses documents that do not."""
+"""results.json follows registre-bench/5, and the checker refuses documents that do not."""
 
 from __future__ import annotations
 
