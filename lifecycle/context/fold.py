@@ -24,14 +24,19 @@ before the entry, and its stubs are tool results of the kept tail (raising
 :class:`~registre.lifecycle.context.errors.CompactionStubError`; the state is unchanged then). The
 policy, lineage, pin and token rules are checked by
 :func:`registre.lifecycle.context.events.validate_compaction`, which a verifier calls first.
+
+The pieces the state is made of live in their own modules and are re-exported here:
+:class:`~registre.lifecycle.context.tail.TailItem` with the tail's rules
+(:func:`~registre.lifecycle.context.tail.protected_start`,
+:func:`~registre.lifecycle.context.tail.safe_cuts`) in :mod:`registre.lifecycle.context.tail`;
+:class:`~registre.lifecycle.context.stable_prefix.HeaderPin` and
+:class:`~registre.lifecycle.context.stable_prefix.LiveSummary` in
+:mod:`registre.lifecycle.context.stable_prefix`.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Protocol
 
 from registre.lifecycle.codec import parse_body
@@ -40,24 +45,25 @@ from registre.lifecycle.context.errors import (
     CompactionRangeError,
     CompactionStubError,
 )
-from registre.lifecycle.context.model import ContextEntry, Message, SummaryLine
+from registre.lifecycle.context.model import ContextEntry
 from registre.lifecycle.context.record import CompactionRecord, parse_compaction
 from registre.lifecycle.context.render import (
     elided_message,
     entry_text,
-    message_tokens,
     pin_message,
     stub_message,
-    summary_message,
     tail_message,
     unpin_message,
 )
-from registre.lifecycle.context.tokens import TokenCounter
+from registre.lifecycle.context.stable_prefix import HeaderPin, LiveSummary, SummaryRun
+from registre.lifecycle.context.tail import TailItem, protected_start, safe_cuts
 from registre.lifecycle.machine import apply as apply_event
 from registre.lifecycle.model import Accepted, PinnedItem
 from registre.lifecycle.pins import pin_set_sha256
 from registre.lifecycle.state import LifecycleState
 
+# HeaderPin, LiveSummary, SummaryRun, TailItem, protected_start and safe_cuts are re-exported
+# from stable_prefix and tail (see the module docstring).
 __all__ = [
     "ContextState",
     "HeaderPin",
@@ -77,164 +83,6 @@ class StateCache(Protocol):
     def copy(self) -> StateCache:
         """An independent copy (changing either never changes the other)."""
         ...
-
-
-SummaryRun = tuple[int, int, int | None]
-"""``(first, last, line)``: entries ``first..last`` of a summary's range are stood for by line
-``line`` (the lowest-numbered line pointing at them), or by no line (``None``)."""
-
-
-@dataclass(slots=True, eq=False)
-class TailItem:
-    """An entry of the tail. ``message`` is how it reads when shown (``None``: never shown);
-    ``control`` marks a pin or unpin, shown only when it comes after the header snapshot;
-    ``partner`` is the seq of the paired tool call or result; ``begins_turn`` marks a
-    ``turn`` or ``tool.call`` entry (``specs/context.md`` section 5); ``pin_id`` is the pin
-    an accepted ``context.pin`` made; ``stub`` and ``elision`` are the stand-ins a
-    compaction gave a bulky tool result (an elision is shown in preference to a stub: a
-    restored snapshot lists elided results among its stubs, and a compaction that stubs an
-    elided result drops its elision)."""
-
-    seq: int
-    kind: str
-    actor: str
-    body: Mapping[str, object]
-    text: str
-    message: Message | None
-    control: bool = False
-    begins_turn: bool = False
-    call_id: str | None = None
-    partner: int | None = None
-    stub: Message | None = None
-    pin_id: str | None = None
-    elision: Message | None = None
-    _tokens: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def stubbed(self) -> bool:
-        """Whether a compaction replaced this tool result by a stand-in: its stub, or its
-        head-and-tail elision."""
-        return self.stub is not None or self.elision is not None
-
-    @property
-    def elided(self) -> bool:
-        """Whether this tool result is shown head and tail only."""
-        return self.elision is not None
-
-    @property
-    def stub_only(self) -> bool:
-        """Whether this tool result is shown as its one-line stub (no elision)."""
-        return self.stub is not None and self.elision is None
-
-    def shown(self, header_seq: int) -> Message | None:
-        """The message this entry contributes to the tail now, if any."""
-        if self.elision is not None:
-            return self.elision
-        if self.stub is not None:
-            return self.stub
-        if self.control and self.seq < header_seq:
-            return None
-        return self.message
-
-    def tokens(self, counter: TokenCounter, header_seq: int) -> int:
-        """Tokens of :meth:`shown` (0 when nothing is shown), cached per counter name."""
-        shown = self.shown(header_seq)
-        if shown is None:
-            return 0
-        if shown is self.message:
-            key = counter.name
-        elif shown is self.elision:
-            key = f"elided:{counter.name}"
-        else:
-            key = f"stub:{counter.name}"
-        cached = self._tokens.get(key)
-        if cached is None:
-            cached = self._tokens[key] = message_tokens(shown, counter)
-        return cached
-
-    def elide(self, elision: Message) -> None:
-        """Show this tool result as ``elision`` from now on (replacing any earlier one)."""
-        self.elision = elision
-        for key in [key for key in self._tokens if key.startswith("elided:")]:
-            del self._tokens[key]
-
-    def verbatim_tokens(self, counter: TokenCounter) -> int:
-        """Tokens of the unstubbed message (0 if it has none), cached per counter name."""
-        if self.message is None:
-            return 0
-        cached = self._tokens.get(counter.name)
-        if cached is None:
-            cached = self._tokens[counter.name] = message_tokens(self.message, counter)
-        return cached
-
-    def clone(self) -> TailItem:
-        """An independent copy (the body and messages are immutable and shared)."""
-        return TailItem(
-            self.seq,
-            self.kind,
-            self.actor,
-            self.body,
-            self.text,
-            self.message,
-            self.control,
-            self.begins_turn,
-            self.call_id,
-            self.partner,
-            self.stub,
-            self.pin_id,
-            self.elision,
-            dict(self._tokens),
-        )
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class HeaderPin:
-    """A pin of the header: the pin, the ``context.pin`` entry that made it, its message."""
-
-    pin: PinnedItem
-    entry_seq: int
-    message: Message
-    _tokens: dict[str, int] = field(default_factory=dict)
-
-    def tokens(self, counter: TokenCounter) -> int:
-        """Tokens of the pin's message, cached per counter name."""
-        cached = self._tokens.get(counter.name)
-        if cached is None:
-            cached = self._tokens[counter.name] = message_tokens(self.message, counter)
-        return cached
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LiveSummary:
-    """A compaction whose summary is shown: entry ``seq`` folded ``first..last`` into
-    ``lines``; ``runs`` partition ``first..last`` by the line standing for each entry."""
-
-    seq: int
-    first: int
-    last: int
-    lines: tuple[SummaryLine, ...]
-    message: Message
-    runs: tuple[SummaryRun, ...]
-    _tokens: dict[str, int] = field(default_factory=dict)
-
-    def tokens(self, counter: TokenCounter) -> int:
-        """Tokens of the summary's message, cached per counter name."""
-        cached = self._tokens.get(counter.name)
-        if cached is None:
-            cached = self._tokens[counter.name] = message_tokens(self.message, counter)
-        return cached
-
-    @classmethod
-    def build(cls, seq: int, first: int, last: int, lines: tuple[SummaryLine, ...]) -> LiveSummary:
-        """The live summary of compaction ``seq`` (renders the message, computes the runs)."""
-        return cls(
-            seq,
-            first,
-            last,
-            lines,
-            summary_message(seq, first, last, lines),
-            _runs(first, last, lines),
-        )
 
 
 class ContextState:
@@ -613,42 +461,6 @@ class ContextState:
         )
 
 
-# --- the tail's rules (shared by planning and verification) ---------------------------------
-
-
-def protected_start(tail: Sequence[TailItem], keep_recent_turns: int) -> int:
-    """The index of the first tail item of the ``keep_recent_turns`` most recent turns: the
-    K-th last item that begins a turn; ``len(tail)`` when K is 0; 0 when the tail has fewer
-    than K turn starts (then the whole tail is kept). O(tail)."""
-    if keep_recent_turns == 0:
-        return len(tail)
-    seen = 0
-    for index in range(len(tail) - 1, -1, -1):
-        if tail[index].begins_turn:
-            seen += 1
-            if seen == keep_recent_turns:
-                return index
-    return 0
-
-
-def safe_cuts(tail: Sequence[TailItem]) -> list[bool]:
-    """``cuts[k]`` is whether folding ``tail[0..k]`` keeps every tool call with its result:
-    no call in it is answered after ``k`` and no call in it is unanswered. O(tail)."""
-    cuts = []
-    pending = 0
-    unanswered = 0
-    for item in tail:
-        if item.kind == "tool.call" and item.call_id is not None:
-            if item.partner is None:
-                unanswered += 1
-            else:
-                pending += 1
-        elif item.kind == "tool.result" and item.partner is not None:
-            pending -= 1
-        cuts.append(pending == 0 and unanswered == 0)
-    return cuts
-
-
 # --- helpers --------------------------------------------------------------------------------
 
 
@@ -674,35 +486,6 @@ def _header(
 
 def _firsts(summaries: Sequence[LiveSummary]) -> str:
     return ", ".join(str(s.first) for s in summaries) or "none"
-
-
-def _runs(first: int, last: int, lines: Sequence[SummaryLine]) -> tuple[SummaryRun, ...]:
-    """Partition ``first..last`` by the lowest-numbered line covering each entry. O(S log S)
-    in the number of spans."""
-    spans = sorted(
-        (span_first, span_last, index)
-        for index, line in enumerate(lines)
-        for span_first, span_last in line.pointers
-    )
-    points = sorted({first, last + 1} | {p for a, b, _ in spans for p in (a, b + 1)})
-    runs: list[SummaryRun] = []
-    heap: list[tuple[int, int]] = []  # (line index, span last)
-    next_span = 0
-    for start, stop in pairwise(points):
-        if start > last:
-            break
-        while next_span < len(spans) and spans[next_span][0] <= start:
-            _, span_last, index = spans[next_span]
-            heapq.heappush(heap, (index, span_last))
-            next_span += 1
-        while heap and heap[0][1] < start:
-            heapq.heappop(heap)
-        line = heap[0][0] if heap else None
-        if runs and runs[-1][2] == line and runs[-1][1] == start - 1:
-            runs[-1] = (runs[-1][0], stop - 1, line)
-        else:
-            runs.append((start, stop - 1, line))
-    return tuple(runs)
 
 
 def _pair_key(item: TailItem) -> str | None:
