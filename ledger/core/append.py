@@ -319,6 +319,15 @@ def append_entries(
     return entries
 
 
+PG_CHUNK_ROWS = 2000
+"""At most this many rows per PostgreSQL INSERT ... FROM unnest (a batch has more than one
+statement per table only past it, or past :data:`PG_CHUNK_BYTES` of leaves)."""
+
+PG_CHUNK_BYTES = 32 << 20
+"""At most about this many leaf bytes per statement (a leaf may be 2 MiB; one array
+parameter of a whole imported thread would be the server's to refuse, past 1 GiB)."""
+
+
 def _insert_rows(
     cursor: Any,
     sql: dict[str, str],
@@ -330,21 +339,23 @@ def _insert_rows(
     """Insert the ``entry`` and ``subtree`` rows of one signed batch on the driver's
     ``cursor`` (the statements' comment above says why each engine gets its form)."""
     if dialect == "postgresql":
-        cursor.execute(
-            sql["insert_entry"],
-            (
-                thread,
-                [e.seq for e in entries],
-                [e.leaf for e in entries],
-                [e.leaf_hash for e in entries],
-                [e.kind for e in entries],
-                [e.time for e in entries],
-            ),
-        )
-        if subtrees:
-            levels, indexes, hashes = zip(*subtrees, strict=True)
+        for chunk in _pg_chunks(entries):
             cursor.execute(
-                sql["insert_subtree"], (thread, list(levels), list(indexes), list(hashes))
+                sql["insert_entry"],
+                (
+                    thread,
+                    [e.seq for e in chunk],
+                    [e.leaf for e in chunk],
+                    [e.leaf_hash for e in chunk],
+                    [e.kind for e in chunk],
+                    [e.time for e in chunk],
+                ),
+            )
+        for start in range(0, len(subtrees), PG_CHUNK_ROWS):
+            part = subtrees[start : start + PG_CHUNK_ROWS]
+            cursor.execute(
+                sql["insert_subtree"],
+                (thread, [t[0] for t in part], [t[1] for t in part], [t[2] for t in part]),
             )
         return
     cursor.executemany(
@@ -355,3 +366,21 @@ def _insert_rows(
         sql["insert_subtree"],
         [(thread, level, index, digest) for level, index, digest in subtrees],
     )
+
+
+def _pg_chunks(entries: Sequence[Entry]) -> list[Sequence[Entry]]:
+    """``entries`` cut, in order, into runs of at most :data:`PG_CHUNK_ROWS` entries and
+    about :data:`PG_CHUNK_BYTES` of leaves (a run holds at least one entry)."""
+    if len(entries) <= PG_CHUNK_ROWS and sum(len(e.leaf) for e in entries) <= PG_CHUNK_BYTES:
+        return [entries]
+    chunks: list[Sequence[Entry]] = []
+    start = size = 0
+    for index, entry in enumerate(entries):
+        if index > start and (
+            index - start >= PG_CHUNK_ROWS or size + len(entry.leaf) > PG_CHUNK_BYTES
+        ):
+            chunks.append(entries[start:index])
+            start, size = index, 0
+        size += len(entry.leaf)
+    chunks.append(entries[start:])
+    return chunks
