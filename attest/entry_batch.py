@@ -44,6 +44,7 @@ from registre.attest.entry import (
     check_thread_id,
     check_time,
     envelope_json,
+    format_time,
     has_astral,
     signed_entry,
 )
@@ -56,6 +57,7 @@ __all__ = ["SignedBatch", "sign_entries"]
 _B2A = binascii.b2a_base64
 _SHA256 = hashlib.sha256
 _time_ns = _time.time_ns
+_FORMAT_TIME = format_time
 _STRING = json.JSONEncoder(ensure_ascii=False).encode
 _BODY_ENCODER = json.JSONEncoder(
     ensure_ascii=False,
@@ -166,6 +168,10 @@ def sign_entries(
     extend = subtrees.extend
     first = frontier.size
     time_unchecked = time is not None
+    # format_time is this module's name for the clock, the seam a caller (a test fixing
+    # the times of a worked example) may replace; while it is entry.format_time itself the
+    # loop formats the same clock inline (_clock_prefix)
+    clock = None if format_time is _FORMAT_TIME else format_time
     clock_second = -1
     clock_prefix = ""
     for offset, (kind, body, actor) in enumerate(items):
@@ -185,7 +191,9 @@ def sign_entries(
             kind_bytes = kinds[kind] = _STRING(kind).encode()
         seq = first + offset
         root = root_of()
-        if time is None:
+        if clock is not None:
+            moment = clock() if time is None else time
+        elif time is None:
             # format_time(), spelled out: the date and time of day change once a second,
             # so only the microseconds are formatted for each entry (_clock_prefix)
             micros = _time_ns() // 1000
