@@ -21,7 +21,7 @@ from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.entry import Entry
 from registre.ledger.context.api import ContextThread
 from registre.ledger.context.store import CONTEXT_WRITE_KINDS, append_context_checked
-from registre.ledger.core.append import AppendItem, batch_has_kind
+from registre.ledger.core.append import AppendItem, batch_kinds
 from registre.ledger.core.thread_core import (
     StoredCheckpoint,
     ThreadConsistencyProof,
@@ -71,8 +71,9 @@ class Thread(LifecycleThread, ContextThread):
         ContextEntryRefusedError).
         """
         batch = list(items)
-        if batch_has_kind(batch, CONTEXT_WRITE_KINDS):
+        kinds = batch_kinds(batch)
+        if not kinds.isdisjoint(CONTEXT_WRITE_KINDS):
             return append_context_checked(self._db, self.id, batch)
-        if batch_has_kind(batch, LIFECYCLE_KINDS):
+        if not kinds.isdisjoint(LIFECYCLE_KINDS):
             return append_checked(self._db, self.id, batch)
         return super().append_many(batch)

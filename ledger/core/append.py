@@ -55,6 +55,7 @@ __all__ = [
     "AppendItem",
     "append_entries",
     "batch_has_kind",
+    "batch_kinds",
     "lifecycle_head",
     "read_bound_head",
     "read_head",
@@ -78,10 +79,23 @@ def batch_has_kind(items: Sequence[AppendItem], kinds: Collection[str]) -> bool:
     )
 
 
-# The append path runs these four statements on the driver's own cursor, inside the
-# transaction SQLAlchemy opened: Core's per-statement machinery costs more than the rest of an
-# append together, and an append is the operation whose rate matters. They name the tables
-# and columns of ledger.store.schema; "?" becomes "%s" for psycopg.
+def batch_kinds(items: Sequence[AppendItem]) -> set[str]:
+    """The kinds of an append batch, in one pass (items not yet validated: anything that is
+    not a ``(str, ...)`` tuple contributes none); ``batch_has_kind(items, K)`` is
+    ``not batch_kinds(items).isdisjoint(K)``."""
+    return {
+        item[0] for item in items if isinstance(item, tuple) and item and isinstance(item[0], str)
+    }
+
+
+# The append path runs these statements on the driver's own cursor, inside the transaction
+# SQLAlchemy opened: Core's per-statement machinery costs more than the rest of an append
+# together, and an append is the operation whose rate matters. They name the tables and
+# columns of ledger.store.schema; "?" becomes "%s" for psycopg. SQLite inserts a batch's rows
+# with executemany (its loop is the driver's C); psycopg's executemany runs Python for every
+# row (a pipeline step, a dump, a prepared-statement lookup: more than the SQL itself), so on
+# PostgreSQL a batch's rows go as columns of arrays in one INSERT ... SELECT FROM unnest(...)
+# per table: the same rows, one statement, one round trip (_PG_ROWS).
 _KINDS = tuple(sorted(LIFECYCLE_KINDS))
 _SQL = {
     "lock_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
@@ -97,11 +111,26 @@ _SQL = {
         + ") ORDER BY seq"
     ),
 }
+_PG_ROWS = {
+    # %b: bytea arrays sent in binary (no hex text to write and parse)
+    "insert_entry": (
+        "INSERT INTO entry (thread, seq, leaf, leaf_hash, kind, time) "
+        "SELECT %s::varchar, * FROM unnest("
+        "%s::bigint[], %b::bytea[], %b::bytea[], %s::varchar[], %s::varchar[])"
+    ),
+    "insert_subtree": (
+        "INSERT INTO subtree (thread, level, idx, hash) "
+        "SELECT %s::varchar, * FROM unnest(%s::integer[], %s::bigint[], %b::bytea[])"
+    ),
+}
 _DIALECT_SQL: dict[str, dict[str, str]] = {
     "sqlite": _SQL,
     "postgresql": {
-        name: sql.replace("?", "%s") + (" FOR UPDATE" if name == "lock_head" else "")
-        for name, sql in _SQL.items()
+        **{
+            name: sql.replace("?", "%s") + (" FOR UPDATE" if name == "lock_head" else "")
+            for name, sql in _SQL.items()
+        },
+        **_PG_ROWS,
     },
 }
 
@@ -277,13 +306,10 @@ def append_entries(
         _LIFECYCLE_AT.clear()
     if batch.lifecycle is not None:
         _LIFECYCLE_AT[(thread, frontier.size, root)] = batch.lifecycle
-    entry_rows = [(thread, e.seq, e.leaf, e.leaf_hash, e.kind, e.time) for e in entries]
-    subtree_rows = [(thread, level, index, digest) for level, index, digest in batch.subtrees]
     sql = _statements(conn)
     cursor = conn.connection.cursor()
     try:
-        cursor.executemany(sql["insert_entry"], entry_rows)
-        cursor.executemany(sql["insert_subtree"], subtree_rows)
+        _insert_rows(cursor, sql, conn.dialect.name, thread, entries, batch.subtrees)
         frontier_blob = b"".join(frontier.hashes())
         cursor.execute(sql["move_head"], (frontier.size, root, frontier_blob, thread, old_size))
         if cursor.rowcount != 1:
@@ -291,3 +317,70 @@ def append_entries(
     finally:
         cursor.close()
     return entries
+
+
+PG_CHUNK_ROWS = 2000
+"""At most this many rows per PostgreSQL INSERT ... FROM unnest (a batch has more than one
+statement per table only past it, or past :data:`PG_CHUNK_BYTES` of leaves)."""
+
+PG_CHUNK_BYTES = 32 << 20
+"""At most about this many leaf bytes per statement (a leaf may be 2 MiB; one array
+parameter of a whole imported thread would be the server's to refuse, past 1 GiB)."""
+
+
+def _insert_rows(
+    cursor: Any,
+    sql: dict[str, str],
+    dialect: str,
+    thread: str,
+    entries: Sequence[Entry],
+    subtrees: Sequence[tuple[int, int, bytes]],
+) -> None:
+    """Insert the ``entry`` and ``subtree`` rows of one signed batch on the driver's
+    ``cursor`` (the statements' comment above says why each engine gets its form)."""
+    if dialect == "postgresql":
+        for chunk in _pg_chunks(entries):
+            cursor.execute(
+                sql["insert_entry"],
+                (
+                    thread,
+                    [e.seq for e in chunk],
+                    [e.leaf for e in chunk],
+                    [e.leaf_hash for e in chunk],
+                    [e.kind for e in chunk],
+                    [e.time for e in chunk],
+                ),
+            )
+        for start in range(0, len(subtrees), PG_CHUNK_ROWS):
+            part = subtrees[start : start + PG_CHUNK_ROWS]
+            cursor.execute(
+                sql["insert_subtree"],
+                (thread, [t[0] for t in part], [t[1] for t in part], [t[2] for t in part]),
+            )
+        return
+    cursor.executemany(
+        sql["insert_entry"],
+        [(thread, e.seq, e.leaf, e.leaf_hash, e.kind, e.time) for e in entries],
+    )
+    cursor.executemany(
+        sql["insert_subtree"],
+        [(thread, level, index, digest) for level, index, digest in subtrees],
+    )
+
+
+def _pg_chunks(entries: Sequence[Entry]) -> list[Sequence[Entry]]:
+    """``entries`` cut, in order, into runs of at most :data:`PG_CHUNK_ROWS` entries and
+    about :data:`PG_CHUNK_BYTES` of leaves (a run holds at least one entry)."""
+    if len(entries) <= PG_CHUNK_ROWS and sum(len(e.leaf) for e in entries) <= PG_CHUNK_BYTES:
+        return [entries]
+    chunks: list[Sequence[Entry]] = []
+    start = size = 0
+    for index, entry in enumerate(entries):
+        if index > start and (
+            index - start >= PG_CHUNK_ROWS or size + len(entry.leaf) > PG_CHUNK_BYTES
+        ):
+            chunks.append(entries[start:index])
+            start, size = index, 0
+        size += len(entry.leaf)
+    chunks.append(entries[start:])
+    return chunks

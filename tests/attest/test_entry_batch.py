@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,10 +16,12 @@ from registre.attest.entry import (
     EntryFormatError,
     InvalidActorError,
     InvalidThreadIdError,
+    check_time,
+    format_time,
     open_entry,
     sign_entry,
 )
-from registre.attest.entry_batch import sign_entries
+from registre.attest.entry_batch import _clock_prefix, sign_entries
 from registre.attest.keys import Signer
 from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
 from registre.attest.merkle import CompactRange
@@ -141,6 +144,32 @@ def test_default_time_is_now_for_each_entry() -> None:
     for entry in signed.entries:
         assert open_entry(entry.leaf, [SIGNER.verifier()]).time == entry.time
     assert [e.seq for e in signed.entries] == [0, 1, 2]
+
+
+def test_default_time_is_format_times_clock() -> None:
+    """The batch signer formats the clock itself (entry_batch._clock_prefix): each time is
+    what format_time writes, taken between the format_time calls before and after it, and
+    they never go back (the same clock, floored to the microsecond)."""
+    batch = [("turn", {"role": "user", "text": "hi"}, "agent")] * 200
+    before = format_time()
+    signed = sign_entries(
+        SIGNER, thread="t1", items=batch, frontier=CompactRange(), lifecycle=EMPTY_LIFECYCLE
+    )
+    after = format_time()
+    times = [entry.time for entry in signed.entries]
+    assert times == sorted(times)
+    assert before <= times[0] and times[-1] <= after
+    for moment in times:
+        check_time(moment)
+        assert len(moment) == len(before) and moment.endswith("Z")
+        parsed = datetime.fromisoformat(moment[:-1]).replace(tzinfo=UTC)
+        assert format_time(parsed) == moment
+
+
+@given(st.integers(0, 2**34))
+def test_clock_prefix_is_format_times_date_and_time(second: int) -> None:
+    moment = datetime.fromtimestamp(second, UTC).replace(microsecond=123456)
+    assert _clock_prefix(second) + "123456Z" == format_time(moment)
 
 
 def test_lifecycle_heads_chain_through_the_batch() -> None:

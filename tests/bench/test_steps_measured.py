@@ -62,7 +62,13 @@ def test_appends_are_measured_beside_raw_floors(smoke: tuple[Path, dict[str, Any
     assert appends["single_vs_raw"] == pytest.approx(
         appends["single_per_second"] / appends["raw_sqlite_txn_per_second"], rel=1e-2
     )
+    # raw signing and batches alternate; the CPU-time ratio comes from the same rounds
+    assert appends["batch_vs_sign"] == pytest.approx(
+        appends["batch_per_second"] / appends["raw_sign_per_second"], rel=1e-2
+    )
+    assert appends["batch_vs_sign_cpu"] > 0
     report = (smoke[0] / "report.md").read_text(encoding="utf-8")
+    assert "in CPU time the batched appends ran at" in report
     for heading in (
         "## Steps: time and peak memory",
         "## Projection latency by third of the history, per budget",
