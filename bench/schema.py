@@ -82,7 +82,7 @@ _APPENDS: Final = {
     "single_vs_raw": _NUM_OR_NULL,
     "concurrent_vs_raw": _NUM_OR_NULL,
     "batch_vs_sign": Number,
-    "batch_vs_sign_cpu?": Number,
+    "batch_vs_sign_cpu": Number,
 }
 _METHOD: Final = {
     "calls": int,
