@@ -1,7 +1,7 @@
 """Appends beside their raw floors, measured once per ``registre bench`` invocation.
 
 The issue's append goals are ratios against what the machine can do without registre, so
-both sides are measured in the same run, one after the other, on the same disk
+both sides are measured in the same run, in alternating rounds, on the same disk
 (:func:`measure_appends`):
 
 * **raw durable one-row transactions** -- SQLite (the stdlib module) in WAL mode with
@@ -18,7 +18,11 @@ both sides are measured in the same run, one after the other, on the same disk
 Ratios: single (and concurrent) appends over raw transactions; batched appends over raw
 signing. Only SQLite databases get the raw-transaction floor; on PostgreSQL it is null.
 
-Raw signing and batched appends are measured in alternating rounds (:func:`_sign_beside_batches`:
+Raw transactions, single appends and concurrent appends are measured in rounds of
+:data:`ROUND` entries each, their order turned by one every round (:func:`_durable_rounds`):
+measured one after the other, a shared disk's flush time changed ``single_vs_raw`` from 0.23
+to 1.86 between runs. Raw signing and batched appends are measured in alternating rounds
+(:func:`_sign_beside_batches`:
 :data:`BATCH` signatures, then one batch, or the other way round every other round), so a
 moment when the machine is busy with something else slows both sides, not one: measured
 one after the other, 400 signatures take about 25 ms and four batches about 100 ms, and a
@@ -41,10 +45,20 @@ from registre.attest.keys import Signer
 from registre.ledger import Ledger
 from registre.ledger.thread import Thread
 
-__all__ = ["BATCH", "BODY_BYTES", "WRITERS", "measure_appends", "raw_sqlite_transactions"]
+__all__ = [
+    "BATCH",
+    "BODY_BYTES",
+    "ROUND",
+    "WRITERS",
+    "measure_appends",
+    "raw_sqlite_transactions",
+]
 
 WRITERS: Final = 4
 BATCH: Final = 100
+ROUND: Final = 40
+"""Entries per round of the durable measures (raw transactions, single and concurrent
+appends: :data:`WRITERS` writers of ``ROUND / WRITERS`` each)."""
 BODY_BYTES: Final = 400
 """Text of every turn appended (and of every raw row): a short assistant turn."""
 
@@ -54,34 +68,49 @@ def _text() -> str:
     return (words * (BODY_BYTES // len(words) + 1))[:BODY_BYTES]
 
 
+class _RawTransactions:
+    """Durable one-row transactions on a fresh SQLite file (WAL, ``synchronous=FULL``), in
+    as many calls of :meth:`run` as the caller likes; :meth:`close` removes the file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._remove()
+        self._body = _text().encode("utf-8")
+        self._seq = 0
+        self._connection = sqlite3.connect(path, isolation_level=None)
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA synchronous=FULL")
+        self._connection.execute("CREATE TABLE raw (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+
+    def run(self, count: int) -> None:
+        """``count`` transactions: ``BEGIN IMMEDIATE``, one ``INSERT``, ``COMMIT``."""
+        execute = self._connection.execute
+        for _ in range(count):
+            execute("BEGIN IMMEDIATE")
+            execute("INSERT INTO raw (seq, body) VALUES (?, ?)", (self._seq, self._body))
+            execute("COMMIT")
+            self._seq += 1
+
+    def close(self) -> None:
+        self._connection.close()
+        self._remove()
+
+    def _remove(self) -> None:
+        for stale in (self._path, *(Path(f"{self._path}{end}") for end in ("-wal", "-shm"))):
+            stale.unlink(missing_ok=True)
+
+
 def raw_sqlite_transactions(path: Path, count: int) -> float:
     """Durable one-row transactions per second on a fresh SQLite file at ``path`` (WAL,
     ``synchronous=FULL``); the file is removed afterwards."""
-    for stale in (path, *(Path(f"{path}{end}") for end in ("-wal", "-shm"))):
-        stale.unlink(missing_ok=True)
-    body = _text().encode("utf-8")
-    connection = sqlite3.connect(path, isolation_level=None)
+    raw = _RawTransactions(path)
     try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=FULL")
-        connection.execute("CREATE TABLE raw (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)")
         start = time.perf_counter()
-        for seq in range(count):
-            connection.execute("BEGIN IMMEDIATE")
-            connection.execute("INSERT INTO raw (seq, body) VALUES (?, ?)", (seq, body))
-            connection.execute("COMMIT")
+        raw.run(count)
         seconds = time.perf_counter() - start
     finally:
-        connection.close()
-    for stale in (path, *(Path(f"{path}{end}") for end in ("-wal", "-shm"))):
-        stale.unlink(missing_ok=True)
+        raw.close()
     return count / seconds
-
-
-def _rate(count: int, action: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    action()
-    return count / (time.perf_counter() - start)
 
 
 def _sign_beside_batches(
@@ -112,40 +141,59 @@ def _sign_beside_batches(
     return entries / wall["sign"], entries / wall["batch"], cpu["sign"] / max(cpu["batch"], 1e-9)
 
 
-def _concurrent(url: str, signer: Signer, thread_ids: list[str], each: int) -> float:
-    """Entries per second of wall time, ``len(thread_ids)`` writers at once."""
-    text = _text()
-    ledgers = [Ledger.open(url, signer) for _ in thread_ids]
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(len(thread_ids) + 1)
+class _Writers:
+    """:data:`WRITERS` writer threads of this process, each with its own
+    :class:`~registre.ledger.Ledger` on ``url`` and its own thread, started anew for every
+    :meth:`run`; :meth:`close` closes the ledgers."""
 
-    def writer(ledger: Ledger, thread_id: str) -> None:
-        thread = ledger.thread(thread_id)
-        barrier.wait()
-        try:
-            for _ in range(each):
-                thread.append("turn", {"role": "assistant", "text": text}, "assistant")
-        except BaseException as error:  # reported by the caller, never swallowed
-            errors.append(error)
+    def __init__(self, url: str, signer: Signer, thread_ids: list[str]) -> None:
+        self._ledgers = [Ledger.open(url, signer) for _ in thread_ids]
+        self._threads = [
+            ledger.thread(thread_id)
+            for ledger, thread_id in zip(self._ledgers, thread_ids, strict=True)
+        ]
 
-    workers = [
-        threading.Thread(target=writer, args=(ledger, thread_id))
-        for ledger, thread_id in zip(ledgers, thread_ids, strict=True)
-    ]
-    try:
+    def run(self, each: int) -> None:
+        """Every writer appends ``each`` turns, all at once; returns when all are durable and
+        raises the first error a writer met."""
+        text = _text()
+        errors: list[BaseException] = []
+
+        def writer(thread: Thread) -> None:
+            try:
+                for _ in range(each):
+                    thread.append("turn", {"role": "assistant", "text": text}, "assistant")
+            except BaseException as error:  # reported by the caller, never swallowed
+                errors.append(error)
+
+        workers = [threading.Thread(target=writer, args=(thread,)) for thread in self._threads]
         for worker in workers:
             worker.start()
-        barrier.wait()
-        start = time.perf_counter()
         for worker in workers:
             worker.join()
-        seconds = time.perf_counter() - start
-    finally:
-        for ledger in ledgers:
+        if errors:
+            raise errors[0]
+
+    def close(self) -> None:
+        for ledger in self._ledgers:
             ledger.close()
-    if errors:
-        raise errors[0]
-    return len(thread_ids) * each / seconds
+
+
+def _durable_rounds(
+    sides: dict[str, tuple[int, Callable[[], None]]], rounds: int
+) -> dict[str, float]:
+    """Entries per second of wall time for each side, its ``(entries per round, action)`` run
+    once per round over ``rounds`` rounds, the sides' order turned by one every round: a
+    moment when the machine or its disk is busy slows every side, not one of them."""
+    names = list(sides)
+    wall = dict.fromkeys(names, 0.0)
+    for round_ in range(rounds):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            started = time.perf_counter()
+            sides[name][1]()
+            wall[name] += time.perf_counter() - started
+    return {name: rounds * sides[name][0] / max(wall[name], 1e-9) for name in names}
 
 
 def measure_appends(
@@ -153,25 +201,41 @@ def measure_appends(
 ) -> dict[str, Any]:
     """The append figures of the module docstring on ``ledger`` (at ``url``, signing with
     ``signer``), on new threads named ``bench-raw-*-TAG``; ``scratch`` is a folder for the
-    raw SQLite file. ``count`` entries per measure (rounded to whole batches)."""
-    text = _text()
-    body = {"role": "assistant", "text": text}
+    raw SQLite file. ``count`` entries per measure (rounded to whole rounds of
+    :data:`ROUND`, or one round of ``count`` when fewer, and to whole batches)."""
+    body = {"role": "assistant", "text": _text()}
     sqlite = not url.startswith("postgresql")
-    raw_txn = raw_sqlite_transactions(scratch / "raw-transactions.db", count) if sqlite else None
     single = ledger.create_thread(f"bench-raw-single-{tag}")
     batched = ledger.create_thread(f"bench-raw-batch-{tag}")
     batches = max(1, count // BATCH)
-
-    def singles() -> None:
-        for _ in range(count):
-            single.append("turn", body, "assistant")
-
-    sign, batch_rate, cpu_ratio = _sign_beside_batches(signer, batched, batches)
-    single_rate = _rate(count, singles)
+    per_round = min(ROUND, count)
+    rounds = max(1, count // per_round)
+    each = max(1, per_round // WRITERS)
     thread_ids = [f"bench-raw-writer{k}-{tag}" for k in range(WRITERS)]
     for thread_id in thread_ids:
         ledger.create_thread(thread_id)
-    concurrent = _concurrent(url, signer, thread_ids, max(1, count // WRITERS))
+
+    def singles() -> None:
+        for _ in range(per_round):
+            single.append("turn", body, "assistant")
+
+    sign, batch_rate, cpu_ratio = _sign_beside_batches(signer, batched, batches)
+    writers = _Writers(url, signer, thread_ids)
+    raw = _RawTransactions(scratch / "raw-transactions.db") if sqlite else None
+    try:
+        sides: dict[str, tuple[int, Callable[[], None]]] = {
+            "single": (per_round, singles),
+            "concurrent": (WRITERS * each, lambda: writers.run(each)),
+        }
+        if raw is not None:
+            sides["raw"] = (per_round, lambda: raw.run(per_round))
+        rates = _durable_rounds(sides, rounds)
+    finally:
+        writers.close()
+        if raw is not None:
+            raw.close()
+    raw_txn = rates.get("raw")
+    single_rate, concurrent = rates["single"], rates["concurrent"]
     return {
         "count": count,
         "body_bytes": BODY_BYTES,

@@ -13,7 +13,7 @@ import pytest
 
 from registre.bench.readme_table import header_line
 from registre.bench.report import render_report
-from registre.bench.schema import check_results
+from registre.bench.schema import ResultsSchemaError, check_results
 from registre.cli import main
 from registre.errors import RefusedError
 from registre.lifecycle.context import ExtractiveSummarizer, Summarizer
@@ -65,11 +65,13 @@ def test_jobs_give_the_serial_figures_in_its_order(tmp_path: Path) -> None:
 
 
 def test_a_document_without_jobs_is_still_read(tmp_path: Path) -> None:
-    """Results written before ``--jobs`` have no ``config.jobs``: they check, and the report
-    and the README table read them as one job."""
+    """Results written before ``--jobs`` (``registre-bench/4``) have no ``config.jobs``: the
+    report and the README table read them as one job; a ``registre-bench/5`` document
+    without it is refused."""
     results = _bench(tmp_path)
     del results["config"]["jobs"]
-    check_results(results)
+    with pytest.raises(ResultsSchemaError, match=r"results\.config\.jobs: missing"):
+        check_results(results)
     assert "jobs=1" in render_report(results, {})
     assert "--jobs" not in header_line(results)
 

@@ -173,3 +173,15 @@ def test_a_child_step_reports_its_own_peak_not_the_harness(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(done.stdout.strip()) < 200
     del held
+
+
+def test_durable_measures_take_turns_round_by_round() -> None:
+    """Each side runs once per round and the order turns by one every round, so a slow
+    moment of the disk falls on every side in turn (registre.bench.raw)."""
+    from registre.bench.raw import _durable_rounds
+
+    calls: list[str] = []
+    sides = {name: (10, lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    rates = _durable_rounds(sides, 4)
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert sorted(rates) == ["a", "b", "c"] and all(rate > 0 for rate in rates.values())
