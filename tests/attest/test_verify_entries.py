@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import registre.attest.leaf_open as leaf_open
 import registre.attest.verify_entries as verify_entries
 from registre.attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, EntrySignatureError, open_entry
 from registre.attest.errors import RegistreError
@@ -88,7 +89,7 @@ def test_typical_leaves_never_need_open_entry(monkeypatch: pytest.MonkeyPatch) -
     def refuse(*_: Any) -> Entry:
         raise AssertionError("fell back to open_entry")
 
-    monkeypatch.setattr(verify_entries, "open_entry", refuse)
+    monkeypatch.setattr(leaf_open, "open_entry", refuse)
     for leaf in sample_leaves():
         if "😀".encode() not in leaf and "𝄞".encode() not in leaf:
             assert open_leaf(leaf, KEYS).leaf == leaf
