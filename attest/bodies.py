@@ -25,6 +25,12 @@ required fields must be present, texts are capped at :data:`MAX_ENTRY_TEXT_BYTES
 with the lifecycle bodies' own caps). The lifecycle kinds (:data:`LIFECYCLE_KINDS`) are
 checked by ``registre.lifecycle.codec.parse_body``; its refusals are re-raised as
 :class:`BodySchemaError` with the same message.
+
+This module holds rules 1-4 and the public names; the limits and errors are in
+:mod:`registre.attest.body_base`, the field checks in :mod:`registre.attest.body_fields`,
+the schema of each kind in :mod:`registre.attest.body_schemas`. Rules 1-3 are walked first
+without writing a path (:func:`_plain`); only a body that fails is walked again, writing
+each path, to raise the precise error -- the same verdict and message, sooner.
 """
 
 from __future__ import annotations

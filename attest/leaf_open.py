@@ -147,7 +147,7 @@ class LeafOpener:
         self._names: dict[tuple[str, str, str, str], Verifier] = {}
         self._lifecycle: dict[tuple[int, str], LifecycleHead] = {}
 
-    def open(self, leaf: bytes, digest: bytes | None = None) -> Entry:
+    def open(self, leaf: bytes, *, digest: bytes | None = None) -> Entry:
         """Exactly ``open_entry(leaf, keys)`` (same result, same errors), faster.
         ``digest``, if given, is ``leaf_hash(leaf)`` (computed by the caller already)."""
         entry = self._fast(leaf, digest)

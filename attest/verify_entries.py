@@ -262,7 +262,7 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
     hashes = chunk.hashes
     for offset, leaf in enumerate(chunk.leaves):
         try:
-            entry = opener.open(leaf, None if hashes is None else hashes[offset])
+            entry = opener.open(leaf, digest=None if hashes is None else hashes[offset])
             _check_place(
                 entry,
                 chunk.start + offset,

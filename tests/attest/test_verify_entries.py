@@ -316,3 +316,45 @@ def test_signed_body_with_whitespace_fail() -> None:
 
 def test_signed_non_bmp_keys_out_of_utf16_order_fail() -> None:
     _same_failure(arguments('{"\uffff":2,"😀":1}'.encode()), "NonCanonicalError")
+
+
+# --- one opener for many leaves: its remembered verdicts change nothing ------------------
+
+
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 16), edits), min_size=2, max_size=8),
+)
+def test_one_opener_over_many_leaves_is_exactly_open_entry(
+    picks: list[tuple[int, list[tuple[str, int, bytes]]]],
+) -> None:
+    """A :class:`LeafOpener` remembers the checks of (log, thread, actor, key) and of the
+    lifecycle head across leaves: over any run of genuine and changed leaves, each gets
+    open_entry's outcome all the same."""
+    leaves = sample_leaves()
+    opener = leaf_open.LeafOpener(KEYS)
+    for index, changes in picks:
+        for leaf in (leaves[index % len(leaves)], mutate(leaves[index % len(leaves)], changes)):
+            assert outcome(lambda leaf, _: opener.open(leaf), leaf) == outcome(open_entry, leaf)
+
+
+def test_opener_remembers_only_what_passed_fail() -> None:
+    """A bad actor after a good one of the same thread and key is still refused."""
+    good = signed_leaf(envelope())
+    bad = signed_leaf(envelope().replace(b'"actor":"agent"', b'"actor":"ag\\u0000ent"'))
+    opener = leaf_open.LeafOpener(KEYS)
+
+    def opened(leaf: bytes, _: object) -> Entry:
+        return opener.open(leaf)
+
+    assert outcome(opened, good)[0] == "ok"
+    assert outcome(opened, bad) == outcome(open_entry, bad)
+    assert outcome(opened, bad)[0] == "InvalidActorError"
+
+
+def test_opener_takes_the_digest_given() -> None:
+    """``digest`` is the caller's leaf hash (a chunk passes step 1's, equal by
+    construction); without one the opener hashes the leaf itself."""
+    leaf = signed_leaf(envelope())
+    hashed = leaf_open.LeafOpener(KEYS).open(leaf)
+    assert hashed == open_entry(leaf, KEYS)
+    assert leaf_open.LeafOpener(KEYS).open(leaf, digest=hashed.leaf_hash) == hashed
