@@ -55,7 +55,7 @@ from registre.attest.entry import Entry
 from registre.attest.errors import OriginMismatchError, RegistreError, VerificationError
 from registre.attest.keys import Verifier
 from registre.attest.leaf_open import LeafOpener, open_leaf
-from registre.attest.lifecycle_chain import ChainMark
+from registre.attest.lifecycle_chain import ChainMark, LifecycleHead
 from registre.attest.merkle import CompactRange, leaf_hash
 
 __all__ = [
@@ -252,10 +252,15 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
 
 
 def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
-    """Steps 3.1-3.4 over the chunk's lines; the chain marks thinned (:func:`thin_marks`)."""
+    """Steps 3.1-3.4 over the chunk's lines; the chain marks thinned as they come: a mark
+    is made only if :func:`thin_marks` would keep it (it is a lifecycle entry, the first,
+    after a lifecycle entry or signing another head than the line before it), or for the
+    last line -- so ``checked.marks`` is ``thin_marks`` of every line's mark."""
     checked = EntriesChecked()
     kinds, records = checked.kinds, checked.records
-    marks: list[ChainMark] = []
+    marks = checked.marks
+    before: tuple[bool, LifecycleHead | None] | None = None  # the line before: (lifecycle, signed)
+    dropped: Entry | None = None  # the line before, if its mark was not made
     full = chunk.frontier is not None
     tree = CompactRange.restore(*chunk.frontier) if chunk.frontier is not None else None
     opener = LeafOpener(keys)
@@ -277,16 +282,22 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
             checked.prev_roots.append(entry.prev_root)
         else:
             tree.append(entry.leaf_hash)
-        kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
-        marks.append(
-            ChainMark(entry.seq, entry.kind in LIFECYCLE_KINDS, entry.leaf_hash, entry.lifecycle)
-        )
+        kind, signed = entry.kind, entry.lifecycle
+        kinds[kind] = kinds.get(kind, 0) + 1
+        lifecycle = kind in LIFECYCLE_KINDS
+        if lifecycle or before is None or before[0] or before[1] != signed:
+            marks.append(ChainMark(entry.seq, lifecycle, entry.leaf_hash, signed))
+            dropped = None
+        else:
+            dropped = entry
+        before = (lifecycle, signed)
         if entry.kind in chunk.reread:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, {}))
             checked.reread[entry.seq] = chunk.start + offset
         elif entry.kind in SEMANTIC_KINDS:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
-    checked.marks = thin_marks(marks)
+    if dropped is not None:  # the last line's mark is always kept
+        marks.append(ChainMark(dropped.seq, False, dropped.leaf_hash, dropped.lifecycle))
     return _ChunkResult(checked)
 
 

@@ -257,7 +257,7 @@ def test_small_bundles_stay_in_one_process(monkeypatch: pytest.MonkeyPatch) -> N
         verify_bundle(bundle, policy(), jobs=2)
 
 
-# --- the body rules proved from the text (verify_entries._body_rules_hold) -------------------
+# --- the body rules proved from the text (leaf_open.body_rules_hold) -------------------------
 
 _JSON = st.recursive(
     st.none()
@@ -358,3 +358,29 @@ def test_opener_takes_the_digest_given() -> None:
     hashed = leaf_open.LeafOpener(KEYS).open(leaf)
     assert hashed == open_entry(leaf, KEYS)
     assert leaf_open.LeafOpener(KEYS).open(leaf, digest=hashed.leaf_hash) == hashed
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
+def test_marks_are_thinned_as_thin_marks_would(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Step 3 makes a chain mark only where thin_marks would keep it: chunk by chunk, the
+    marks are thin_marks of every line's mark."""
+    from registre.attest.bodies import LIFECYCLE_KINDS
+    from registre.attest.lifecycle_chain import ChainMark
+
+    _, lines = long_bundle()
+    monkeypatch.setattr(verify_entries, "MAX_CHUNK", chunk)
+    checked = check_entries(
+        lines, seqs=range(len(lines)), full=True, origin=build_thread(1).origin, keys=KEYS
+    )
+    every = [open_entry(line, KEYS) for line in lines]
+    expected = []
+    for start in range(0, len(every), chunk):
+        expected += verify_entries.thin_marks(
+            [
+                ChainMark(e.seq, e.kind in LIFECYCLE_KINDS, e.leaf_hash, e.lifecycle)
+                for e in every[start : start + chunk]
+            ]
+        )
+    assert checked.marks == expected
+    assert any(mark.lifecycle for mark in expected)
+    assert len(expected) < len(lines) or chunk == 1  # one line a chunk: each is the last
