@@ -545,16 +545,24 @@ def _check_signature_first(leaf: bytes, keys: list[Verifier]) -> None:
 
 
 def _find_key(entry: Entry, keys: Iterable[Verifier]) -> Verifier:
-    candidates = [key for key in keys if key.key_id.hex() == entry.key]
+    return find_key(entry.log, entry.thread, entry.key, entry.seq, keys)
+
+
+def find_key(log: str, thread: str, key_id: str, seq: int, keys: Iterable[Verifier]) -> Verifier:
+    """The pinned key with id ``key_id`` whose name makes ``log == NAME/thread`` (steps 3 of
+    :func:`open_entry`): UnknownEntryKeyError when no key has this id, EntryOriginError when
+    none of those does; ``seq`` only names the entry in the error. (Shared with
+    :mod:`registre.attest.leaf_open`; not part of the public API.)"""
+    candidates = [key for key in keys if key.key_id.hex() == key_id]
     if not candidates:
         raise UnknownEntryKeyError(
-            f"entry {entry.log} seq {entry.seq} is signed by key id {entry.key}, which is not "
+            f"entry {log} seq {seq} is signed by key id {key_id}, which is not "
             "among the trusted keys; pin the operator's verifier key"
         )
     for key in candidates:
-        if entry.log == f"{key.name}/{entry.thread}":
+        if log == f"{key.name}/{thread}":
             return key
     raise EntryOriginError(
-        f"entry log {entry.log!r} is not {candidates[0].name}/{entry.thread}, the origin the "
-        f"key {candidates[0].name}+{entry.key} signs for"
+        f"entry log {log!r} is not {candidates[0].name}/{thread}, the origin the "
+        f"key {candidates[0].name}+{key_id} signs for"
     )

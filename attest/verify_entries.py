@@ -25,66 +25,38 @@ Every chunk stops at its first failure; the first failing line is then re-run in
 process, so the error raised is the real one, for the first bad line, whatever the number of
 jobs.
 
-:func:`open_leaf` is the fast path. It reads the bytes with the C JSON parser and accepts them
-only if the C encoder (sorted keys, no whitespace, no ASCII escaping) writes the value back as
-exactly the same bytes, no character lies beyond U+FFFF (where JCS key order, by UTF-16
-units, differs from the encoder's), the envelope passes open_entry's own structure checks
-with ``seq`` within +/-(2**53-1), the signature verifies and the body passes its schema. A
-value passing all that holds no float (none survives the envelope's types and the body
-schema), no NaN (the encoder refuses it), no duplicate key (the re-encoding would be
-shorter), no lone surrogate (it has no UTF-8 form) and only safe integers (the body schema
-bounds them), and is nested at most 34 deep -- so the bytes are exactly its RFC 8785 form,
-and the canonical envelope, the signed message, is a slice of the leaf: nothing is parsed or
-serialised twice. Anything else -- and every failure -- goes through
-:func:`registre.attest.entry.open_entry` itself, which raises the precise error.
-
-The body's schema: rules 1-3 of :func:`~registre.attest.bodies.validate_body` (plain JSON
-values, no float, safe integers, Unicode strings, nesting, size) hold by the text whenever
-(:func:`_body_rules_hold`) the parse refused floats (``parse_float`` raises: the fast path
-returns None), the text holds no run of 16 digits (every integer then has at most 15, so
-lies within +/-(2**53-1)), the leaf is at most MAX_BODY_BYTES long (the body's compact JSON
-is a slice of it) and the body nests at most MAX_DEPTH containers (sure when the text holds
-at most MAX_DEPTH + 2 brackets, the leaf and its envelope being two of them; else walked).
-The C parser gives only dicts with str keys, lists, str, int, bool and None; a string with a
-lone surrogate cannot re-encode to the text read (valid UTF-8). Then
-:func:`~registre.attest.bodies.validate_schema` alone gives validate_body's verdict; when a
-condition fails, validate_body runs whole.
+:func:`~registre.attest.leaf_open.open_leaf` (its :class:`~registre.attest.leaf_open.LeafOpener`,
+one per chunk) opens each leaf exactly as :func:`registre.attest.entry.open_entry` would,
+faster (see :mod:`registre.attest.leaf_open`); a full bundle's chunk carries the leaves'
+hashes (step 1's), so no leaf is hashed twice. What step 3 keeps is in
+:mod:`registre.attest.entries_checked`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
-from typing import Any, overload
 
-from registre.attest.bodies import (
-    LIFECYCLE_KINDS,
-    MAX_BODY_BYTES,
-    MAX_DEPTH,
-    validate_body,
-    validate_schema,
-)
+from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.bundle_leaves import PackedHashes
-from registre.attest.entry import (
-    _FAST_JSON,
-    ENTRY_SIGNATURE_PREFIX,
-    Entry,
-    _find_key,
-    _read_envelope,
-    _split_leaf,
-    open_entry,
+from registre.attest.entries_checked import (
+    SEMANTIC_KINDS,
+    EntriesChecked,
+    EntryRecord,
+    RecordsWithBodies,
+    thin_marks,
 )
+from registre.attest.entry import Entry
 from registre.attest.errors import OriginMismatchError, RegistreError, VerificationError
 from registre.attest.keys import Verifier
-from registre.attest.lifecycle_chain import ChainMark
+from registre.attest.leaf_open import LeafOpener, open_leaf
+from registre.attest.lifecycle_chain import ChainMark, LifecycleHead
 from registre.attest.merkle import CompactRange, leaf_hash
-from registre.attest.strict_json import MAX_SAFE_INTEGER
 
 __all__ = [
     "CHUNKS_IN_FLIGHT",
@@ -108,9 +80,6 @@ __all__ = [
     "thin_marks",
 ]
 
-SEMANTIC_KINDS: frozenset[str] = LIFECYCLE_KINDS | {"context.compaction", "model.call"}
-"""Kinds whose bodies steps 6 and 7 read; only these bodies are kept after step 3."""
-
 MIN_LEAVES_PER_PROCESS = 1024
 """Below this many leaves per requested process, step 3 runs in this process alone."""
 
@@ -122,20 +91,6 @@ MAX_CHUNK = 4096
 
 CHUNKS_IN_FLIGHT = 2
 """Chunks per process submitted and not yet collected, at most: what bounds the leaves held."""
-
-_LEAF_HEAD = len(b'{"entry":')
-_LEAF_TAIL = len(b',"sig":"') + 88 + len(b'"}')  # 64-byte signature in base64: 88 characters
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-_LONG_DIGITS = re.compile("[0-9]{16}")
-_FEW_BRACKETS = MAX_DEPTH + 2  # the leaf's and the envelope's braces hold the body
-
-
-def _refuse_float(text: str) -> float:
-    """``parse_float`` of the fast path: a float sends the leaf to open_entry."""
-    raise ValueError(f"a float ({text[:40]}): not for the fast path")
-
-
-_FAST_READ = json.JSONDecoder(parse_float=_refuse_float).decode
 
 
 class EntryOriginMismatchError(OriginMismatchError):
@@ -166,65 +121,6 @@ class PrevRootMismatchError(VerificationError):
     """An entry whose signed ``prev.root`` is not the root of the tree before it."""
 
 
-# --- opening one leaf ------------------------------------------------------------------
-
-
-def open_leaf(leaf: bytes, keys: Sequence[Verifier]) -> Entry:
-    """Exactly :func:`registre.attest.entry.open_entry` (same result, same errors), faster.
-
-    See the module docstring for why the fast path accepts only what open_entry accepts.
-    """
-    entry = _open_fast(leaf, keys)
-    return entry if entry is not None else open_entry(leaf, keys)
-
-
-def _open_fast(leaf: bytes, keys: Sequence[Verifier]) -> Entry | None:
-    try:
-        text = leaf.decode("utf-8")
-        if len(text) != len(leaf) and _ASTRAL.search(text):
-            return None  # JCS orders such keys by UTF-16 units; the C encoder would not
-        value = _FAST_READ(text)  # the C parser; a float raises ValueError
-        if _FAST_JSON.encode(value) != text:  # same text, so same UTF-8 bytes
-            return None
-    except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
-        return None
-    try:
-        envelope, signature = _split_leaf(value)
-        entry = _read_envelope(envelope, signature, leaf)
-        if entry.seq > MAX_SAFE_INTEGER:
-            return None
-        verifier = _find_key(entry, keys)
-        verifier.verify(ENTRY_SIGNATURE_PREFIX + leaf[_LEAF_HEAD:-_LEAF_TAIL], signature)
-        if _body_rules_hold(text, len(leaf), entry.body):
-            validate_schema(entry.kind, entry.body)
-        else:
-            validate_body(entry.kind, entry.body)
-    except RegistreError:
-        return None
-    return entry
-
-
-def _body_rules_hold(text: str, size: int, body: dict[str, Any]) -> bool:
-    """Whether rules 1-3 of validate_body hold for ``body``, read by the fast path from the
-    canonical ``text`` of a leaf of ``size`` bytes (module docstring); False: not shown."""
-    if size > MAX_BODY_BYTES or _LONG_DIGITS.search(text) is not None:
-        return False
-    return text.count("{") + text.count("[") <= _FEW_BRACKETS or _nests_within(body, MAX_DEPTH)
-
-
-def _nests_within(value: object, room: int) -> bool:
-    """Whether ``value`` nests at most ``room`` containers deep (``value`` itself counts)."""
-    if isinstance(value, dict):
-        items: Iterable[object] = value.values()
-    elif isinstance(value, list):
-        items = value
-    else:
-        return True
-    if room == 0:
-        return False
-    return all(_nests_within(item, room - 1) for item in items if isinstance(item, dict | list))
-
-
 # --- one entry in its place ------------------------------------------------------------
 
 
@@ -247,6 +143,20 @@ def check_entry(
     """
     # 3.1 canonical bytes, pinned key, signature, body schema
     entry = open_leaf(leaf, keys)
+    _check_place(entry, line, expected_seq, expected_prev_root, origin, full, later_leaves)
+    return entry
+
+
+def _check_place(
+    entry: Entry,
+    line: int,
+    expected_seq: int,
+    expected_prev_root: bytes | None,
+    origin: str,
+    full: bool,
+    later_leaves: Sequence[bytes] = (),
+) -> None:
+    """Steps 3.2-3.4 for an opened entry (:func:`check_entry`)."""
     # 3.2 the bundle's origin
     if entry.log != origin:
         raise EntryOriginMismatchError(
@@ -263,7 +173,6 @@ def check_entry(
             f"the {entry.seq} entries before it has root {expected_prev_root.hex()}: the "
             "history before this entry is not the one it was signed after"
         )
-    return entry
 
 
 def _seq_error(
@@ -303,77 +212,6 @@ def _claimed_seq(leaf: bytes) -> int | None:
 # --- many entries ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EntryRecord:
-    """What later steps need of an entry of a :data:`SEMANTIC_KINDS` kind."""
-
-    seq: int
-    kind: str
-    actor: str
-    body: dict[str, Any]
-
-
-@dataclass
-class EntriesChecked:
-    """Result of step 3.
-
-    ``kinds`` counts entries per kind; ``records`` are the semantic entries in seq order.
-    Full bundles: ``leaf_hashes`` in seq order (packed) and ``roots`` at the sizes asked for.
-    Partial bundles: ``prev_roots``, each entry's signed ``prev.root`` in line order, which
-    step 4 proves. ``marks``: what the lifecycle chain check (3.5, 4.6) needs, in line order,
-    thinned chunk by chunk (:func:`thin_marks`: the same verdict, at the same seq, as every
-    line's mark would give).
-    """
-
-    kinds: dict[str, int] = field(default_factory=dict)
-    records: list[EntryRecord] = field(default_factory=list)
-    leaf_hashes: PackedHashes = field(default_factory=PackedHashes)
-    roots: dict[int, bytes] = field(default_factory=dict)
-    prev_roots: list[bytes] = field(default_factory=list)
-    marks: list[ChainMark] = field(default_factory=list)
-    reread: dict[int, int] = field(default_factory=dict)
-    """Records kept without their body (the ``reread`` kinds): seq -> line to read it from."""
-
-
-class RecordsWithBodies(Sequence[EntryRecord]):
-    """The records of step 3 with the bodies it did not keep (``reread``: seq -> line) read
-    again from ``leaves`` -- verified bytes (a
-    :class:`~registre.attest.bundle_leaves.BundleLeaves` checks each against step 1), whose
-    canonical JSON the C parser reads exactly as step 3 did. Iterated in seq order, so a
-    reader of its own (``BundleLeaves.fork()``) goes through the member once; one body is
-    held at a time."""
-
-    def __init__(
-        self, records: Sequence[EntryRecord], reread: Mapping[int, int], leaves: Sequence[bytes]
-    ) -> None:
-        self._records = records
-        self._reread = reread
-        self._leaves = leaves
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    @overload
-    def __getitem__(self, index: int) -> EntryRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[EntryRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> EntryRecord | Sequence[EntryRecord]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        record = self._records[index]
-        line = self._reread.get(record.seq)
-        if line is None:
-            return record
-        body = json.loads(self._leaves[line])["entry"]["body"]
-        return EntryRecord(record.seq, record.kind, record.actor, body)
-
-    def __iter__(self) -> Iterator[EntryRecord]:
-        for index in range(len(self._records)):
-            yield self[index]
-
-
 @dataclass
 class EntriesProgress:
     """The line (0-based) of the first failure, once :func:`check_entries` has raised."""
@@ -384,7 +222,8 @@ class EntriesProgress:
 @dataclass(frozen=True)
 class _Chunk:
     """Leaves ``start ..`` with their expected seqs. ``frontier`` (full bundles) is the tree
-    before ``start`` as (size, hashes), from which the chunk recomputes every prev root."""
+    before ``start`` as (size, hashes), from which the chunk recomputes every prev root;
+    ``hashes`` (full bundles) the leaves' hashes, one per leaf."""
 
     start: int
     leaves: list[bytes]
@@ -392,6 +231,7 @@ class _Chunk:
     frontier: tuple[int, list[bytes]] | None
     origin: str
     reread: frozenset[str] = frozenset()
+    hashes: list[bytes] | None = None
 
 
 @dataclass
@@ -411,47 +251,30 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
     return _check_chunk(chunk, _WORKER_KEYS)
 
 
-def thin_marks(marks: Sequence[ChainMark]) -> list[ChainMark]:
-    """``marks`` (consecutive lines, in order) without those the lifecycle chain check could
-    only repeat: a mark is dropped when it is not a lifecycle entry, not the last, and the
-    mark before it is a non-lifecycle entry signing the same head -- the running chain is
-    the same at both (a non-lifecycle entry does not extend it) and so is the signed head,
-    so the check passes or fails on the earlier one. Over the thinned marks,
-    :func:`~registre.attest.lifecycle_chain.check_lifecycle_chain` returns the same result,
-    or raises the same error at the same seq. A thread of turns keeps a mark per lifecycle
-    entry and one after it, not one per line."""
-    kept: list[ChainMark] = []
-    last = len(marks) - 1
-    for index, mark in enumerate(marks):
-        previous = marks[index - 1] if index else None
-        if (
-            mark.lifecycle
-            or index == last
-            or previous is None
-            or previous.lifecycle
-            or previous.signed != mark.signed
-        ):
-            kept.append(mark)
-    return kept
-
-
 def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
-    """Steps 3.1-3.4 over the chunk's lines; the chain marks thinned (:func:`thin_marks`)."""
+    """Steps 3.1-3.4 over the chunk's lines; the chain marks thinned as they come: a mark
+    is made only if :func:`thin_marks` would keep it (it is a lifecycle entry, the first,
+    after a lifecycle entry or signing another head than the line before it), or for the
+    last line -- so ``checked.marks`` is ``thin_marks`` of every line's mark."""
     checked = EntriesChecked()
     kinds, records = checked.kinds, checked.records
-    marks: list[ChainMark] = []
+    marks = checked.marks
+    before: tuple[bool, LifecycleHead | None] | None = None  # the line before: (lifecycle, signed)
+    dropped: Entry | None = None  # the line before, if its mark was not made
     full = chunk.frontier is not None
     tree = CompactRange.restore(*chunk.frontier) if chunk.frontier is not None else None
+    opener = LeafOpener(keys)
+    hashes = chunk.hashes
     for offset, leaf in enumerate(chunk.leaves):
         try:
-            entry = check_entry(
-                leaf,
-                line=chunk.start + offset,
-                expected_seq=chunk.seqs[offset],
-                expected_prev_root=None if tree is None else tree.root(),
-                origin=chunk.origin,
-                keys=keys,
-                full=full,
+            entry = opener.open(leaf, digest=None if hashes is None else hashes[offset])
+            _check_place(
+                entry,
+                chunk.start + offset,
+                chunk.seqs[offset],
+                None if tree is None else tree.root(),
+                chunk.origin,
+                full,
             )
         except RegistreError:
             return _ChunkResult(checked, failed_at=chunk.start + offset)
@@ -459,16 +282,22 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
             checked.prev_roots.append(entry.prev_root)
         else:
             tree.append(entry.leaf_hash)
-        kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
-        marks.append(
-            ChainMark(entry.seq, entry.kind in LIFECYCLE_KINDS, entry.leaf_hash, entry.lifecycle)
-        )
+        kind, signed = entry.kind, entry.lifecycle
+        kinds[kind] = kinds.get(kind, 0) + 1
+        lifecycle = kind in LIFECYCLE_KINDS
+        if lifecycle or before is None or before[0] or before[1] != signed:
+            marks.append(ChainMark(entry.seq, lifecycle, entry.leaf_hash, signed))
+            dropped = None
+        else:
+            dropped = entry
+        before = (lifecycle, signed)
         if entry.kind in chunk.reread:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, {}))
             checked.reread[entry.seq] = chunk.start + offset
         elif entry.kind in SEMANTIC_KINDS:
             records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
-    checked.marks = thin_marks(marks)
+    if dropped is not None:  # the last line's mark is always kept
+        marks.append(ChainMark(dropped.seq, False, dropped.leaf_hash, dropped.lifecycle))
     return _ChunkResult(checked)
 
 
@@ -578,8 +407,8 @@ def _chunks(
 ) -> Iterator[_Chunk]:
     """The leaves in chunks of ``size`` lines, read as they are asked for. For a full
     bundle, the leaves are hashed on the way (or their ``known`` hashes taken): each chunk
-    gets the tree before it, and ``into`` gets the leaf hashes (unless ``known``) and the
-    roots at ``root_sizes``."""
+    gets the tree before it and its leaves' hashes, and ``into`` gets the leaf hashes
+    (unless ``known``) and the roots at ``root_sizes``."""
     wanted = set(root_sizes)
     tree = CompactRange()
     hashes, roots = into.leaf_hashes, into.roots
@@ -593,14 +422,17 @@ def _chunks(
             return
         end = start + len(batch)
         frontier = (tree.size, tree.hashes()) if full else None
-        yield _Chunk(start, batch, list(seqs[start:end]), frontier, origin, reread)
+        digests: list[bytes] | None = None
         if full:
-            for index in range(start, end):
-                if known is None:
-                    digest = leaf_hash(batch[index - start])
+            if known is None:
+                digests = [leaf_hash(leaf) for leaf in batch]
+                for digest in digests:
                     hashes.append(digest)
-                else:
-                    digest = known[index]
+            else:
+                digests = [known[index] for index in range(start, end)]
+        yield _Chunk(start, batch, list(seqs[start:end]), frontier, origin, reread, digests)
+        if digests is not None:
+            for digest in digests:
                 tree.append(digest)
                 if tree.size in wanted:
                     roots[tree.size] = tree.root()

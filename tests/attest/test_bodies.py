@@ -404,3 +404,123 @@ def test_a_float_anywhere_in_arguments_is_refused_at_its_path(
     del body["arguments"]
     body["arguments_json"] = canonical_bytes(arguments).decode("utf-8")
     validate_body("tool.call", body)  # ...and is carried by arguments_json instead
+
+
+# --- the fast walks give the reference verdicts ------------------------------------------
+
+_odd_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**54), 2**54)
+    | st.floats(allow_nan=False)
+    | st.text(alphabet="ab\ud800é😀", max_size=4)
+    | st.tuples(st.integers(0, 3)),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet="a\udc00b", max_size=2) | st.integers(0, 2), inner)
+    ),
+    max_leaves=10,
+) | st.integers(28, 36).map(lambda depth: _nest(depth))
+
+
+def _nest(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _reference(body: object) -> str | None:
+    """Rules 1-3 of validate_body by the walk that writes every path: its error, or None."""
+    from registre.attest import bodies
+
+    try:
+        bodies._check_json_value(body, "body", 0)
+    except BodySchemaError as error:
+        return str(error)
+    return None
+
+
+@given(value=_odd_values)
+def test_rules_walk_is_the_reference_walk(value: object) -> None:
+    """validate_body first walks without writing paths; on any doubt the path-writing walk
+    raises: the verdict and the message are the reference's."""
+    body = {"arguments": {"x": value}, "call_id": "c", "name": "t"}
+    expected = _reference(body)
+    try:
+        validate_body("tool.call", body)
+    except BodySchemaError as error:
+        if expected is not None:
+            assert str(error) == expected
+        return
+    assert expected is None
+
+
+@given(value=_odd_values)
+def test_nests_within_counts_every_container(value: object) -> None:
+    from registre.attest.bodies import nests_within
+
+    def depth(item: object) -> int:
+        if isinstance(item, dict):
+            return 1 + max(map(depth, item.values()), default=0)
+        if isinstance(item, list):
+            return 1 + max(map(depth, item), default=0)
+        return 0
+
+    for room in range(0, 40, 3):
+        assert nests_within(value, room) == (depth(value) <= room)
+
+
+def test_remembered_policy_does_not_pass_a_boolean_fail() -> None:
+    from registre.attest.bodies import validate_schema
+
+    body = _valid("model.call")
+    validate_schema("model.call", body)  # remembered
+    field = next(iter(body["policy"]))
+    body["policy"][field] = True if body["policy"][field] == 1 else body["policy"][field] + 10**20
+    with pytest.raises(BodySchemaError):
+        validate_schema("model.call", body)
+
+
+@given(
+    spans=st.lists(
+        st.lists(st.integers(-2, 12) | st.booleans(), min_size=1, max_size=3), max_size=5
+    )
+)
+def test_span_lists_give_the_reference_error(spans: list[Any]) -> None:
+    """The inline span check raises what the step-by-step one does (the first bad span)."""
+    from registre.attest.body_fields import SEQ
+    from registre.attest.body_fields import spans as check_spans
+
+    def reference() -> str | None:
+        if not spans:
+            return "p: expected at least one span [first, last], got an empty list"
+        previous = -2
+        try:
+            for index, span in enumerate(spans):
+                path = f"p[{index}]"
+                if len(span) != 2:
+                    raise BodySchemaError(path, "expected a span [first, last]")
+                SEQ(span[0], f"{path}[0]")
+                SEQ(span[1], f"{path}[1]")
+                if span[0] > span[1]:
+                    raise BodySchemaError(
+                        f"{path}[1]", f"expected a number >= {span[0]}, got {span[1]}"
+                    )
+                if span[0] <= previous + 1:
+                    raise BodySchemaError(path, "starting after")
+                previous = span[1]
+        except BodySchemaError as error:
+            return str(error)
+        return None
+
+    expected = reference()
+    try:
+        check_spans(spans, "p")
+    except BodySchemaError as error:
+        assert expected is not None
+        assert (
+            str(error).split(" (")[0].startswith(expected.split(" (")[0].split("starting after")[0])
+        )
+        return
+    assert expected is None

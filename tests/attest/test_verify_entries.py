@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import registre.attest.leaf_open as leaf_open
 import registre.attest.verify_entries as verify_entries
 from registre.attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, EntrySignatureError, open_entry
 from registre.attest.errors import RegistreError
@@ -88,7 +89,7 @@ def test_typical_leaves_never_need_open_entry(monkeypatch: pytest.MonkeyPatch) -
     def refuse(*_: Any) -> Entry:
         raise AssertionError("fell back to open_entry")
 
-    monkeypatch.setattr(verify_entries, "open_entry", refuse)
+    monkeypatch.setattr(leaf_open, "open_entry", refuse)
     for leaf in sample_leaves():
         if "😀".encode() not in leaf and "𝄞".encode() not in leaf:
             assert open_leaf(leaf, KEYS).leaf == leaf
@@ -256,7 +257,7 @@ def test_small_bundles_stay_in_one_process(monkeypatch: pytest.MonkeyPatch) -> N
         verify_bundle(bundle, policy(), jobs=2)
 
 
-# --- the body rules proved from the text (verify_entries._body_rules_hold) -------------------
+# --- the body rules proved from the text (leaf_open.body_rules_hold) -------------------------
 
 _JSON = st.recursive(
     st.none()
@@ -315,3 +316,71 @@ def test_signed_body_with_whitespace_fail() -> None:
 
 def test_signed_non_bmp_keys_out_of_utf16_order_fail() -> None:
     _same_failure(arguments('{"\uffff":2,"😀":1}'.encode()), "NonCanonicalError")
+
+
+# --- one opener for many leaves: its remembered verdicts change nothing ------------------
+
+
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 16), edits), min_size=2, max_size=8),
+)
+def test_one_opener_over_many_leaves_is_exactly_open_entry(
+    picks: list[tuple[int, list[tuple[str, int, bytes]]]],
+) -> None:
+    """A :class:`LeafOpener` remembers the checks of (log, thread, actor, key) and of the
+    lifecycle head across leaves: over any run of genuine and changed leaves, each gets
+    open_entry's outcome all the same."""
+    leaves = sample_leaves()
+    opener = leaf_open.LeafOpener(KEYS)
+    for index, changes in picks:
+        for leaf in (leaves[index % len(leaves)], mutate(leaves[index % len(leaves)], changes)):
+            assert outcome(lambda leaf, _: opener.open(leaf), leaf) == outcome(open_entry, leaf)
+
+
+def test_opener_remembers_only_what_passed_fail() -> None:
+    """A bad actor after a good one of the same thread and key is still refused."""
+    good = signed_leaf(envelope())
+    bad = signed_leaf(envelope().replace(b'"actor":"agent"', b'"actor":"ag\\u0000ent"'))
+    opener = leaf_open.LeafOpener(KEYS)
+
+    def opened(leaf: bytes, _: object) -> Entry:
+        return opener.open(leaf)
+
+    assert outcome(opened, good)[0] == "ok"
+    assert outcome(opened, bad) == outcome(open_entry, bad)
+    assert outcome(opened, bad)[0] == "InvalidActorError"
+
+
+def test_opener_takes_the_digest_given() -> None:
+    """``digest`` is the caller's leaf hash (a chunk passes step 1's, equal by
+    construction); without one the opener hashes the leaf itself."""
+    leaf = signed_leaf(envelope())
+    hashed = leaf_open.LeafOpener(KEYS).open(leaf)
+    assert hashed == open_entry(leaf, KEYS)
+    assert leaf_open.LeafOpener(KEYS).open(leaf, digest=hashed.leaf_hash) == hashed
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
+def test_marks_are_thinned_as_thin_marks_would(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Step 3 makes a chain mark only where thin_marks would keep it: chunk by chunk, the
+    marks are thin_marks of every line's mark."""
+    from registre.attest.bodies import LIFECYCLE_KINDS
+    from registre.attest.lifecycle_chain import ChainMark
+
+    _, lines = long_bundle()
+    monkeypatch.setattr(verify_entries, "MAX_CHUNK", chunk)
+    checked = check_entries(
+        lines, seqs=range(len(lines)), full=True, origin=build_thread(1).origin, keys=KEYS
+    )
+    every = [open_entry(line, KEYS) for line in lines]
+    expected = []
+    for start in range(0, len(every), chunk):
+        expected += verify_entries.thin_marks(
+            [
+                ChainMark(e.seq, e.kind in LIFECYCLE_KINDS, e.leaf_hash, e.lifecycle)
+                for e in every[start : start + chunk]
+            ]
+        )
+    assert checked.marks == expected
+    assert any(mark.lifecycle for mark in expected)
+    assert len(expected) < len(lines) or chunk == 1  # one line a chunk: each is the last
