@@ -85,8 +85,8 @@ class LifecycleView:
     active evidence entry, most cited (by active conclusions) first, then most recent (highest
     id) first; ``stale``: ``(id, kind)`` of the active stale conclusions in id order;
     ``questions``: the ids of the live ``open_question`` pins in pin order. ``ids`` (the ids
-    of ``active``, in its order) and ``ranges`` are set by a kept view; else the block
-    derives them. Equality is of the three contents only."""
+    of ``active``, in its order), ``ranges`` and ``id_costs`` are set by a kept view; else
+    the block derives them. Equality is of the three contents only."""
 
     active: tuple[tuple[str, str, int], ...]
     stale: tuple[tuple[str, str], ...]
@@ -97,6 +97,8 @@ class LifecycleView:
     """Per counter name, the counts of the statement lines."""
     ids: tuple[str, ...] | None = field(default=None, compare=False, repr=False, hash=False)
     ranges: IdRanges | None = field(default=None, compare=False, repr=False, hash=False)
+    id_costs: tuple[int, ...] | None = field(default=None, compare=False, repr=False, hash=False)
+    """Set by a kept view: per id of ``ids``, its ``registre.default/1`` count plus 2."""
 
     @property
     def empty(self) -> bool:
@@ -191,10 +193,12 @@ class _KeptView:
     """The view's parts, in the lists its tuples copy: the active entries sorted by
     ``(-citers, -number)`` (``keys``, with their ``items`` and ``ids`` alongside, and
     ``where`` each active id's key), the runs of consecutive active numbers (``starts``,
-    ``ends``, their ``texts`` and default ``tokens``), the stale conclusions by number, the
+    ``ends``, their ``texts`` and default ``tokens``; ``costs`` the ids' default counts
+    plus 2), the stale conclusions by number, the
     open questions, and the last view built (``None`` once something changed)."""
 
     __slots__ = (
+        "costs",
         "ends",
         "first_change",
         "ids",
@@ -222,6 +226,7 @@ class _KeptView:
         self.keys = [key for key, _entry in pairs]
         self.items = [(entry.id, entry.text, -key[0]) for key, entry in pairs]
         self.ids = [entry.id for _key, entry in pairs]
+        self.costs = [_DEFAULT.count(entry.id) + 2 for _key, entry in pairs]
         self.where = {entry.id: key for key, entry in pairs}
         self.starts: list[int] = []
         self.ends: list[int] = []
@@ -269,6 +274,7 @@ class _KeptView:
                 tuple(self.stale_items),
                 self.questions,
                 ids=tuple(self.ids),
+                id_costs=tuple(self.costs),
                 ranges=IdRanges(", ".join(self.texts), len(self.texts), self.run_tokens),
             )
             if previous_lines:
@@ -290,7 +296,7 @@ class _KeptView:
         old = self.where.pop(evidence_id, None)
         if old is not None:
             at = bisect_left(keys, old)
-            del keys[at], self.items[at], self.ids[at]
+            del keys[at], self.items[at], self.ids[at], self.costs[at]
             self._changed(at)
         entry = tables.evidence.get(evidence_id)
         active = entry is not None and entry.status == ACTIVE
@@ -301,6 +307,7 @@ class _KeptView:
             keys.insert(at, key)
             self.items.insert(at, (evidence_id, entry.text, citers))
             self.ids.insert(at, evidence_id)
+            self.costs.insert(at, _DEFAULT.count(evidence_id) + 2)
             self.where[evidence_id] = key
             self._changed(at)
         if active and old is None:

@@ -39,6 +39,7 @@ import operator
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Final
 
 from registre.lifecycle.context.block_view import (
@@ -494,7 +495,7 @@ def _some_ids_v2(
     head = _HEADER.format(at=at)
     after = _after_v2(view)
     used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in [head, *after])
-    fit = _ids_fitting(ids, allowance - used, counter)
+    fit = _ids_fitting(ids, allowance - used, counter, view.id_costs)
     while fit > 0:
         text = "\n".join([head, _some_ids_line(ids[:fit], len(ids)), *after])
         message = Message("system", text)
@@ -509,10 +510,21 @@ _FITTING: dict[tuple[tuple[str, ...], int, str], int] = {}
 _FITTING_KEPT: Final = 64
 
 
-def _ids_fitting(ids: tuple[str, ...], room: int, counter: TokenCounter) -> int:
+def _ids_fitting(
+    ids: tuple[str, ...], room: int, counter: TokenCounter, costs: Sequence[int] | None = None
+) -> int:
     """How many of the first ``ids`` the ``some_ids`` line has room for within ``room``
     tokens (with its break), estimated id by id at the id's tokens plus 2 (its ``, ``);
-    kept for the last id lists and rooms, by counter name (a name is a counting rule)."""
+    kept for the last id lists and rooms, by counter name (a name is a counting rule).
+    With ``costs`` (a kept view's: each id's ``registre.default/1`` count plus 2) and a
+    :class:`LineCounter` (whose counts those are), from their running sums (C-level):
+    every cost is at least 5 (``ev``, ``-``, a digit, the separator), so no more than
+    room/5 + 1 of them are summed."""
+    if costs is not None and _counts_lines(counter):
+        left = room - counter.count(_some_ids_line((), len(ids))) - 1
+        if left < 0:
+            return 0
+        return bisect_right(list(accumulate(islice(costs, left // 5 + 1))), left)
     key = (ids, room, counter.name)
     found = _FITTING.get(key)
     if found is not None:

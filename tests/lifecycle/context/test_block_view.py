@@ -179,3 +179,26 @@ def test_a_copy_of_the_state_keeps_a_view_of_its_own() -> None:
     assert (copy.tables().changed, copy.tables().derived) == (None, {})
     assert copy == fork  # neither is part of the content
     assert lifecycle_view(copy) == lifecycle_view(fork)
+
+
+def test_the_kept_view_lays_out_every_form_as_the_view_built_from_scratch() -> None:
+    # hundreds of active ids in a hundred ranges: at small allowances only some ids fit
+    # (the kept costs' running sums), then the id list, then statements
+    _event, state = step(LifecycleState.empty(), ReadRequest(_REFS))
+    statements = tuple(Statement(f"fact {n} loss", ("r1",)) for n in range(300))
+    for start in range(0, 300, 50):
+        _event, state = step(state, UpsertRequest(statements[start : start + 50]))
+    lifecycle_view(state)  # kept from here on: the changes below are applied to it
+    for number in range(2, 300, 3):
+        _event, state = step(state, EvidenceReviseRequest(f"ev-{number}", None))
+    _event, state = step(state, ComputeRequest("ratio", ("ev-7", "ev-299")))
+    kept = lifecycle_view(state)
+    scratch = build_lifecycle_view(state)
+    plain = LifecycleView(scratch.active, scratch.stale, scratch.questions)
+    forms = set()
+    for allowance in range(20, 3000, 23):
+        for counter in (COUNTER, _CharCounter()):
+            block = lifecycle_block(kept, 7, allowance, counter)
+            assert block == lifecycle_block(plain, 7, allowance, counter)
+            forms.add(block.form)
+    assert forms == {"none", "count", "some_ids", "ids", "statements"}
