@@ -46,7 +46,7 @@ from registre.lifecycle.model import (
     Statement,
 )
 from registre.lifecycle.reasons import reject
-from registre.lifecycle.state import Tables
+from registre.lifecycle.state import Tables, note
 
 __all__ = [
     "check_conclusion",
@@ -169,16 +169,20 @@ def _add(
     )
     tables.conclusions[conclusion_id] = conclusion
     tables.next_conclusion += 1
-    for key in _index_keys(conclusion):
+    keys = _index_keys(conclusion)
+    for key in keys:
         tables.citers.setdefault(key, {})[conclusion_id] = None
+    note(tables, conclusion_id, *conclusion.relies_on)
 
 
 def _unindex(tables: Tables, conclusion: Conclusion) -> None:
+    """Drop ``conclusion`` from the citers index (it leaves the active set)."""
     for key in _index_keys(conclusion):
         citing = tables.citers[key]
         del citing[conclusion.id]
         if not citing:
             del tables.citers[key]
+    note(tables, conclusion.id, *conclusion.relies_on)
 
 
 def _index_keys(conclusion: Conclusion) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ from registre.lifecycle.model import (
     UpsertRequest,
 )
 from registre.lifecycle.reasons import reject
-from registre.lifecycle.state import Tables
+from registre.lifecycle.state import Tables, note
 
 __all__ = [
     "check_statement",
@@ -93,6 +93,7 @@ def commit_upsert(tables: Tables, request: UpsertRequest, outcome: UpsertOutcome
                 id=result.id, text=statement.text, cites=statement.cites
             )
             tables.next_evidence += 1
+            note(tables, result.id)
 
 
 def decide_evidence_revise(tables: Tables, request: EvidenceReviseRequest) -> Revised | Rejected:
@@ -129,6 +130,8 @@ def commit_evidence_revise(
             predecessor=old.id,
         )
         tables.next_evidence += 1
+        note(tables, outcome.successor)
+    note(tables, old.id)
     mark_stale(tables, outcome.stale)
 
 
@@ -139,3 +142,4 @@ def mark_stale(tables: Tables, conclusion_ids: tuple[str, ...]) -> None:
         current = conclusions[conclusion_id]
         if not current.stale:
             conclusions[conclusion_id] = replace(current, stale=True)
+            note(tables, conclusion_id)

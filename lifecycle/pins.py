@@ -31,7 +31,7 @@ from registre.lifecycle.model import (
     UnpinRequest,
 )
 from registre.lifecycle.reasons import reject
-from registre.lifecycle.state import LifecycleState, Tables
+from registre.lifecycle.state import LifecycleState, Tables, note
 
 __all__ = [
     "PIN_DIGEST_PREFIX",
@@ -62,6 +62,7 @@ def commit_pin(tables: Tables, request: PinRequest, outcome: Accepted | Rejected
     )
     tables.live_pins[outcome.id] = None
     tables.next_pin += 1
+    note(tables, outcome.id)
 
 
 def decide_unpin(tables: Tables, request: UnpinRequest) -> Accepted | Rejected:
@@ -83,6 +84,7 @@ def commit_unpin(tables: Tables, request: UnpinRequest, outcome: Accepted | Reje
     pin = tables.pins[outcome.id]
     tables.pins[pin.id] = replace(pin, status=UNPINNED, unpin_reason=request.reason)
     del tables.live_pins[pin.id]
+    note(tables, pin.id)
 
 
 def pin_set_items(state: LifecycleState) -> list[list[str | int]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from registre.lifecycle.errors import StateRetiredError
 from registre.lifecycle.model import Conclusion, EvidenceEntry, PinnedItem, SourceRef
 
-__all__ = ["LifecycleState", "Tables"]
+__all__ = ["LifecycleState", "Tables", "note"]
 
 
 @dataclass(eq=True)
@@ -33,6 +33,11 @@ class Tables:
     the conclusions a change leaves stale are read off in O(number of citers).
     A key whose set becomes empty is deleted, so equal histories give equal tables.
     ``live_pins`` is the ordered set of live pin ids, in pin order.
+
+    ``changed`` (not part of the content: equality and :meth:`copy` ignore it) is ``None``
+    until something keeps a view derived from these tables (``derived``); from then on every
+    commit notes there the ids whose rows or citers it touched (:func:`note`), and the
+    keeper reads and clears them to bring its view up to date in O(what changed).
     """
 
     references: dict[str, SourceRef] = field(default_factory=dict)
@@ -44,6 +49,10 @@ class Tables:
     next_evidence: int = 1
     next_conclusion: int = 1
     next_pin: int = 1
+    changed: dict[str, None] | None = field(default=None, compare=False, repr=False)
+    derived: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    """Views kept with the tables by name (e.g. the lifecycle block's,
+    ``registre.lifecycle.context.lifecycle_index``); they read ``changed``."""
 
     def copy(self) -> Tables:
         """An independent copy (rows are immutable and shared; dicts are copied)."""
@@ -58,6 +67,17 @@ class Tables:
             next_conclusion=self.next_conclusion,
             next_pin=self.next_pin,
         )
+
+
+def note(tables: Tables, *ids: str) -> None:
+    """Note that the rows (or the citers) of ``ids`` changed, when a kept view listens
+    (``tables.changed`` set); every commit of :mod:`registre.lifecycle` calls it for the
+    evidence, conclusions and pins it adds or changes and the evidence whose citers it
+    changes. O(len(ids))."""
+    changed = tables.changed
+    if changed is not None:
+        for item in ids:
+            changed[item] = None
 
 
 class LifecycleState:

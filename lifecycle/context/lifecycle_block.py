@@ -21,10 +21,14 @@ refuse. Two versions, each rebuilt exactly as recorded:
   in no message the model was sent.
 
 Pure and deterministic: a function of the lifecycle state, ``at``, the allowance, the counter
-and the version. Cost: O(active evidence) to order and to write the id list; the statement
-lines' counts are kept with the view (prefix sums per counter name) and bisected for the
-estimate; the candidate block is then counted exactly, from the kept line counts when the
-counter adds lines up (the default counter's block counter), else rendered and counted
+and the version. Cost: the view comes kept with the lifecycle state
+(:mod:`~registre.lifecycle.context.block_view`: updated in O(what changed since the last
+call), with the id list as ranges and their default counts); the statement lines' counts
+are kept with the view (prefix sums per counter name, those before a change handed on to
+the next view) and bisected for the estimate; the candidate block is then counted exactly,
+from the kept line counts when the counter adds lines up (the default counter's block
+counter; the id line's count then comes from its ranges' counts, so a list of thousands of
+ids is neither rewritten nor recounted by Python code per call), else rendered and counted
 whole (again, one fewer, only while over).
 """
 
@@ -34,15 +38,23 @@ import functools
 import operator
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Final
 
+from registre.lifecycle.context.block_view import (
+    STATEMENT_CHARS,
+    LifecycleView,
+    StatementLines,
+    id_ranges,
+    lifecycle_view,
+    statement_text,
+)
+from registre.lifecycle.context.block_view import statement_line as _statement_line
 from registre.lifecycle.context.line_counts import LineCounter, block_counter
 from registre.lifecycle.context.model import Message
 from registre.lifecycle.context.render import MESSAGE_OVERHEAD_TOKENS, message_tokens
 from registre.lifecycle.context.tokens import CachedCounter, TokenCounter
-from registre.lifecycle.model import ACTIVE
-from registre.lifecycle.state import LifecycleState
 
 __all__ = [
     "BLOCK_FORMS",
@@ -70,9 +82,6 @@ LIFECYCLE_BLOCK_VERSIONS: Final = (1, 2)
 BLOCK_SHARE_PERMILLE: Final = 100
 """The block takes at most ⌊budget·100/1000⌋ tokens (a tenth of the call's budget)."""
 
-STATEMENT_CHARS: Final = 200
-"""A statement longer than this (in code points, whitespace collapsed) is cut, ending in ``…``."""
-
 LISTED_IDS: Final = 16
 """Version 1: at most this many ids are listed on one line; the rest are counted. (Version 2
 lists every active evidence id; stale conclusions and open questions as version 1.)"""
@@ -84,27 +93,6 @@ the most cited and most recent ids that fit (version 2 only), a count line, no m
 
 _POINTER: Final = "registre evidence list"
 _SHOW: Final = "statements: registre evidence show ID"
-
-
-@dataclass(frozen=True, slots=True)
-class LifecycleView:
-    """What the block shows, in its order. ``active``: ``(id, statement, citers)`` of every
-    active evidence entry, most cited (by active conclusions) first, then most recent (highest
-    id) first; ``stale``: ``(id, kind)`` of the active stale conclusions in id order;
-    ``questions``: the ids of the live ``open_question`` pins in pin order."""
-
-    active: tuple[tuple[str, str, int], ...]
-    stale: tuple[tuple[str, str], ...]
-    questions: tuple[str, ...]
-    _lines: dict[str, _StatementLines] = field(
-        default_factory=dict, compare=False, repr=False, hash=False
-    )
-    """Per counter name, the counts of the statement lines (:func:`_statement_lines`)."""
-
-    @property
-    def empty(self) -> bool:
-        """Nothing to show: no block message."""
-        return not (self.active or self.stale or self.questions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,46 +123,10 @@ def _none(version: int) -> LifecycleBlock:
     return LifecycleBlock("none", None, 0, 0, version)
 
 
-def lifecycle_view(lifecycle: LifecycleState) -> LifecycleView:
-    """The block's content at ``lifecycle``, ordered (see :class:`LifecycleView`)."""
-    tables = lifecycle.tables()
-    citers = tables.citers
-    # The table is in id order (ids grow): newest first, then a stable sort by citers.
-    active = [
-        (entry.id, entry.text, len(citers.get(entry.id, ())))
-        for entry in reversed(tables.evidence.values())
-        if entry.status == ACTIVE
-    ]
-    active.sort(key=lambda item: -item[2])
-    stale = tuple(
-        (item.id, item.kind)
-        for item in tables.conclusions.values()
-        if item.status == ACTIVE and item.stale
-    )
-    questions = tuple(
-        pin_id for pin_id in tables.live_pins if tables.pins[pin_id].kind == "open_question"
-    )
-    return LifecycleView(tuple(active), stale, questions)
-
-
 def block_allowance(budget: int, rest_tokens: int) -> int:
     """Tokens the block may take: ⌊budget·:data:`BLOCK_SHARE_PERMILLE`/1000⌋, and no more
     than the budget left by the other messages."""
     return min(budget * BLOCK_SHARE_PERMILLE // 1000, budget - rest_tokens)
-
-
-def statement_text(text: str) -> str:
-    """A statement as the block shows it: whitespace collapsed to single spaces, then cut to
-    :data:`STATEMENT_CHARS` code points (at the last space when that keeps at least half)
-    with ``…`` appended."""
-    flat = " ".join(text.split())
-    if len(flat) <= STATEMENT_CHARS:
-        return flat
-    cut = flat[:STATEMENT_CHARS]
-    space = cut.rfind(" ")
-    if space >= STATEMENT_CHARS // 2:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
 
 
 def _ids(ids: Sequence[str]) -> str:
@@ -201,7 +153,7 @@ def _lines(
     if not active:
         head.append("active evidence: none")
     elif shown == 0:
-        ids = [item[0] for item in active]
+        ids = view.ids if view.ids is not None else [item[0] for item in active]
         head.append(f"active evidence ({len(active)}): {_ids(ids)} ({_POINTER})")
     else:
         head.append(f"active evidence ({len(active)}, most cited and most recent first):")
@@ -215,15 +167,6 @@ def _lines(
     if view.questions:
         after.append(f"open questions (pinned): {_ids(list(view.questions))}")
     return head, statements, after
-
-
-@functools.lru_cache(maxsize=16_384)
-def _statement_line(item: tuple[str, str, int]) -> str:
-    """``- ID (cited by N): STATEMENT``; kept for the items of the last views (the block is
-    rebuilt at every model call from mostly the same statements)."""
-    evidence_id, text, citers = item
-    cited = f" (cited by {citers})" if citers else ""
-    return f"- {evidence_id}{cited}: {statement_text(text)}"
 
 
 def _rest_line(active: Sequence[tuple[str, str, int]], shown: int) -> str:
@@ -298,46 +241,46 @@ def lifecycle_block(
     return LifecycleBlock("ids", ids_message, ids_tokens, 0, 1)
 
 
-class _StatementLines:
-    """The statement lines of one view counted by one counter, as far as asked:
-    ``sums[s]`` is the tokens of the first ``s`` lines, each plus one for its line break;
-    ``clean`` how many of the first lines a :class:`LineCounter` adds up (no line break,
-    not empty, no ASCII whitespace at either end: ``line_counts``)."""
-
-    __slots__ = ("clean", "sums")
-
-    def __init__(self) -> None:
-        self.sums = [0]
-        self.clean = 0
-
-    def extend(self, view: LifecycleView, counter: TokenCounter, upto: int) -> None:
-        """Count the lines up to ``upto`` (at most all of them)."""
-        self._count(view, counter, upto, None)
-
-    def grow_until(self, view: LifecycleView, counter: TokenCounter, limit: int) -> None:
-        """Count lines until their sum is over ``limit`` or none is left."""
-        self._count(view, counter, len(view.active), limit)
-
-    def _count(
-        self, view: LifecycleView, counter: TokenCounter, upto: int, limit: int | None
-    ) -> None:
-        active, sums, count = view.active, self.sums, counter.count
-        index, total, clean = len(sums) - 1, sums[-1], self.clean
-        upto = min(upto, len(active))
-        while index < upto and (limit is None or total <= limit):
-            line = _statement_line(active[index])
-            total += count(line) + 1
-            sums.append(total)
-            if clean == index and _adds_up(line):
-                clean = index + 1
-            index += 1
-        self.clean = clean
+def _extend(lines: StatementLines, view: LifecycleView, counter: TokenCounter, upto: int) -> None:
+    """Count the lines up to ``upto`` (at most all of them)."""
+    _count(lines, view, counter, upto, None)
 
 
-def _statement_lines(view: LifecycleView, counter: TokenCounter) -> _StatementLines:
+def _grow_until(
+    lines: StatementLines, view: LifecycleView, counter: TokenCounter, limit: int
+) -> None:
+    """Count lines until their sum is over ``limit`` or none is left."""
+    _count(lines, view, counter, len(view.active), limit)
+
+
+def _count(
+    lines: StatementLines,
+    view: LifecycleView,
+    counter: TokenCounter,
+    upto: int,
+    limit: int | None,
+) -> None:
+    """Count the statement lines after those ``lines`` holds (:class:`StatementLines`:
+    ``sums[s]`` the tokens of the first ``s`` lines, each plus one for its line break;
+    ``clean`` how many of the first lines a :class:`LineCounter` adds up, ``_adds_up``), up
+    to ``upto``, stopping once the sum is over ``limit``."""
+    active, sums, count = view.active, lines.sums, counter.count
+    index, total, clean = len(sums) - 1, sums[-1], lines.clean
+    upto = min(upto, len(active))
+    while index < upto and (limit is None or total <= limit):
+        line = _statement_line(active[index])
+        total += count(line) + 1
+        sums.append(total)
+        if clean == index and _adds_up(line):
+            clean = index + 1
+        index += 1
+    lines.clean = clean
+
+
+def _statement_lines(view: LifecycleView, counter: TokenCounter) -> StatementLines:
     found = view._lines.get(counter.name)
     if found is None:
-        found = view._lines[counter.name] = _StatementLines()
+        found = view._lines[counter.name] = StatementLines()
     return found
 
 
@@ -368,7 +311,7 @@ def _block_tokens(view: LifecycleView, at: int, shown: int, counter: TokenCounte
     if not _counts_lines(counter):
         return None
     lines = _statement_lines(view, counter)
-    lines.extend(view, counter, shown)
+    _extend(lines, view, counter, shown)
     if lines.clean < shown:
         return None
     head, _none, after = _lines(view, at, shown, statements_too=False)
@@ -385,7 +328,7 @@ def _statements_estimate(
 ) -> int:
     """The most statements whose block, counted line by line (each line, plus one token per
     line break), takes at most ``allowance`` tokens. The statement lines' counts are kept
-    with the view (:class:`_StatementLines`): O(log statements + :data:`LISTED_IDS`) once
+    with the view (:class:`StatementLines`): O(log statements + :data:`LISTED_IDS`) once
     they are counted.
 
     The rule, as a loop: for ``shown`` = 1, 2, ... add the ``shown``-th statement line; the
@@ -412,12 +355,12 @@ def _statements_estimate(
     start = 1
     if far >= 1:
         limit = allowance - used - full
-        lines.grow_until(view, counter, limit)
+        _grow_until(lines, view, counter, limit)
         fitting = bisect_right(lines.sums, limit, 0, min(len(lines.sums), far + 1)) - 1
         if fitting < far:
             return max(fitting, 0)  # shown = fitting + 1 is the first over
         start = far + 1
-    lines.extend(view, counter, count)
+    _extend(lines, view, counter, count)
     sums = lines.sums
     best = start - 1
     for shown in range(start, count + 1):
@@ -432,22 +375,6 @@ def _statements_estimate(
 
 
 # --- version 2: every active id named ------------------------------------------------------
-
-
-def id_ranges(ids: Sequence[str]) -> list[str]:
-    """Evidence ids (``ev-N``) in id order, each run of consecutive numbers written as one
-    range: ``["ev-2", "ev-6–9"]`` (an en dash; a run of two is a range too)."""
-    numbers = sorted(int(evidence_id[3:]) for evidence_id in ids)
-    ranges: list[str] = []
-    start = previous = -2
-    for number in [*numbers, -2]:
-        if number == previous + 1:
-            previous = number
-            continue
-        if start >= 0:
-            ranges.append(f"ev-{start}" if start == previous else f"ev-{start}–{previous}")
-        start = previous = number
-    return ranges
 
 
 @functools.lru_cache(maxsize=64)
@@ -494,24 +421,31 @@ def _block_v2(
         if tokens <= allowance:
             return LifecycleBlock("ids", message, tokens, 0, 2)
         return _count_v2(view, at, allowance, counter)
-    ids = tuple(map(_FIRST, active))
-    ids_line = _all_ids_line(ids)
+    ids = view.ids if view.ids is not None else tuple(map(_FIRST, active))
+    ids_line = _ids_line(view, ids)
     frame = [head, ids_line]
-    ids_message, ids_tokens = sized([*frame, *after])
+    # A LineCounter's count of the block is the line sum when every line adds up (see
+    # _block_tokens): then the sums are the exact counts and the text is not counted again.
+    summed = _counts_lines(counter) and all(map(_adds_up, [*frame, *after]))
+    kept = _ids_line_tokens(view, counter) if summed else None
+    ids_count = counter.count(ids_line) if kept is None else kept
+    head_and_after = counter.count(head) + 1 + sum(counter.count(line) + 1 for line in after)
+    ids_message: Message | None = None
+    if summed:
+        ids_tokens = MESSAGE_OVERHEAD_TOKENS - 1 + head_and_after + ids_count + 1
+    else:
+        ids_message, ids_tokens = sized([*frame, *after])
     if ids_tokens > allowance:
         return _some_ids_v2(view, ids, at, allowance, counter)
     # Line by line (each line plus one break; see _statements_estimate): the most statements
-    # whose lines' sum (kept with the view, _StatementLines) fits the room the other lines
+    # whose lines' sum (kept with the view, StatementLines) fits the room the other lines
     # leave, found by bisection; then exact, one fewer while over.
-    fixed = [*frame, _STATEMENTS, *after]
-    used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in fixed)
+    used = MESSAGE_OVERHEAD_TOKENS - 1 + head_and_after + ids_count + 1
+    used += counter.count(_STATEMENTS) + 1
     lines = _statement_lines(view, counter)
     room = allowance - used
-    lines.grow_until(view, counter, room)
+    _grow_until(lines, view, counter, room)
     shown = max(bisect_right(lines.sums, room) - 1, 0)
-    # A LineCounter's count of the block is the line sum when every line adds up (see
-    # _block_tokens): then the estimate is the exact count and nothing is counted again.
-    summed = _counts_lines(counter) and all(map(_adds_up, fixed))
     while shown > 0:
         statements = [_statement_line(item) for item in active[:shown]]
         if summed and lines.clean >= shown:
@@ -522,7 +456,34 @@ def _block_v2(
         if tokens <= allowance:
             return LifecycleBlock("statements", message, tokens, shown, 2)
         shown -= 1
+    if ids_message is None:
+        ids_message = Message("system", "\n".join([*frame, *after]))
     return LifecycleBlock("ids", ids_message, ids_tokens, 0, 2)
+
+
+def _ids_line(view: LifecycleView, ids: tuple[str, ...]) -> str:
+    """The line naming every active id (:func:`_all_ids_line`), from the ranges a kept view
+    carries when it has them."""
+    ranges = view.ranges
+    if ranges is None:
+        return _all_ids_line(ids)
+    return f"active evidence ({len(ids)}): {ranges.text} ({_SHOW})"
+
+
+def _ids_line_tokens(view: LifecycleView, counter: TokenCounter) -> int | None:
+    """The count of :func:`_ids_line` by ``counter`` from the default counts of the ranges
+    a kept view carries, when ``counter`` is a :class:`LineCounter` (``registre.default/1``);
+    else None. Exact: the line is its opening, the ranges and their ``, `` separators, and
+    its closing; at each of those cuts a digit meets ``,``, ``,`` a single space, a single
+    space ``e``, or a digit a single space, so no run of the rule (letters, digits,
+    punctuation, whitespace) spans a cut, a lone space stays a lone space (charged 0), and
+    the count is the sum of the parts' counts."""
+    ranges = view.ranges
+    if ranges is None or not ranges.count or not _counts_lines(counter):
+        return None
+    opening = counter.count(f"active evidence ({len(view.active)}): ")
+    separators = (ranges.count - 1) * counter.count(", ")
+    return opening + ranges.tokens + separators + counter.count(f" ({_SHOW})")
 
 
 def _some_ids_v2(
@@ -534,7 +495,7 @@ def _some_ids_v2(
     head = _HEADER.format(at=at)
     after = _after_v2(view)
     used = MESSAGE_OVERHEAD_TOKENS - 1 + sum(counter.count(line) + 1 for line in [head, *after])
-    fit = _ids_fitting(ids, allowance - used, counter)
+    fit = _ids_fitting(ids, allowance - used, counter, view.id_costs)
     while fit > 0:
         text = "\n".join([head, _some_ids_line(ids[:fit], len(ids)), *after])
         message = Message("system", text)
@@ -549,10 +510,21 @@ _FITTING: dict[tuple[tuple[str, ...], int, str], int] = {}
 _FITTING_KEPT: Final = 64
 
 
-def _ids_fitting(ids: tuple[str, ...], room: int, counter: TokenCounter) -> int:
+def _ids_fitting(
+    ids: tuple[str, ...], room: int, counter: TokenCounter, costs: Sequence[int] | None = None
+) -> int:
     """How many of the first ``ids`` the ``some_ids`` line has room for within ``room``
     tokens (with its break), estimated id by id at the id's tokens plus 2 (its ``, ``);
-    kept for the last id lists and rooms, by counter name (a name is a counting rule)."""
+    kept for the last id lists and rooms, by counter name (a name is a counting rule).
+    With ``costs`` (a kept view's: each id's ``registre.default/1`` count plus 2) and a
+    :class:`LineCounter` (whose counts those are), from their running sums (C-level):
+    every cost is at least 5 (``ev``, ``-``, a digit, the separator), so no more than
+    room/5 + 1 of them are summed."""
+    if costs is not None and _counts_lines(counter):
+        left = room - counter.count(_some_ids_line((), len(ids))) - 1
+        if left < 0:
+            return 0
+        return bisect_right(list(accumulate(islice(costs, left // 5 + 1))), left)
     key = (ids, room, counter.name)
     found = _FITTING.get(key)
     if found is not None:
