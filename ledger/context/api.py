@@ -44,12 +44,14 @@ from registre.attest.projection import (
 from registre.attest.proofs import verify_inclusion
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
+    PlannedCompaction,
     compaction_would_record,
     head_size,
     lifecycle_at,
     record_compaction,
     record_model_call,
 )
+from registre.ledger.context.task_turns import task_turns
 from registre.ledger.core.thread_core import ThreadCore, ThreadInclusionProof
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.context_cache import fold_cache, verifier_of
@@ -190,32 +192,44 @@ class ContextThread(ThreadCore):
             policy = replace(policy or Policy(), budget_tokens=budget)
         policy, counter = policy or Policy(), counter or default_counter()
         summarizer = summarizer or ExtractiveSummarizer()
-        if task_pin and not self._carry_task(policy, counter, summarizer):
-            return None  # nothing due at the head it planned from
-        return record_compaction(self._db, self.id, policy, counter, summarizer, actor)
+        planned = None
+        if task_pin:
+            due, planned = self._carry_task(policy, counter, summarizer)
+            if not due:
+                return None  # nothing due at the head it planned from
+        return record_compaction(
+            self._db, self.id, policy, counter, summarizer, actor, planned=planned
+        )
 
-    def _carry_task(self, policy: Policy, counter: TokenCounter, summarizer: Summarizer) -> bool:
+    def _carry_task(
+        self, policy: Policy, counter: TokenCounter, summarizer: Summarizer
+    ) -> tuple[bool, PlannedCompaction | None]:
         """Pin the task entries the next compaction would fold (:meth:`compact`), once that
         compaction, planned and summarized without the pins, is known to be recorded: a
-        summarizer that raises or a summary refused leaves the ledger as it was. False when
-        no compaction is due at the head it read (so most model calls fold and plan once,
-        not twice); True when one may be (or the plan raised: record_compaction raises it
-        again, with nothing written)."""
+        summarizer that raises or a summary refused leaves the ledger as it was. ``(False,
+        None)`` when no compaction is due at the head it read (so most model calls fold and
+        plan once, not twice); ``(True, planned)`` when one may be (or the plan raised:
+        record_compaction raises it again, with nothing written), ``planned`` the plan made
+        at that head (None once a task pin moved the head, or when the plan raised), which
+        record_compaction uses rather than planning again."""
         state = self.context_state()
         try:
             plan = plan_compaction(state, policy, counter)
         except ContextBudgetError:
-            return True  # record_compaction raises it, with nothing written
+            return True, None  # record_compaction raises it, with nothing written
         if plan is None:
-            return False
+            return False, None
+        planned = PlannedCompaction(state, plan)
         if plan.folded is None:
-            return True
-        entries = self.context_entries(0, min(state.at + 1, TASK_PIN_SCAN))
+            return True, planned
+        with read_transaction(self._db.engine, snapshot=True) as conn:
+            entries = task_turns(conn, self.id, min(state.at + 1, TASK_PIN_SCAN))
         due = task_pins_due(entries, state, plan, counter)
         if due and compaction_would_record(self._db, self.id, policy, counter, summarizer):
             for seq, text in due:
                 self._pin_task(seq, text)
-        return True
+            return True, None  # the head moved: plan again
+        return True, planned
 
     def _pin_task(self, seq: int, text: str) -> None:
         """Pin the whole ``text`` of entry ``seq`` as a task parameter. The working-context

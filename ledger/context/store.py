@@ -69,6 +69,7 @@ from registre.ledger.store.lifecycle_fold import ThreadFold, catch_up
 from registre.ledger.store.schema import tables
 from registre.lifecycle.context import (
     LIFECYCLE_BLOCK_VERSION,
+    CompactionPlan,
     ContextEntry,
     ContextState,
     Policy,
@@ -78,6 +79,7 @@ from registre.lifecycle.context import (
     TokenCounter,
     counter_registry,
     entry_text,
+    plan_compaction,
     prepare_compaction,
     project,
     validate_compaction,
@@ -91,6 +93,7 @@ __all__ = [
     "EmptyThreadError",
     "LeafTexts",
     "MixedContextBatchError",
+    "PlannedCompaction",
     "append_context_checked",
     "commit_context_items",
     "connection_reader",
@@ -263,7 +266,8 @@ def commit_context_items(
     each item in order against the fold (compactions by every rule of ``specs/context.md``
     section 7, down to rule 11: one that does not make the context smaller is refused; model
     calls by their digest), append them all, and store a snapshot per compaction. ``state``
-    is advanced past the items. Raises as :func:`append_context_checked`."""
+    is the function's: it may be advanced past some items or left as it was, and is not to
+    be used afterwards. Raises as :func:`append_context_checked`."""
     size = state.at + 1
     batch: list[ContextEntry] = []
     rows = []
@@ -276,16 +280,18 @@ def commit_context_items(
         texts = LeafTexts(connection_reader(conn, thread), size, _texts(batch), shared=shared)
         try:
             if kind == "context.compaction":
-                validate_compaction(state, entry, texts, counters)
-            elif kind == "model.call":
-                at = _model_call_state(
-                    conn, thread, state, batch, body["at_seq"], entry.seq, verifier_of(signer)
-                )
-                lifecycle = None
-                if claims_block(body):
-                    lifecycle = lifecycle_at(conn, thread, body["at_seq"]).state
-                verify_model_call(body, at, counters, lifecycle)
-            fold_on(state, (entry,), thread)
+                # the fold after the entry, checked: the same as folding it on (not twice)
+                state = validate_compaction(state, entry, texts, counters)
+            else:
+                if kind == "model.call":
+                    at = _model_call_state(
+                        conn, thread, state, batch, body["at_seq"], entry.seq, verifier_of(signer)
+                    )
+                    lifecycle = None
+                    if claims_block(body):
+                        lifecycle = lifecycle_at(conn, thread, body["at_seq"]).state
+                    verify_model_call(body, at, counters, lifecycle)
+                fold_on(state, (entry,), thread)
         except ContextEntryRefusedError:
             raise
         except ContextHistoryError as exc:
@@ -351,6 +357,18 @@ def _model_call_state(
     return fold_on(before, batch[: at_seq - written + 1], thread)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class PlannedCompaction:
+    """A plan already made by the caller: ``plan`` is ``plan_compaction(state, policy,
+    counter)`` and ``state`` the fold of the thread's first ``state.at + 1`` entries, folded
+    with the database's signer's key trusted (as :func:`record_compaction` folds). Handed to
+    :func:`record_compaction` so that it does not fold and plan a second time while the head
+    has not moved; ``state`` is the caller's no more."""
+
+    state: ContextState
+    plan: CompactionPlan
+
+
 def record_compaction(
     db: Database,
     thread: str,
@@ -358,11 +376,15 @@ def record_compaction(
     counter: TokenCounter,
     summarizer: Summarizer,
     actor: str,
+    *,
+    planned: PlannedCompaction | None = None,
 ) -> Entry | None:
     """Append the compaction ``policy`` calls for at the head, or return None, writing
     nothing, when none is due or none would make the context smaller (a compaction must pay
     for itself: ``prepare_compaction`` never returns one whose ``tokens_after`` is not below
-    its ``tokens_before``, and :func:`commit_context_items` would refuse it). Raises, with
+    its ``tokens_before``, and :func:`commit_context_items` would refuse it). ``planned``:
+    the plan the caller made with this ``policy`` and ``counter``, used while the head is
+    still the one it was made at (else the head is folded and planned again). Raises, with
     nothing written: NoSignerError, UnknownThreadError, ContextBudgetError (pins or recent
     turns cannot fit), whatever the summarizer raises, SummaryRefusedError subclasses,
     ContextEntryRefusedError, and StalePlanError when the thread kept moving while the
@@ -372,10 +394,25 @@ def record_compaction(
     for _attempt in range(_PLAN_ATTEMPTS):
         with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
-            state = fold_context(conn, thread, size - 1, verifier_of(signer))
+            plan: CompactionPlan | None
+            if planned is not None and planned.state.at == size - 1:
+                state, plan = planned.state, planned.plan
+            else:
+                state = fold_context(conn, thread, size - 1, verifier_of(signer))
+                plan = None
+            planned = None  # a second attempt folds the new head
             shared = text_cache().texts(conn, thread, size)
+        if plan is None:
+            plan = plan_compaction(state, policy, counter)
+            if plan is None:
+                return None
+        if shared is not None:
+            # what the quote checks of the summary (here, then under the lock) look up first:
+            # the tail's texts, already in hand (TailItem.text is entry_text), not read back
+            for tail_item in state.tail:
+                shared.put(tail_item.seq, tail_item.text)
         texts = LeafTexts(engine_reader(db.engine, thread), size, shared=shared)
-        body = prepare_compaction(state, policy, counter, summarizer, texts)
+        body = prepare_compaction(state, policy, counter, summarizer, texts, plan=plan)
         if body is None:
             return None
         with write_transaction(db.engine) as conn:

@@ -133,7 +133,8 @@ class FoldCache:
         if len(rows) != at - start + 1:
             return None  # an entry is missing: the snapshot path names it
         state = fold(found.state.copy(), (parse(thread, int(r.seq), r.leaf) for r in rows[1:]))
-        self.store(conn, thread, state, bytes(rows[-1].leaf_hash), found.trust)
+        # the folded copy is nobody else's: keep it as it is, and hand out a copy of it
+        self._keep(conn, thread, state, bytes(rows[-1].leaf_hash), found.trust)
         return state.copy()
 
     def leaf_hash(self, conn: Connection, thread: str, seq: int) -> bytes | None:
@@ -150,12 +151,22 @@ class FoldCache:
         trust: str | None,
     ) -> None:
         """Keep a copy of ``state`` as ``thread``'s, unless a later fold is kept already."""
+        self._keep(conn, thread, state.copy(), leaf_hash, trust)
+
+    def _keep(
+        self,
+        conn: Connection,
+        thread: str,
+        kept: ContextState,
+        leaf_hash: bytes,
+        trust: str | None,
+    ) -> None:
+        """:meth:`store` of a state no caller holds (kept as it is, not copied)."""
         key = (id(conn.engine), thread)
-        kept = state.copy()
         with self._lock:
             old = self._folds.get(key)
             if old is not None:
-                if old.state.at > state.at:
+                if old.state.at > kept.at:
                     return
                 self._items -= len(old.state.tail)
             self._folds[key] = CachedFold(kept, leaf_hash, trust)

@@ -62,11 +62,19 @@ def prepare_compaction(
     counter: TokenCounter,
     summarizer: Summarizer,
     entries_text_by_seq: Mapping[int, str] | None = None,
+    *,
+    plan: CompactionPlan | None = None,
 ) -> dict[str, object] | None:
     """The body of the compaction due now, or ``None``: :func:`plan_compaction`, then
     ``summarizer.summarize(plan.items, plan)``, then :func:`check_summary` against the plan's
     own entry texts plus ``entries_text_by_seq`` (needed for a refold, whose lines may quote
     entries folded long ago), then :func:`compaction_body`.
+
+    ``plan``, when given, is ``plan_compaction(state, policy, counter)`` already made by the
+    caller on this very ``state`` (a plan is a pure function of them): it is used instead of
+    planning again. A plan made on another state raises :class:`StalePlanError`
+    (:func:`compaction_body`); one made with another policy or counter, too
+    (:func:`check_summary`).
 
     ``None`` when no compaction is due, or when none would make the context smaller: the plan
     allows no summary that would (``plan_compaction``), and a body whose ``tokens_after`` is
@@ -76,9 +84,10 @@ def prepare_compaction(
     Raises what those raise (ContextBudgetError, SummaryRefusedError subclasses, whatever the
     summarizer raises); ``state`` is never changed.
     """
-    plan = plan_compaction(state, policy, counter)
     if plan is None:
-        return None
+        plan = plan_compaction(state, policy, counter)
+        if plan is None:
+            return None
     summary = summarizer.summarize(plan.items, plan)
     texts = _Overlay(plan.entry_texts(), entries_text_by_seq or {})
     check_summary(plan, summary, texts, policy, counter)

@@ -11,6 +11,7 @@ deterministic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Final
 
 from registre.lifecycle.context.compaction import (
@@ -25,7 +26,7 @@ from registre.lifecycle.context.excerpt import (
     sentences,
     split_segments,
 )
-from registre.lifecycle.context.extractive_lines import FACT, TASK, Candidate, Option
+from registre.lifecycle.context.extractive_lines import FACT, MEMO_SIZE, TASK, Candidate, Option
 from registre.lifecycle.context.extractive_options import more_lines
 from registre.lifecycle.context.model import (
     SECTIONS,
@@ -138,8 +139,14 @@ def _compact_option(candidate: Candidate) -> int:
     whole: the first sentence of its best option's first quote that states a figure, else
     the first that holds an exception word, else its first sentence (options are given best
     first, so longest first)."""
-    options = candidate.options
-    first = next((piece for mark, piece in split_segments(options[0].text) if mark), "")
+    return _compact_index(tuple(option.text for option in candidate.options))
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def _compact_index(options: tuple[str, ...]) -> int:
+    """:func:`_compact_option` of the option texts ``options`` (a pure function of them,
+    remembered: the lines of the live summaries are fitted again at every refold)."""
+    first = next((piece for mark, piece in split_segments(options[0]) if mark), "")
     spans = sentences(first)
     if not spans:
         return 0
@@ -150,7 +157,7 @@ def _compact_option(candidate: Candidate) -> int:
     )
     best = 0
     for number, option in enumerate(options):
-        if any(key in piece for mark, piece in split_segments(option.text) if mark):
+        if any(key in piece for mark, piece in split_segments(option) if mark):
             best = number
     return best
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from registre.lifecycle.context.excerpt import (
@@ -35,6 +36,7 @@ __all__ = [
     "FACT",
     "FACT_EXCEPTION",
     "KEY",
+    "MEMO_SIZE",
     "OTHER",
     "SECTION_LABELS",
     "TASK",
@@ -59,6 +61,10 @@ _RECORDED: Final = re.compile(
     r"^(?:(?:evidence|conclusion|final answer) [A-Za-z]+-\d+: |[A-Za-z]+-\d+ superseded by )"
 )
 _NUMBER: Final = re.compile(r"[+-]?\d+(?:[.,]\d+)*")
+
+MEMO_SIZE: Final = 16_384
+"""How many line texts the summarizer's pure per-line readings remember (the lines of the
+live summaries are read again at every refold; a few megabytes at most)."""
 
 # ranks, most important first
 TASK, KEY, FACT_EXCEPTION, FACT, TOOLS, OTHER, BULK = range(7)
@@ -108,7 +114,14 @@ class Part:
 
 def line_rank(section: str, text: str) -> int:
     """The importance of a single line, from its section and words alone, so a line keeps
-    its rank when it is read back from a summary folded again."""
+    its rank when it is read back from a summary folded again. Remembered for the last
+    :data:`MEMO_SIZE` lines asked (a pure function: the lines of the live summaries are
+    ranked again at every refold)."""
+    return _line_rank(section, text)
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def _line_rank(section: str, text: str) -> int:
     words = plain_part(text)
     if words.startswith("task: "):
         return TASK
@@ -135,27 +148,29 @@ def demote(candidates: Iterable[Candidate]) -> None:
     """Lines a newer line of the same summary replaces rank as other lines: findings about
     an id superseded or retracted, and a statement made again later with other figures
     (the same words once numbers are blanked: the newer figures are the current ones)."""
-    candidates = list(candidates)
-    retired = {
-        match[1]
-        for candidate in candidates
-        for match in _RETIRED.finditer(plain_part(candidate.options[0].text))
-    }
+    # each line's plain words and statement template, read once (both depend on its text
+    # alone, which demoting does not change)
+    read = [(candidate, *_words(candidate.options[0].text)) for candidate in candidates]
+    retired = {match[1] for _, words, _t in read for match in _RETIRED.finditer(words)}
     newest: dict[tuple[str, str], Candidate] = {}
-    for candidate in candidates:
-        named = _NAMED.match(plain_part(candidate.options[0].text))
+    for candidate, words, template in read:
+        named = _NAMED.match(words)
         if named is not None and named[1] in retired:
             candidate.rank = max(candidate.rank, OTHER)
-        template = _statement(candidate.options[0].text)
         if template:
             key = (candidate.section, template)
             other = newest.get(key)
             if other is None or other.newest < candidate.newest:
                 newest[key] = candidate
-    for candidate in candidates:
-        template = _statement(candidate.options[0].text)
+    for candidate, _words_read, template in read:
         if template and newest[(candidate.section, template)] is not candidate:
             candidate.rank = max(candidate.rank, OTHER)
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def _words(text: str) -> tuple[str, str]:
+    """``(plain_part(text), _statement(text))``."""
+    return plain_part(text), _statement(text)
 
 
 def _statement(text: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Final
 
 from registre.lifecycle.context.compaction import SUMMARY_LINE_KIND, FoldItem
@@ -31,6 +32,7 @@ from registre.lifecycle.context.excerpt import (
     sentences,
 )
 from registre.lifecycle.context.extractive_lines import (
+    MEMO_SIZE,
     OTHER,
     SECTION_LABELS,
     TASK,
@@ -225,9 +227,16 @@ class CandidateReader:
             aggregate = Aggregate(None, f"earlier {SECTION_LABELS[section]}")
             self.parts.append(Part(section, aggregate, item.pointers))
         else:
-            texts = distinct(render(segments) for segments in older_line_variants(item.text))
-            options = [Option(text, item.pointers) for text in texts if text.strip()]
+            options = [Option(text, item.pointers) for text in _older_texts(item.text)]
             self._add(section, options)
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def _older_texts(text: str) -> tuple[str, ...]:
+    """The texts a line of an older summary may be written again as, best first (a pure
+    function of the line, remembered: a refold reads every live line again)."""
+    texts = distinct(render(segments) for segments in older_line_variants(text))
+    return tuple(text for text in texts if text.strip())
 
 
 def _mapping(value: object) -> Mapping[str, object]:
