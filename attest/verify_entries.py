@@ -80,6 +80,7 @@ from registre.attest.entry import (
     _split_leaf,
     open_entry,
 )
+from registre.attest.entry_records import EntryRecord, PackedRecords, RereadLines
 from registre.attest.errors import OriginMismatchError, RegistreError, VerificationError
 from registre.attest.keys import Verifier
 from registre.attest.lifecycle_chain import ChainMark
@@ -303,16 +304,6 @@ def _claimed_seq(leaf: bytes) -> int | None:
 # --- many entries ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EntryRecord:
-    """What later steps need of an entry of a :data:`SEMANTIC_KINDS` kind."""
-
-    seq: int
-    kind: str
-    actor: str
-    body: dict[str, Any]
-
-
 @dataclass
 class EntriesChecked:
     """Result of step 3.
@@ -326,13 +317,17 @@ class EntriesChecked:
     """
 
     kinds: dict[str, int] = field(default_factory=dict)
-    records: list[EntryRecord] = field(default_factory=list)
+    records: PackedRecords = field(default_factory=PackedRecords)
     leaf_hashes: PackedHashes = field(default_factory=PackedHashes)
     roots: dict[int, bytes] = field(default_factory=dict)
     prev_roots: list[bytes] = field(default_factory=list)
     marks: list[ChainMark] = field(default_factory=list)
-    reread: dict[int, int] = field(default_factory=dict)
-    """Records kept without their body (the ``reread`` kinds): seq -> line to read it from."""
+
+    @property
+    def reread(self) -> RereadLines:
+        """Records kept without their body (the ``reread`` kinds): seq -> line to read it
+        from (a view of ``records``)."""
+        return self.records.reread
 
 
 class RecordsWithBodies(Sequence[EntryRecord]):
@@ -464,10 +459,9 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
             ChainMark(entry.seq, entry.kind in LIFECYCLE_KINDS, entry.leaf_hash, entry.lifecycle)
         )
         if entry.kind in chunk.reread:
-            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, {}))
-            checked.reread[entry.seq] = chunk.start + offset
+            records.append(entry.seq, entry.kind, entry.actor, None, chunk.start + offset)
         elif entry.kind in SEMANTIC_KINDS:
-            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
+            records.append(entry.seq, entry.kind, entry.actor, entry.body, chunk.start + offset)
     checked.marks = thin_marks(marks)
     return _ChunkResult(checked)
 
@@ -542,7 +536,6 @@ def _merge(results: Iterator[_ChunkResult], into: EntriesChecked) -> int | None:
         into.records.extend(result.checked.records)
         into.prev_roots.extend(result.checked.prev_roots)
         into.marks.extend(result.checked.marks)
-        into.reread.update(result.checked.reread)
     return None
 
 

@@ -1,0 +1,81 @@
+"""Step 3's packed records: the same records as a list of them, a few bytes each."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from registre.attest.entry_records import EntryRecord, PackedRecords
+
+_KINDS = ["model.call", "context.compaction", "evidence.upsert", "source.read"]
+_ACTORS = ["agent", "registre.compactor", "tool:search"]
+
+# (seq step, kind, actor, body or None: read again from its line)
+_row = st.tuples(
+    st.integers(1, 1000),
+    st.sampled_from(_KINDS),
+    st.sampled_from(_ACTORS),
+    st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), st.integers(), max_size=2)),
+)
+
+
+def _fill(
+    rows: list[tuple[int, str, str, dict[str, Any] | None]], seq: int = 0
+) -> tuple[PackedRecords, list[EntryRecord], dict[int, int]]:
+    packed = PackedRecords()
+    plain: list[EntryRecord] = []
+    reread: dict[int, int] = {}
+    for step, kind, actor, body in rows:
+        seq += step
+        line = seq + 3
+        packed.append(seq, kind, actor, body, line)
+        plain.append(EntryRecord(seq, kind, actor, {} if body is None else body))
+        if body is None:
+            reread[seq] = line
+    return packed, plain, reread
+
+
+@given(st.lists(_row, max_size=40), st.lists(_row, max_size=40))
+def test_packed_records_are_the_records_appended(
+    first: list[tuple[int, str, str, dict[str, Any] | None]],
+    second: list[tuple[int, str, str, dict[str, Any] | None]],
+) -> None:
+    packed, plain, reread = _fill(first)
+    later, plain_later, reread_later = _fill(second, seq=plain[-1].seq if plain else 0)
+    packed.extend(later)
+    plain += plain_later
+    reread |= reread_later
+    assert len(packed) == len(plain)
+    assert list(packed) == plain and packed == plain
+    assert [packed[i] for i in range(-len(plain), len(plain))] == plain + plain
+    assert packed[1:-1:2] == plain[1:-1:2]
+    assert dict(packed.reread) == reread and len(packed.reread) == len(reread)
+    assert packed.reread == reread
+    for index, record in enumerate(plain):
+        assert packed.line(index) == reread.get(record.seq)
+    assert pickle.loads(pickle.dumps(packed)) == plain
+
+
+def test_packed_records_refuse_an_index_out_of_range_and_an_unknown_seq() -> None:
+    packed, _plain, _reread = _fill([(1, "model.call", "agent", None), (2, "turn", "a", {})])
+    with pytest.raises(IndexError):
+        packed[2]
+    with pytest.raises(IndexError):
+        packed[-3]
+    with pytest.raises(KeyError):
+        packed.reread[3]  # kept with its body
+    with pytest.raises(KeyError):
+        packed.reread[2]  # no record
+
+
+def test_a_packed_record_costs_a_few_bytes() -> None:
+    packed = PackedRecords()
+    for seq in range(100_000):
+        packed.append(seq, _KINDS[seq % 4], _ACTORS[seq % 3], None, seq)
+    size = sum(sys.getsizeof(part) for part in (packed._seqs, packed._lines, packed._kinds))
+    assert (size + sys.getsizeof(packed._actors)) / len(packed) < 40
