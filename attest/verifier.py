@@ -410,6 +410,7 @@ class _Verification:
                 )
             finally:
                 self.seq = chain.seq
+            self.entries.marks = []  # read by 3.5 alone in a full bundle (4.6 is partial)
             self.lifecycle_complete = True
             result.checked.append(sentence)
         else:
@@ -478,6 +479,7 @@ class _Verification:
                 hooks=self.hooks,
                 progress=progress,
                 lifecycle_complete=self.lifecycle_complete,
+                keep_events=False,  # step 7 reads their index, semantics.claims
             )
         finally:
             self.seq = progress.seq
@@ -489,7 +491,7 @@ class _Verification:
     def _step7_claims(self, result: StepResult) -> None:
         progress = SemanticsProgress()
         try:
-            claims = check_claims(self.semantics.events, progress)
+            claims = check_claims(self.semantics.claims, progress)
         finally:
             self.seq = progress.seq
         result.checked.append(
@@ -505,7 +507,7 @@ class _Verification:
                     "the status of the cited ids at the checkpoint: the lifecycle was not replayed"
                 )
             return
-        inactive = status_at_head(self.semantics.events, state)
+        inactive = status_at_head(self.semantics.claims, state)
         self.report.inactive = [item.describe() for item in inactive]
         size = self.head.size
         if not inactive:
