@@ -358,7 +358,7 @@ def _describe(
 # --- step 7 ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Admitted:
     seq: int
     cites: tuple[str, ...]
