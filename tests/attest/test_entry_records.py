@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import pickle
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from registre.attest.bundle import open_bundle, write_bundle
 from registre.attest.entry_records import EntryRecord, PackedRecords
+from registre.attest.verify_entries import check_entries
+from registre.attest.verify_semantics import (
+    ClaimIndex,
+    SemanticHooks,
+    SemanticsProgress,
+    check_claims,
+    check_semantics,
+    status_at_head,
+)
+from tests.attest.test_bundle_stream import full_args
+from tests.bundles import build_thread
 
 _KINDS = ["model.call", "context.compaction", "evidence.upsert", "source.read"]
 _ACTORS = ["agent", "registre.compactor", "tool:search"]
@@ -79,3 +92,37 @@ def test_a_packed_record_costs_a_few_bytes() -> None:
         packed.append(seq, _KINDS[seq % 4], _ACTORS[seq % 3], None, seq)
     size = sum(sys.getsizeof(part) for part in (packed._seqs, packed._lines, packed._kinds))
     assert (size + sys.getsizeof(packed._actors)) / len(packed) < 40
+
+
+def test_the_claim_index_built_in_step_6_is_the_index_of_its_events(tmp_path: Path) -> None:
+    thread = build_thread(60)
+    target = tmp_path / "story.zip"
+    write_bundle(target, **full_args(thread))
+    with open_bundle(target) as bundle:
+        leaves = bundle.leaves
+        checked = check_entries(
+            leaves,
+            seqs=range(len(leaves)),
+            full=True,
+            origin=bundle.origin,
+            keys=[thread.signer.verifier()],
+        )
+        results = [
+            check_semantics(
+                checked.records,
+                full=True,
+                leaves=leaves,
+                hooks=SemanticHooks(),
+                progress=SemanticsProgress(),
+                keep_events=keep,
+            )
+            for keep in (True, False)
+        ]
+    kept, lean = results
+    assert kept.events and not lean.events
+    assert lean.claims == kept.claims == ClaimIndex.of(kept.events)
+    assert kept.claims.conclusions and kept.claims.evidence and kept.claims.references
+    progress = SemanticsProgress()
+    assert check_claims(lean.claims, progress) == check_claims(kept.events, progress)
+    assert kept.state is not None and lean.state == kept.state
+    assert status_at_head(lean.claims, kept.state) == status_at_head(kept.events, kept.state)
