@@ -12,26 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import overload
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.bundle_leaves import PackedHashes
+from registre.attest.entry_records import EntryRecord, PackedRecords, RereadLines
 from registre.attest.lifecycle_chain import ChainMark
 
 __all__ = ["SEMANTIC_KINDS", "EntriesChecked", "EntryRecord", "RecordsWithBodies", "thin_marks"]
 
 SEMANTIC_KINDS: frozenset[str] = LIFECYCLE_KINDS | {"context.compaction", "model.call"}
 """Kinds whose bodies steps 6 and 7 read; only these bodies are kept after step 3."""
-
-
-@dataclass(frozen=True)
-class EntryRecord:
-    """What later steps need of an entry of a :data:`SEMANTIC_KINDS` kind."""
-
-    seq: int
-    kind: str
-    actor: str
-    body: dict[str, Any]
 
 
 @dataclass
@@ -47,13 +38,17 @@ class EntriesChecked:
     """
 
     kinds: dict[str, int] = field(default_factory=dict)
-    records: list[EntryRecord] = field(default_factory=list)
+    records: PackedRecords = field(default_factory=PackedRecords)
     leaf_hashes: PackedHashes = field(default_factory=PackedHashes)
     roots: dict[int, bytes] = field(default_factory=dict)
     prev_roots: list[bytes] = field(default_factory=list)
     marks: list[ChainMark] = field(default_factory=list)
-    reread: dict[int, int] = field(default_factory=dict)
-    """Records kept without their body (the ``reread`` kinds): seq -> line to read it from."""
+
+    @property
+    def reread(self) -> RereadLines:
+        """Records kept without their body (the ``reread`` kinds): seq -> line to read it
+        from (a view of ``records``)."""
+        return self.records.reread
 
 
 class RecordsWithBodies(Sequence[EntryRecord]):

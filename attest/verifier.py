@@ -33,13 +33,17 @@ it names are informational, and its proofs are looked up by sizes taken from sig
 
 Memory does not grow with the entries' bytes: the zip stays open while the steps run, and
 ``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
-bytes), checked chunk by chunk in step 3 (which keeps no body: a record of seq, kind and
-actor per semantic entry, and the chain marks that matter), read forward again by step 6 (the
-semantic entries' bodies, one at a time, and the working-context replay) -- never held whole
+bytes), checked chunk by chunk in step 3 (which keeps no body: a packed record of seq, line,
+kind and actor per semantic entry, about 20 bytes
+(:class:`registre.attest.entry_records.PackedRecords`), and the chain marks that matter,
+dropped once 3.5 has read them), read forward again by step 6 (the semantic entries'
+bodies, one at a time, and the working-context replay) -- never held whole
 (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked against
-its step-1 hash). What still grows with the thread is those records, the parsed lifecycle
-events step 7 reads, and what the working-context replay keeps
-(:mod:`registre.attest.verify_context`).
+its step-1 hash). Step 6 keeps of the lifecycle events only what step 7 reads
+(:class:`registre.attest.verify_semantics.ClaimIndex`: ids, seqs, citations), not the parsed
+events. What still grows with the thread is those 32 + ~20 bytes an entry, that index, the
+lifecycle state, and what the working-context replay keeps
+(:mod:`registre.attest.verify_context`; its token-count caches are bounded in bytes).
 """
 
 from __future__ import annotations
@@ -123,8 +127,8 @@ _REREAD = SEMANTIC_KINDS
 """Kinds whose bodies step 3 does not keep; step 6 reads them again from the zip, one at a
 time, in seq order (a compaction's body lists what it folds, stubs and elides: ~1 MB of JSON
 when it folds 50,000 entries; a model call's or a lifecycle entry's is a few hundred bytes,
-but one is kept per model call and per lifecycle entry -- over a million-entry thread, most
-of what step 3 kept)."""
+but one would be kept per model call and per lifecycle entry -- over a million-entry
+thread, most of what step 3 kept)."""
 
 
 class CheckpointNameError(VerificationError):
@@ -410,6 +414,7 @@ class _Verification:
                 )
             finally:
                 self.seq = chain.seq
+            self.entries.marks = []  # read by 3.5 alone in a full bundle (4.6 is partial)
             self.lifecycle_complete = True
             result.checked.append(sentence)
         else:
@@ -478,6 +483,7 @@ class _Verification:
                 hooks=self.hooks,
                 progress=progress,
                 lifecycle_complete=self.lifecycle_complete,
+                keep_events=False,  # step 7 reads their index, semantics.claims
             )
         finally:
             self.seq = progress.seq
@@ -489,7 +495,7 @@ class _Verification:
     def _step7_claims(self, result: StepResult) -> None:
         progress = SemanticsProgress()
         try:
-            claims = check_claims(self.semantics.events, progress)
+            claims = check_claims(self.semantics.claims, progress)
         finally:
             self.seq = progress.seq
         result.checked.append(
@@ -505,7 +511,7 @@ class _Verification:
                     "the status of the cited ids at the checkpoint: the lifecycle was not replayed"
                 )
             return
-        inactive = status_at_head(self.semantics.events, state)
+        inactive = status_at_head(self.semantics.claims, state)
         self.report.inactive = [item.describe() for item in inactive]
         size = self.head.size
         if not inactive:

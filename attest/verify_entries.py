@@ -47,11 +47,11 @@ from registre.attest.bundle_leaves import PackedHashes
 from registre.attest.entries_checked import (
     SEMANTIC_KINDS,
     EntriesChecked,
-    EntryRecord,
     RecordsWithBodies,
     thin_marks,
 )
 from registre.attest.entry import Entry
+from registre.attest.entry_records import EntryRecord
 from registre.attest.errors import OriginMismatchError, RegistreError, VerificationError
 from registre.attest.keys import Verifier
 from registre.attest.leaf_open import LeafOpener, open_leaf
@@ -292,10 +292,9 @@ def _check_chunk(chunk: _Chunk, keys: Sequence[Verifier]) -> _ChunkResult:
             dropped = entry
         before = (lifecycle, signed)
         if entry.kind in chunk.reread:
-            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, {}))
-            checked.reread[entry.seq] = chunk.start + offset
+            records.append(entry.seq, entry.kind, entry.actor, None, chunk.start + offset)
         elif entry.kind in SEMANTIC_KINDS:
-            records.append(EntryRecord(entry.seq, entry.kind, entry.actor, entry.body))
+            records.append(entry.seq, entry.kind, entry.actor, entry.body, chunk.start + offset)
     if dropped is not None:  # the last line's mark is always kept
         marks.append(ChainMark(dropped.seq, False, dropped.leaf_hash, dropped.lifecycle))
     return _ChunkResult(checked)
@@ -371,7 +370,6 @@ def _merge(results: Iterator[_ChunkResult], into: EntriesChecked) -> int | None:
         into.records.extend(result.checked.records)
         into.prev_roots.extend(result.checked.prev_roots)
         into.marks.extend(result.checked.marks)
-        into.reread.update(result.checked.reread)
     return None
 
 

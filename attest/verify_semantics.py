@@ -40,7 +40,7 @@ stale, superseded or retracted at the checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -71,6 +71,7 @@ from registre.lifecycle import (
 
 __all__ = [
     "ClaimCitesInactiveError",
+    "ClaimIndex",
     "ClaimsChecked",
     "Compaction",
     "CompactionFoldsFutureError",
@@ -166,13 +167,19 @@ class SemanticsProgress:
 
 @dataclass
 class SemanticsChecked:
-    """Result of step 6: the lifecycle events (seq, event) for step 7, and what was checked."""
+    """Result of step 6: what step 7 needs of the lifecycle events, and what was checked.
+
+    ``claims`` indexes every lifecycle event (what step 7 reads of them: :class:`ClaimIndex`);
+    ``events`` holds the events themselves, (seq, event), unless :func:`check_semantics` was
+    told not to keep them (a parsed event costs a few hundred bytes to a few KB; the index
+    only the ids, seqs and citations)."""
 
     events: list[tuple[int, Event]] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
     not_checked: list[str] = field(default_factory=list)
     state: LifecycleState | None = None
     """The lifecycle state after every event of the tree (set when it was replayed)."""
+    claims: ClaimIndex = field(default_factory=lambda: ClaimIndex())
 
 
 def check_semantics(
@@ -183,10 +190,13 @@ def check_semantics(
     hooks: SemanticHooks,
     progress: SemanticsProgress,
     lifecycle_complete: bool | None = None,
+    keep_events: bool = True,
 ) -> SemanticsChecked:
     """Step 6 over ``records`` (seq order). ``leaves`` is the whole thread when ``full``.
     ``lifecycle_complete`` (default: ``full``): the records hold every lifecycle entry of the
-    tree, so 6.1 and 6.4 run; ``result.state`` is then the lifecycle at the tree's head."""
+    tree, so 6.1 and 6.4 run; ``result.state`` is then the lifecycle at the tree's head.
+    ``result.claims`` indexes the lifecycle events for step 7; ``keep_events`` False leaves
+    ``result.events`` empty (the events are dropped once indexed)."""
     replay = full if lifecycle_complete is None else lifecycle_complete or full
     result = SemanticsChecked()
     state = LifecycleState.empty()
@@ -220,7 +230,9 @@ def check_semantics(
             if replay:  # 6.1
                 state = _replay(state, event, record.seq)
                 last_lifecycle = record.seq
-            result.events.append((record.seq, event))
+            result.claims.add(record.seq, event)
+            if keep_events:
+                result.events.append((record.seq, event))
     progress.seq = None
     _describe(result, counts, full, replay, hooks)
     if replay:
@@ -346,7 +358,7 @@ def _describe(
 # --- step 7 ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Admitted:
     seq: int
     cites: tuple[str, ...]
@@ -363,12 +375,55 @@ class ClaimsChecked:
 
 
 @dataclass
-class _Index:
+class ClaimIndex:
+    """What step 7 reads of the lifecycle events, added in seq order (:meth:`add`): the seq
+    registering each source reference, the admission (seq, citations) of each evidence and
+    conclusion id, the final conclusions and the seq that ended each revised id. Built from
+    the recorded outcomes; the same whether built while step 6 replays or afterwards
+    (:meth:`of`)."""
+
     references: dict[str, int] = field(default_factory=dict)
     evidence: dict[str, _Admitted] = field(default_factory=dict)
     conclusions: dict[str, _Admitted] = field(default_factory=dict)
     finals: set[str] = field(default_factory=set)
     inactive: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, events: Iterable[tuple[int, Event]]) -> ClaimIndex:
+        """The index of ``events`` (seq order)."""
+        index = cls()
+        for seq, event in events:
+            index.add(seq, event)
+        return index
+
+    def add(self, seq: int, event: Event) -> None:
+        """Take in the lifecycle event at ``seq`` (after every earlier one)."""
+        request, outcome = event.request, event.outcome
+        if isinstance(request, ReadRequest) and isinstance(outcome, ReadOutcome):
+            for ref, result in zip(request.refs, outcome.results, strict=True):
+                if isinstance(result, Registered):
+                    self.references.setdefault(ref.ref, seq)
+        elif isinstance(request, UpsertRequest) and isinstance(outcome, UpsertOutcome):
+            for statement, item in zip(request.statements, outcome.results, strict=True):
+                if isinstance(item, Accepted):
+                    self.evidence[item.id] = _Admitted(seq, statement.cites)
+        elif isinstance(request, ComputeRequest | FinalRequest) and isinstance(outcome, Accepted):
+            self.conclusions[outcome.id] = _Admitted(seq, request.cites)
+            if isinstance(request, FinalRequest):
+                self.finals.add(outcome.id)
+        elif isinstance(request, EvidenceReviseRequest | ConclusionReviseRequest) and (
+            isinstance(outcome, Revised)
+        ):
+            self.inactive.setdefault(request.id, seq)
+            if outcome.successor is not None and request.replacement is not None:
+                table = (
+                    self.evidence
+                    if isinstance(request, EvidenceReviseRequest)
+                    else self.conclusions
+                )
+                table[outcome.successor] = _Admitted(seq, request.replacement.cites)
+                if request.id in self.finals:
+                    self.finals.add(outcome.successor)
 
 
 @dataclass(frozen=True)
@@ -390,9 +445,12 @@ class IdStatus:
         return f"{what}{self.id} {self.status}"
 
 
-def status_at_head(events: Sequence[tuple[int, Event]], state: LifecycleState) -> list[IdStatus]:
+def status_at_head(
+    events: Sequence[tuple[int, Event]] | ClaimIndex, state: LifecycleState
+) -> list[IdStatus]:
     """Step 7.2: every conclusion the bundle discloses, and every id they cite, that is not
-    active and fresh in ``state`` (the lifecycle replayed up to the checkpoint), by id."""
+    active and fresh in ``state`` (the lifecycle replayed up to the checkpoint), by id.
+    ``events``: the lifecycle events (seq order) or their :class:`ClaimIndex`."""
     index = _index(events)
     named: set[str] = set(index.conclusions)
     for admitted in index.conclusions.values():
@@ -420,8 +478,11 @@ def _id_key(item: str) -> tuple[str, int]:
     return prefix, int(number) if number.isdigit() else -1
 
 
-def check_claims(events: Sequence[tuple[int, Event]], progress: SemanticsProgress) -> ClaimsChecked:
-    """Step 7 over the lifecycle ``events`` (seq order) of the bundle."""
+def check_claims(
+    events: Sequence[tuple[int, Event]] | ClaimIndex, progress: SemanticsProgress
+) -> ClaimsChecked:
+    """Step 7 over the lifecycle ``events`` (seq order) of the bundle, or their
+    :class:`ClaimIndex`."""
     index = _index(events)
     passages: set[str] = set()
     resolved: set[str] = set()
@@ -437,40 +498,12 @@ def check_claims(events: Sequence[tuple[int, Event]], progress: SemanticsProgres
     )
 
 
-def _index(events: Sequence[tuple[int, Event]]) -> _Index:
-    index = _Index()
-    for seq, event in events:
-        request, outcome = event.request, event.outcome
-        if isinstance(request, ReadRequest) and isinstance(outcome, ReadOutcome):
-            for ref, result in zip(request.refs, outcome.results, strict=True):
-                if isinstance(result, Registered):
-                    index.references.setdefault(ref.ref, seq)
-        elif isinstance(request, UpsertRequest) and isinstance(outcome, UpsertOutcome):
-            for statement, item in zip(request.statements, outcome.results, strict=True):
-                if isinstance(item, Accepted):
-                    index.evidence[item.id] = _Admitted(seq, statement.cites)
-        elif isinstance(request, ComputeRequest | FinalRequest) and isinstance(outcome, Accepted):
-            index.conclusions[outcome.id] = _Admitted(seq, request.cites)
-            if isinstance(request, FinalRequest):
-                index.finals.add(outcome.id)
-        elif isinstance(request, EvidenceReviseRequest | ConclusionReviseRequest) and (
-            isinstance(outcome, Revised)
-        ):
-            index.inactive.setdefault(request.id, seq)
-            if outcome.successor is not None and request.replacement is not None:
-                table = (
-                    index.evidence
-                    if isinstance(request, EvidenceReviseRequest)
-                    else index.conclusions
-                )
-                table[outcome.successor] = _Admitted(seq, request.replacement.cites)
-                if request.id in index.finals:
-                    index.finals.add(outcome.successor)
-    return index
+def _index(events: Sequence[tuple[int, Event]] | ClaimIndex) -> ClaimIndex:
+    return events if isinstance(events, ClaimIndex) else ClaimIndex.of(events)
 
 
 def _resolve_conclusion(
-    index: _Index,
+    index: ClaimIndex,
     conclusion_id: str,
     admitted: _Admitted,
     passages: set[str],
@@ -508,7 +541,7 @@ def _cited(table: dict[str, _Admitted], cited: str, citing: str, seq: int, what:
     return found
 
 
-def _check_active(index: _Index, cited: str, citing: str, seq: int) -> None:
+def _check_active(index: ClaimIndex, cited: str, citing: str, seq: int) -> None:
     ended = index.inactive.get(cited)
     if ended is not None and ended < seq:
         raise ClaimCitesInactiveError(

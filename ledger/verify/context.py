@@ -32,6 +32,7 @@ or model calls costs nothing here. Token counters: the default one, plus those g
 from __future__ import annotations
 
 import json
+from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
@@ -99,7 +100,7 @@ class ContextCheck:
         self._counters = counter_registry(counters)
         self._state: ContextState | None = None
         self._idle = 0
-        self._compactions: list[int] = []
+        self._compactions = array("q")  # the seqs of the compactions checked, 8 bytes each
         self._calls = ModelCallChecker(self._counters)
         # texts of earlier entries for quote checks, read in blocks and kept across
         # compactions (entries before the one checked are verified and never change)

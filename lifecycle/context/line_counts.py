@@ -72,7 +72,13 @@ _block_lock = threading.Lock()
 def block_counter(counter: TokenCounter) -> TokenCounter:
     """:func:`line_counter` of ``counter``, kept from call to call for the same counter
     object (at most a few counters at a time): what the lifecycle block counts with, so the
-    statement lines it counts at every call are counted once."""
+    statement lines it counts at every call are counted once. A counter that caches already
+    (a :class:`LineCounter` or a :class:`~registre.lifecycle.context.CachedCounter`: the
+    verifier's model-call check hands one in) is used as it is: a second cache over it
+    would hold every whole block text, which names ``at`` and so never hits again (it
+    filled its 16 M characters, 32 MB of 2-byte text, by 50,000 entries)."""
+    if isinstance(counter, LineCounter | CachedCounter):
+        return counter
     found = _block_counters.get(id(counter))
     if found is not None and found[0] is counter:
         return found[1]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol, runtime_checkable
@@ -69,6 +70,12 @@ CACHE_TEXTS: Final = 65_536
 CACHE_CHARS: Final = 16_000_000
 """The most characters of text a counter's cache holds by default (a longer text is counted
 every time, never cached)."""
+
+CACHE_BYTES: Final = 16 * 2**20
+"""The most bytes the texts a counter's cache holds may take in memory, by default: each
+text's ``sys.getsizeof``, which is 1, 2 or 4 bytes a character in CPython (by the widest
+character: a text with a "–" or a "…" takes 2), plus its header. The character bound alone
+let a cache of 2-byte texts hold twice what it says."""
 
 
 @runtime_checkable
@@ -185,48 +192,75 @@ class TiktokenCounter:
 
 
 class _CountCache:
-    """Counts by text, filled by ``count`` on a miss: at most ``max_texts`` texts and
-    ``max_chars`` characters of them (the cache holds the texts it keys on), the text counted
-    longest ago dropped first. A counter reads ``counts`` directly (a hit is one dictionary
-    lookup, and Python caches a string's hash) and calls :meth:`fill` on a miss.
+    """Counts by text, filled by ``count`` on a miss: at most ``max_texts`` texts,
+    ``max_chars`` characters of them and ``max_bytes`` bytes of their memory
+    (``sys.getsizeof``; the cache holds the texts it keys on), the text counted longest ago
+    dropped first. A counter reads ``counts`` directly (a hit is one dictionary lookup, and
+    Python caches a string's hash) and calls :meth:`fill` on a miss.
 
     Thread safe: reads take no lock; writes take one, never while counting.
     """
 
-    __slots__ = ("_chars", "_count", "_lock", "_max_chars", "_max_texts", "counts")
+    __slots__ = (
+        "_bytes",
+        "_chars",
+        "_count",
+        "_lock",
+        "_max_bytes",
+        "_max_chars",
+        "_max_texts",
+        "counts",
+    )
 
-    def __init__(self, count: Callable[[str], int], max_texts: int, max_chars: int) -> None:
-        if max_texts < 0 or max_chars < 0:
+    def __init__(
+        self,
+        count: Callable[[str], int],
+        max_texts: int,
+        max_chars: int,
+        max_bytes: int = CACHE_BYTES,
+    ) -> None:
+        if max_texts < 0 or max_chars < 0 or max_bytes < 0:
             raise ValueError(
-                f"cache bounds must be >= 0, got {max_texts} texts, {max_chars} characters"
+                f"cache bounds must be >= 0, got {max_texts} texts, {max_chars} characters, "
+                f"{max_bytes} bytes"
             )
         self.counts: dict[str, int] = {}
         self._count = count
         self._chars = 0
+        self._bytes = 0
         self._max_texts = max_texts
         self._max_chars = max_chars
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()
 
     def fill(self, text: str) -> int:
         """Count ``text`` and keep its count if the bounds allow."""
         value = self._count(text)
         size = len(text)
-        if self._max_texts and size <= self._max_chars:
+        memory = sys.getsizeof(text)
+        if self._max_texts and size <= self._max_chars and memory <= self._max_bytes:
             with self._lock:
                 counts = self.counts
                 if text not in counts:
                     counts[text] = value
                     self._chars += size
-                    while len(counts) > self._max_texts or self._chars > self._max_chars:
+                    self._bytes += memory
+                    while (
+                        len(counts) > self._max_texts
+                        or self._chars > self._max_chars
+                        or self._bytes > self._max_bytes
+                    ):
                         oldest = next(iter(counts))
                         del counts[oldest]
                         self._chars -= len(oldest)
+                        self._bytes -= sys.getsizeof(oldest)
         return value
 
     def clear(self) -> None:
         with self._lock:
             self.counts.clear()
             self._chars = 0
+            self._bytes = 0
 
 
 class CachedCounter:
@@ -234,9 +268,10 @@ class CachedCounter:
 
     The counts are ``counter``'s (a counter is a pure function of the text), so the name
     stays: a compaction counted through the cache verifies with the bare counter and the
-    other way round. The cache keeps at most ``max_texts`` texts and ``max_chars`` characters
-    of them, dropping the text counted longest ago first (a hit does not refresh it); a text
-    longer than ``max_chars`` is counted every time. A hit costs a dictionary lookup (Python
+    other way round. The cache keeps at most ``max_texts`` texts, ``max_chars`` characters
+    of them and ``max_bytes`` bytes of their memory (:data:`CACHE_BYTES`), dropping the text
+    counted longest ago first (a hit does not refresh it); a text beyond either of the last
+    two bounds alone is counted every time. A hit costs a dictionary lookup (Python
     caches a string's hash).
     """
 
@@ -246,9 +281,10 @@ class CachedCounter:
         *,
         max_texts: int = CACHE_TEXTS,
         max_chars: int = CACHE_CHARS,
+        max_bytes: int = CACHE_BYTES,
     ) -> None:
         self._counter = counter
-        self._cache = _CountCache(counter.count, max_texts, max_chars)
+        self._cache = _CountCache(counter.count, max_texts, max_chars, max_bytes)
         self._counts = self._cache.counts
 
     @property
@@ -319,8 +355,9 @@ class BpeCounter:
         *,
         cache_texts: int = CACHE_TEXTS,
         cache_chars: int = CACHE_CHARS,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
-        self._cache = _CountCache(self.count_uncached, cache_texts, cache_chars)
+        self._cache = _CountCache(self.count_uncached, cache_texts, cache_chars, cache_bytes)
         self._counts = self._cache.counts
         if encoding not in BPE_ENCODINGS:
             raise TokenCounterUnavailableError(

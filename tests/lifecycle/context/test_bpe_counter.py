@@ -166,6 +166,8 @@ def test_cache_bounds_must_not_be_negative() -> None:
         BpeCounter(cache_texts=-1)
     with pytest.raises(ValueError, match="cache bounds"):
         CachedCounter(default_counter(), max_chars=-1)
+    with pytest.raises(ValueError, match="cache bounds"):
+        CachedCounter(default_counter(), max_bytes=-1)
 
 
 # --- without the package ------------------------------------------------------------------
@@ -259,6 +261,24 @@ def test_cache_holds_at_most_its_characters() -> None:
     inner.asked.clear()
     cached.count("b" * 6)
     assert inner.asked == []
+
+
+def test_cache_holds_at_most_its_bytes_two_byte_texts_counting_double() -> None:
+    inner = Calls()
+    ascii_text, dashes = "a" * 10, "\u2013" * 10  # "–": 2 bytes a character in CPython
+    bound = 2 * sys.getsizeof(ascii_text)
+    assert sys.getsizeof(ascii_text) < sys.getsizeof(dashes) <= bound
+    cached = CachedCounter(inner, max_bytes=bound)
+    cached.count(ascii_text)
+    cached.count("b" * 10)  # exactly the bound: both kept
+    assert cached.cached_texts == 2
+    cached.count(dashes)  # 10 characters like the others, but both older texts go
+    assert cached.cached_texts == 1
+    inner.asked.clear()
+    cached.count(dashes)
+    assert inner.asked == []
+    cached.count("\u2013" * 60)  # more bytes than the whole cache: counted, never kept
+    assert cached.cached_texts == 1
 
 
 def test_threads_counted_with_a_bpe_counter_replay_by_name() -> None:

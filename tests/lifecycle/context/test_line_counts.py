@@ -36,3 +36,10 @@ def test_the_block_counter_is_kept_per_counter_and_counts_as_it() -> None:
     assert kept.count(text) == counter.count(text)
     other = CachedCounter(counter)
     assert block_counter(other) is not kept and block_counter(other).name == counter.name
+
+
+def test_a_counter_that_caches_already_is_not_cached_twice() -> None:
+    counter = default_counter()
+    lines = line_counter(counter)
+    cached = CachedCounter(counter)
+    assert block_counter(lines) is lines and block_counter(cached) is cached
