@@ -41,6 +41,7 @@ __all__ = [
     "decide_unpin",
     "pin_set_items",
     "pin_set_sha256",
+    "with_left_out_pin",
 ]
 
 PIN_DIGEST_PREFIX = b"registre/pins/v1\n"
@@ -85,6 +86,31 @@ def commit_unpin(tables: Tables, request: UnpinRequest, outcome: Accepted | Reje
     tables.pins[pin.id] = replace(pin, status=UNPINNED, unpin_reason=request.reason)
     del tables.live_pins[pin.id]
     note(tables, pin.id)
+
+
+def with_left_out_pin(state: LifecycleState, pin_id: str) -> LifecycleState:
+    """``state``, or a copy of it holding ``pin_id`` again as an unpinned placeholder when
+    ``state`` is a pin table restored without it.
+
+    A stored context snapshot keeps only the pins still live or made in its tail
+    (``specs/storage.md``); the others were unpinned and no projection shows them. Pin ids
+    are ``pin-1 .. pin-(next_pin - 1)`` with no gap and the rules never drop a pin, so a
+    ``pin-N`` with ``N < next_pin`` missing from the table can only be such a left-out pin.
+    Deciding an unpin of it must give ``inactive_pin`` (as the full history does), not
+    ``unknown_pin``; the placeholder (status ``unpinned``, no text, seq -1) gives exactly
+    that. Any other id, or a pin the table holds, returns ``state`` itself. O(pins) when a
+    placeholder is added (a copy: ``state`` stays as it was), O(1) otherwise."""
+    tables = state.tables()
+    number = pin_id.removeprefix("pin-")
+    if pin_id in tables.pins or not number.isascii() or not number.isdigit():
+        return state
+    if number != str(int(number)) or not 1 <= int(number) < tables.next_pin:
+        return state
+    copy = state.copy()
+    copy.tables().pins[pin_id] = PinnedItem(
+        id=pin_id, kind="definition", text="", seq=-1, status=UNPINNED
+    )
+    return copy
 
 
 def pin_set_items(state: LifecycleState) -> list[list[str | int]]:

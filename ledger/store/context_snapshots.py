@@ -20,7 +20,9 @@ shows them and no rule reads their text -- only that they exist, so that a later
 is decided ``inactive_pin`` rather than ``unknown_pin``. Pin ids are ``pin-1 .. pin-(next-1)``
 with no gap, so their existence is implied by ``next_pin``; when the entries to fold after a
 snapshot hold a refused unpin, the left-out pins are put back as placeholders (id, status
-``unpinned``, nothing else) before restoring. A snapshot therefore costs O(live pins + tail
+``unpinned``, nothing else) before restoring; a restored state folded further later (the
+process's cached fold, a caller's copy) puts back the one pin an unpin names as it folds it
+(:func:`registre.lifecycle.pins.with_left_out_pin`). A snapshot therefore costs O(live pins + tail
 pins + live summaries + stubs), however many pins the thread ever made.
 
 Like every derived table it is a cache: rows can be deleted and rebuilt from the entries

@@ -58,8 +58,8 @@ from registre.lifecycle.context.render import (
 from registre.lifecycle.context.stable_prefix import HeaderPin, LiveSummary, SummaryRun
 from registre.lifecycle.context.tail import TailItem, protected_start, safe_cuts
 from registre.lifecycle.machine import apply as apply_event
-from registre.lifecycle.model import Accepted, PinnedItem
-from registre.lifecycle.pins import pin_set_sha256
+from registre.lifecycle.model import Accepted, PinnedItem, UnpinRequest
+from registre.lifecycle.pins import pin_set_sha256, with_left_out_pin
 from registre.lifecycle.state import LifecycleState
 
 # HeaderPin, LiveSummary, SummaryRun, TailItem, protected_start and safe_cuts are re-exported
@@ -300,7 +300,10 @@ class ContextState:
         event = parse_body(entry.kind, entry.body)
         self._own_pins()
         if decide:
-            self._pins = apply_event(self._pins, event)
+            pins = self._pins
+            if isinstance(event.request, UnpinRequest):  # a snapshot may have left it out
+                pins = with_left_out_pin(pins, event.request.id)
+            self._pins = apply_event(pins, event)
         message = None
         pin_id = None
         if isinstance(event.outcome, Accepted):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from registre.lifecycle import (
     Accepted,
@@ -16,6 +18,10 @@ from registre.lifecycle import (
     pin_set_items,
     pin_set_sha256,
 )
+from registre.lifecycle.errors import LifecycleFormatError
+from registre.lifecycle.model import PinnedItem
+from registre.lifecycle.pins import with_left_out_pin
+from registre.lifecycle.state import Tables
 from tests.lifecycle.builders import run
 
 
@@ -91,3 +97,70 @@ def test_pin_set_digest_changes_with_an_unpin_and_ignores_unpinned_pins() -> Non
         PinRequest("task_parameter", "Report in EUR.", 1),
     )
     assert pin_set_sha256(fresh) == pin_set_sha256(state)
+
+
+# --- a pin table restored without its unpinned pins (a context snapshot) ---------------------
+
+_pin_steps = st.lists(
+    st.one_of(
+        st.builds(lambda text: PinRequest("definition", text, 1), st.sampled_from(["A.", " "])),
+        st.builds(
+            lambda number, reason: UnpinRequest(f"pin-{number}", reason),
+            st.integers(1, 8),
+            st.sampled_from(["done", ""]),
+        ),
+    ),
+    max_size=14,
+)
+_asked = st.one_of(
+    st.builds(lambda number: f"pin-{number}", st.integers(-1, 10)),
+    st.sampled_from(["pin-01", "pin-", "pin-x", "pin-1 ", "pin-٣", "x", ""]),
+)
+
+
+def _as_restored(state: LifecycleState) -> LifecycleState:
+    """``state``'s pin table as a context snapshot restores it: live pins and next_pin only."""
+    tables = state.tables()
+    live = {pin_id: tables.pins[pin_id] for pin_id in tables.live_pins}
+    return LifecycleState(
+        Tables(pins=live, live_pins=dict(tables.live_pins), next_pin=tables.next_pin)
+    )
+
+
+def _decided(state: LifecycleState, request: UnpinRequest) -> object:
+    """The outcome, or the type of the error a malformed request raises."""
+    try:
+        return decide(state, request)
+    except LifecycleFormatError as error:
+        return type(error)
+
+
+@given(steps=_pin_steps, asked=_asked, reason=st.sampled_from(["again", ""]))
+def test_an_unpin_decides_on_a_restored_table_as_on_the_full_one(
+    steps: list[PinRequest | UnpinRequest], asked: str, reason: str
+) -> None:
+    full, _ = run(LifecycleState.empty(), *steps)
+    restored = _as_restored(full)
+    request = UnpinRequest(asked, reason)
+    before = restored.tables().copy()
+    assert _decided(with_left_out_pin(restored, asked), request) == _decided(full, request)
+    assert restored.tables() == before  # the placeholder goes into a copy
+
+
+def test_a_left_out_pin_comes_back_as_an_unpinned_placeholder() -> None:
+    full, _ = run(
+        LifecycleState.empty(),
+        PinRequest("definition", "ARR means annual recurring revenue.", 4),
+        UnpinRequest("pin-1", "superseded"),
+        PinRequest("task_parameter", "Report in EUR.", 1),
+    )
+    restored = _as_restored(full)
+    assert restored.pin("pin-1") is None
+    back = with_left_out_pin(restored, "pin-1")
+    assert back.pin("pin-1") == PinnedItem("pin-1", "definition", "", -1, status="unpinned")
+    assert [pin.id for pin in back.live_pins()] == ["pin-2"]
+    assert with_left_out_pin(restored, "pin-2") is restored  # held: nothing to put back
+    assert with_left_out_pin(restored, "pin-3") is restored  # never made
+    assert decide(back, UnpinRequest("pin-1", "again")) == Rejected(
+        "inactive_pin", "Pin 'pin-1' is already unpinned."
+    )

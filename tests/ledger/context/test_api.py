@@ -22,6 +22,7 @@ from registre.ledger.context.store import (
 )
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import PinRefusedError
+from registre.ledger.store.context_cache import fold_cache
 from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, snapshot_json
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
@@ -348,6 +349,35 @@ def test_refused_unpin_of_a_pin_folded_away(ledger: Ledger, thread: Thread) -> N
         replayed(thread), 600, SMALL, default_counter()
     )
     verify_database(ledger, thread=thread.id)
+
+
+def test_refused_unpin_folded_onto_a_state_restored_from_a_snapshot(
+    ledger: Ledger, thread: Thread
+) -> None:
+    """A process that restores the fold from a snapshot (a new process, or the cache having
+    dropped the thread) and then folds a refused unpin of a pin the snapshot left out: the
+    unpin replays as ``inactive_pin``, as the full history gives, instead of failing the
+    thread with a false ContextHistoryError at every later projection."""
+    opened(thread)
+    thread.pin("decision", "Use the spec finder.", 0)
+    thread.unpin("pin-2", "done with it")
+    agent_loop(thread, 14)
+    rows = snapshot_rows(ledger.engine, thread.id)
+    assert rows and '"pin-2"' not in rows[-1][2]  # the latest snapshot left the pin out
+    fold_cache().clear()  # as a new process: the next fold starts from the stored snapshot
+    restored = thread.context_state()
+    with pytest.raises(PinRefusedError) as refused:
+        thread.unpin("pin-2", "again")
+    assert refused.value.reason == "inactive_pin"
+    assert thread.project(budget=600, policy=SMALL) == project(
+        replayed(thread), 600, SMALL, default_counter()
+    )
+    grown = restored.copy()  # a caller's own state folds the same entries the same way
+    for entry in thread.context_entries(restored.at + 1):
+        grown.apply(entry)
+    assert project(grown, 600, SMALL, default_counter()) == project(
+        replayed(thread), 600, SMALL, default_counter()
+    )
 
 
 def test_snapshot_rows_are_the_fold_after_each_compaction(ledger: Ledger, thread: Thread) -> None:
