@@ -468,15 +468,66 @@ def rebuild_thread(conn: Connection, thread: str, size: int) -> ThreadFold:
     return fold
 
 
-def compare_derived(conn: Connection, thread: str, expected: DerivedRows) -> None:
+def compare_derived(
+    conn: Connection, thread: str, expected: DerivedRows, *, batch: int = 1000
+) -> None:
     """Raise DerivedTablesDifferError at the first row of ``thread``'s derived tables that is
     not exactly the ``expected`` row (missing, extra, or a column differs), in table order
-    and, within a table, earliest seq first."""
-    found = read_derived(conn, thread)
+    and, within a table, earliest seq first.
+
+    The stored rows are read ``batch`` at a time and each matched row is dropped from
+    ``expected`` (which is consumed), so memory is ``expected`` plus one batch, never a second
+    copy of the tables. Of the differences a table holds, the one reported is the earliest in
+    that order, as if the table had been read whole and sorted."""
     for table in DERIVED_TABLES:
-        want, have = expected[table.name], found[table.name]
-        for key in sorted(set(want) | set(have), key=lambda k: _order(k, want, have)):
-            _compare_row(thread, table.name, key, want.get(key), have.get(key))
+        want = expected[table.name]
+        first: _Difference | None = None
+        for key, have in _stored_rows(conn, table, thread, batch):
+            row = want.pop(key, None)
+            if row != have:
+                first = _earlier(first, key, row, have)
+        for key, row in want.items():  # expected rows the table does not hold
+            first = _earlier(first, key, row, None)
+        if first is not None:
+            _order_key, bad_key, bad_want, bad_have = first
+            _compare_row(thread, table.name, bad_key, bad_want, bad_have)
+
+
+_Difference = tuple[
+    tuple[int, int, str], RowKey, Mapping[str, Any] | None, Mapping[str, Any] | None
+]
+
+
+def _earlier(
+    first: _Difference | None,
+    key: RowKey,
+    want: Mapping[str, Any] | None,
+    have: Mapping[str, Any] | None,
+) -> _Difference:
+    """Of ``first`` and the difference at ``key``, the one :func:`_order` puts first."""
+    order = _order(key, {} if want is None else {key: want}, {} if have is None else {key: have})
+    if first is None or order < first[0]:
+        return (order, key, want, have)
+    return first
+
+
+def _stored_rows(
+    conn: Connection, table: Table, thread: str, batch: int
+) -> Iterator[tuple[RowKey, Mapping[str, Any]]]:
+    """``thread``'s rows of ``table`` as ``(key, row)`` (the row as :func:`read_derived` gives
+    it), ``batch`` at a time in key order (keyset pages on the primary key)."""
+    column = table.c[KEY_COLUMNS[table.name]]
+    query = select(table).where(table.c.thread == bindparam("thread")).order_by(column)
+    after: object = None
+    while True:
+        page = query if after is None else query.where(column > bindparam("after"))
+        params = {"thread": thread} if after is None else {"thread": thread, "after": after}
+        rows = conn.execute(page.limit(batch), params).mappings().all()
+        for row in rows:
+            yield row[column.name], dict(row)
+        if len(rows) < batch:
+            return
+        after = rows[-1][column.name]
 
 
 def _order(

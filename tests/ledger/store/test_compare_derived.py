@@ -1,0 +1,118 @@
+"""ledger.store.lifecycle_fold.compare_derived: the stored rows read a page at a time report
+the same first difference as the whole tables read and sorted (its former way), whatever rows
+are deleted, changed or added and whatever the page size. Both engines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Connection, Table, text
+
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.derived import DERIVED_TABLES
+from registre.ledger.store.lifecycle_fold import (
+    KEY_COLUMNS,
+    DerivedRows,
+    DerivedTablesDifferError,
+    _compare_row,
+    _order,
+    compare_derived,
+    read_derived,
+)
+from registre.ledger.thread import Thread
+from tests.examples_budget import examples
+from tests.ledger.lifecycle_helpers import folded_rows, investigation
+
+Outcome = tuple[str, str, Any, int] | None
+
+
+def sorted_compare(conn: Connection, thread: str, expected: DerivedRows) -> None:
+    """The former compare_derived: every stored row read at once, each table's keys sorted."""
+    found = read_derived(conn, thread)
+    for table in DERIVED_TABLES:
+        want, have = expected[table.name], found[table.name]
+        for key in sorted(set(want) | set(have), key=lambda k: _order(k, want, have)):
+            _compare_row(thread, table.name, key, want.get(key), have.get(key))
+
+
+def outcome(check: Any, conn: Connection, expected: DerivedRows, **options: Any) -> Outcome:
+    try:
+        check(conn, "t1", expected, **options)
+    except DerivedTablesDifferError as exc:
+        return (str(exc), exc.table, exc.key, exc.seq)
+    return None
+
+
+def tamper(
+    conn: Connection, table: Table, rows: list[dict[str, Any]], data: st.DataObject, number: int
+) -> None:
+    """Delete, change or add one row of ``table`` (whose stored rows are ``rows``); an added
+    row's key is made from ``number``, distinct for each tamper."""
+    key = KEY_COLUMNS[table.name]
+    row = data.draw(st.sampled_from(rows), label="row")
+    where = f"thread = 't1' AND {key} = :key"
+    action = data.draw(st.sampled_from(["delete", "change", "add"]), label="action")
+    if action == "delete":
+        conn.execute(text(f"DELETE FROM {table.name} WHERE {where}"), {"key": row[key]})
+        return
+    columns = [c for c in row if c not in ("thread", key)]
+    column = data.draw(st.sampled_from(columns), label="column")
+    value, kind = row[column], table.c[column].type.python_type
+    if kind is bool:
+        changed: Any = not value
+    elif kind is int:
+        changed = (value or 0) + data.draw(st.integers(min_value=1, max_value=50), label="delta")
+    else:
+        changed = f"{value or ''}x"
+    if action == "change":
+        statement = f"UPDATE {table.name} SET {column} = :value WHERE {where}"
+        conn.execute(text(statement), {"value": changed, "key": row[key]})
+        return
+    extra = dict(row)
+    extra[key] = row[key] + 1000 * number if isinstance(row[key], int) else f"{row[key]}-{number}"
+    extra[column] = changed
+    names = ", ".join(extra)
+    conn.execute(
+        text(f"INSERT INTO {table.name} ({names}) VALUES ({', '.join(':' + n for n in extra)})"),
+        extra,
+    )
+
+
+@pytest.fixture
+def investigated(ledger: Ledger, thread: Thread) -> Ledger:
+    investigation(thread)
+    return ledger
+
+
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_paged_compare_reports_the_sorted_first_difference(
+    investigated: Ledger, thread: Thread, data: st.DataObject
+) -> None:
+    # Each example tampers inside a transaction rolled back at its end: examples share one
+    # database.
+    sorted_rows, paged_rows = folded_rows(investigated, thread), folded_rows(investigated, thread)
+    with investigated.engine.connect() as conn, conn.begin() as transaction:
+        stored = read_derived(conn, "t1")
+        for number in range(1, data.draw(st.integers(min_value=1, max_value=4), label="n")):
+            table = data.draw(st.sampled_from(DERIVED_TABLES), label="table")
+            rows = list(stored[table.name].values())
+            if rows:
+                tamper(conn, table, rows, data, number)
+        batch = data.draw(st.integers(min_value=1, max_value=6), label="batch")
+        want = outcome(sorted_compare, conn, sorted_rows)
+        assert outcome(compare_derived, conn, paged_rows, batch=batch) == want
+        transaction.rollback()
+
+
+def test_untampered_tables_compare_equal_at_every_page_size(
+    investigated: Ledger, thread: Thread
+) -> None:
+    with investigated.engine.connect() as conn:
+        for batch in (1, 2, 3, 1000):
+            assert outcome(
+                compare_derived, conn, folded_rows(investigated, thread), batch=batch
+            ) is (None)
