@@ -20,11 +20,11 @@ from registre.attest.entry import Entry
 from registre.attest.keys import Verifier
 from registre.attest.merkle import CompactRange
 from registre.ledger.core.append import split_frontier
+from registre.ledger.store.derived_check import DerivedCheck
 from registre.ledger.store.lifecycle_fold import (
     DerivedTablesDifferError,
     LifecycleHistoryError,
     ThreadFold,
-    compare_derived,
 )
 from registre.ledger.store.schema import tables
 from registre.ledger.verify.checkpoints import check_checkpoints
@@ -112,7 +112,8 @@ def verify_thread(
             thread, None, f"origin {origin!r} is not NAME/{thread} for any trusted key"
         )
     tree = CompactRange()
-    fold = ThreadFold(thread, keep_rows=True)
+    fold = ThreadFold(thread)
+    derived = DerivedCheck(conn, thread, batch=batch, stored=has_derived_rows)
     context = ContextCheck(conn, thread, counters, log_keys[0] if len(log_keys) == 1 else None)
     while True:
         rows = conn.execute(
@@ -124,7 +125,7 @@ def verify_thread(
         completed: dict[tuple[int, int], bytes] = {}
         for row in rows:
             entry = check_row(row, tree, keys, thread, origin, size, completed)
-            _fold_entry(fold, entry)
+            _fold_entry(fold, derived, entry)
             context.check(entry, fold)  # 10. working context
         # 6. stored subtrees completed by this batch
         check_subtrees(conn, thread, first, tree.size, completed)
@@ -146,21 +147,21 @@ def verify_thread(
     # 8. checkpoints
     count = check_checkpoints(conn, thread, origin, size, log_keys, batch)
     # 9. derived lifecycle tables (the replay itself ran entry by entry in step 4)
-    assert fold.rows is not None
     try:
-        if has_derived_rows or any(fold.rows.values()):
-            compare_derived(conn, thread, fold.rows)
+        if has_derived_rows or derived.changes:
+            derived.finish()
     except DerivedTablesDifferError as exc:
         raise DerivedStateMismatchError(thread, exc.seq, str(exc)).with_hint(exc.hint) from exc
     context.finish()  # 10. no context snapshot row without its compaction
     return ThreadReport(thread, origin, size, root, count)
 
 
-def _fold_entry(fold: ThreadFold, entry: Entry) -> None:
-    # 9. lifecycle replay: every lifecycle decision is re-made and must equal the recorded one
+def _fold_entry(fold: ThreadFold, derived: DerivedCheck, entry: Entry) -> None:
+    # 9. lifecycle replay: every lifecycle decision is re-made and must equal the recorded one;
+    # the derived rows it implies go to the comparison with the stored tables
     if entry.kind not in LIFECYCLE_KINDS:
         return
     try:
-        fold.add_entry(entry.seq, entry.kind, entry.body)
+        derived.add(fold.add_entry(entry.seq, entry.kind, entry.body))
     except LifecycleHistoryError as exc:
         raise StoredLifecycleReplayError(entry.thread, entry.seq, exc.problem) from exc

@@ -1,6 +1,7 @@
-"""ledger.store.lifecycle_fold.compare_derived: the stored rows read a page at a time report
-the same first difference as the whole tables read and sorted (its former way), whatever rows
-are deleted, changed or added and whatever the page size. Both engines."""
+"""ledger.store.derived_check: compare_derived and DerivedCheck (fed the fold's changes entry by
+entry, transitions compared as they come) read the stored rows a page at a time and report the
+same first difference as the whole tables read and sorted (the former compare_derived),
+whatever rows are deleted, changed or added and whatever the page size. Both engines."""
 
 from __future__ import annotations
 
@@ -13,13 +14,19 @@ from sqlalchemy import Connection, Table, text
 
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.derived import DERIVED_TABLES
-from registre.ledger.store.lifecycle_fold import (
-    KEY_COLUMNS,
-    DerivedRows,
-    DerivedTablesDifferError,
+from registre.ledger.store.derived_check import (
+    DerivedCheck,
     _compare_row,
     _order,
     compare_derived,
+)
+from registre.ledger.store.lifecycle_fold import (
+    KEY_COLUMNS,
+    Change,
+    DerivedRows,
+    DerivedTablesDifferError,
+    ThreadFold,
+    lifecycle_entries,
     read_derived,
 )
 from registre.ledger.thread import Thread
@@ -38,7 +45,23 @@ def sorted_compare(conn: Connection, thread: str, expected: DerivedRows) -> None
             _compare_row(thread, table.name, key, want.get(key), have.get(key))
 
 
-def outcome(check: Any, conn: Connection, expected: DerivedRows, **options: Any) -> Outcome:
+def fed_check(conn: Connection, thread: str, changes: list[list[Change]], batch: int) -> None:
+    """DerivedCheck fed ``changes`` (entry by entry), then finished."""
+    check = DerivedCheck(conn, thread, batch=batch)
+    for step in changes:
+        check.add(step)
+    check.finish()
+
+
+def fold_changes(ledger: Ledger, thread: Thread) -> list[list[Change]]:
+    """The changes of each lifecycle entry of ``thread``, in seq order."""
+    fold = ThreadFold(thread.id)
+    with ledger.engine.connect() as conn:
+        entries = list(lifecycle_entries(conn, thread.id, 0, thread.head().size))
+    return [fold.add_entry(seq, kind, body) for seq, kind, body in entries]
+
+
+def outcome(check: Any, conn: Connection, expected: Any, **options: Any) -> Outcome:
     try:
         check(conn, "t1", expected, **options)
     except DerivedTablesDifferError as exc:
@@ -95,6 +118,7 @@ def test_paged_compare_reports_the_sorted_first_difference(
     # Each example tampers inside a transaction rolled back at its end: examples share one
     # database.
     sorted_rows, paged_rows = folded_rows(investigated, thread), folded_rows(investigated, thread)
+    changes = fold_changes(investigated, thread)
     with investigated.engine.connect() as conn, conn.begin() as transaction:
         stored = read_derived(conn, "t1")
         for number in range(1, data.draw(st.integers(min_value=1, max_value=4), label="n")):
@@ -105,6 +129,7 @@ def test_paged_compare_reports_the_sorted_first_difference(
         batch = data.draw(st.integers(min_value=1, max_value=6), label="batch")
         want = outcome(sorted_compare, conn, sorted_rows)
         assert outcome(compare_derived, conn, paged_rows, batch=batch) == want
+        assert outcome(fed_check, conn, changes, batch=batch) == want
         transaction.rollback()
 
 
