@@ -18,7 +18,7 @@ not exactly the expected one (missing, extra, or a column differs), in table ord
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 from sqlalchemy import Connection, Table, bindparam, select
@@ -33,15 +33,58 @@ from registre.ledger.store.lifecycle_fold import (
     RowKey,
 )
 
-__all__ = ["DerivedCheck", "compare_derived"]
+__all__ = ["CompactRows", "DerivedCheck", "compare_derived"]
 
 _TRANSITION: Final = derived.transition.name
 
 
+class CompactRows(MutableMapping[RowKey, dict[str, Any]]):
+    """Rows of one derived table by key, as a ``dict`` of row dicts reads, stored compactly:
+    a row whose columns are those of the first row stored, in the same order, is kept as the
+    tuple of its values (about a quarter of a dict's size); any other row as its dict.
+
+    Reading a row gives a new dict with the columns in the order they were stored (so
+    changing it changes nothing stored); :meth:`update_row` is ``rows[key].update(values)``
+    of a dict of dicts, column order included.
+    """
+
+    def __init__(self) -> None:
+        self._columns: tuple[str, ...] | None = None
+        self._rows: dict[RowKey, tuple[Any, ...] | dict[str, Any]] = {}
+
+    def __getitem__(self, key: RowKey) -> dict[str, Any]:
+        row = self._rows[key]
+        if isinstance(row, dict):
+            return dict(row)
+        assert self._columns is not None
+        return dict(zip(self._columns, row, strict=True))
+
+    def __setitem__(self, key: RowKey, row: Mapping[str, Any]) -> None:
+        columns = tuple(row)
+        if self._columns is None:
+            self._columns = columns
+        self._rows[key] = tuple(row.values()) if columns == self._columns else dict(row)
+
+    def __delitem__(self, key: RowKey) -> None:
+        del self._rows[key]
+
+    def __iter__(self) -> Iterator[RowKey]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def update_row(self, key: RowKey, values: Mapping[str, Any]) -> None:
+        """Set ``values``' columns on row ``key`` (KeyError if there is none)."""
+        row = self[key]
+        row.update(values)
+        self[key] = row
+
+
 class DerivedCheck:
     """Step 9 for one thread, in the verifier's read snapshot (module docstring). Memory: the
-    rows of the keyed tables, one page of stored transition rows and the earliest transition
-    difference -- nothing per transition."""
+    rows of the keyed tables (as :class:`CompactRows`), one page of stored transition rows and
+    the earliest transition difference -- nothing per transition."""
 
     def __init__(
         self, conn: Connection, thread: str, *, batch: int = 1000, stored: bool = True
@@ -49,8 +92,8 @@ class DerivedCheck:
         """``stored``: False when the thread is known to have no derived row (then no stored
         transition is read)."""
         self._conn, self._thread, self._batch = conn, thread, batch
-        self.rows: DerivedRows = {
-            table.name: {} for table in DERIVED_TABLES if table.name != _TRANSITION
+        self._rows = {
+            table.name: CompactRows() for table in DERIVED_TABLES if table.name != _TRANSITION
         }
         self.changes = 0  # how many changes were fed
         self._stored: Iterator[tuple[RowKey, Mapping[str, Any]]] | None = (
@@ -66,11 +109,11 @@ class DerivedCheck:
             if change.table == _TRANSITION:
                 self._transition(change.key, change.row)
                 continue
-            table = self.rows[change.table]
+            table = self._rows[change.table]
             if change.update:
-                table[change.key].update(change.row)
+                table.update_row(change.key, change.row)
             else:
-                table[change.key] = dict(change.row)
+                table[change.key] = change.row
 
     def finish(self) -> None:
         """Compare the kept rows, then the stored transition rows not met yet; raise
@@ -82,7 +125,7 @@ class DerivedCheck:
                 first = self._first
             else:
                 first = _first_difference(
-                    self._conn, table, self._thread, self.rows[table.name], self._batch
+                    self._conn, table, self._thread, self._rows[table.name], self._batch
                 )
             if first is not None:
                 _raise(self._thread, table.name, first)
@@ -143,7 +186,7 @@ def _first_difference(
     conn: Connection,
     table: Table,
     thread: str,
-    want: dict[RowKey, dict[str, Any]],
+    want: MutableMapping[RowKey, dict[str, Any]],
     batch: int,
 ) -> _Difference | None:
     """The earliest difference between ``table``'s stored rows and ``want`` (consumed: each

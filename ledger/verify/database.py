@@ -27,9 +27,9 @@ with the thread):
    exactly the rows the fold gives (DerivedStateMismatchError naming the first difference;
    :class:`registre.ledger.store.derived_check.DerivedCheck`). This step holds the thread's
    lifecycle state and the rows of the keyed derived tables (references, evidence,
-   conclusions, pins) in memory: O(lifecycle state), the one part of verification that grows
-   with the thread. The transition rows (one per lifecycle entry) are compared as the fold
-   makes them, and the stored rows are read a page at a time.
+   conclusions, pins; as value tuples) in memory: O(lifecycle state), the one part of
+   verification that grows with the thread. The transition rows (one per lifecycle entry)
+   are compared as the fold makes them, and the stored rows are read a page at a time.
 10. **Working context**: every compaction keeps the rules of ``specs/context.md``, every
     model call's projection digest reproduces, and the context snapshots are the fold's
     (:mod:`registre.ledger.verify.context`: CompactionInvalidError, ModelCallDigestError,

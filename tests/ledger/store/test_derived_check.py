@@ -1,7 +1,9 @@
 """ledger.store.derived_check: compare_derived and DerivedCheck (fed the fold's changes entry by
 entry, transitions compared as they come) read the stored rows a page at a time and report the
 same first difference as the whole tables read and sorted (the former compare_derived),
-whatever rows are deleted, changed or added and whatever the page size. Both engines."""
+whatever rows are deleted, changed or added and whatever the page size. Both engines.
+CompactRows reads as the dict of row dicts it replaces, whatever is stored, updated and
+deleted."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from sqlalchemy import Connection, Table, text
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.derived import DERIVED_TABLES
 from registre.ledger.store.derived_check import (
+    CompactRows,
     DerivedCheck,
     _compare_row,
     _order,
@@ -141,3 +144,49 @@ def test_untampered_tables_compare_equal_at_every_page_size(
             assert outcome(
                 compare_derived, conn, folded_rows(investigated, thread), batch=batch
             ) is (None)
+
+
+COLUMNS = ("thread", "id", "num", "seq", "text", "stale")
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3))
+KEYS = st.one_of(st.integers(0, 5), st.sampled_from(["ev-1", "ev-2", "cc-1"]))
+ROWS = st.lists(st.sampled_from(COLUMNS), unique=True).flatmap(
+    lambda names: st.fixed_dictionaries({name: VALUES for name in names})
+)
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), KEYS, ROWS),
+        st.tuples(st.just("update"), KEYS, ROWS),
+        st.tuples(st.just("delete"), KEYS, st.just({})),
+    ),
+    max_size=30,
+)
+
+
+@given(first=st.fixed_dictionaries({name: VALUES for name in COLUMNS}), operations=OPERATIONS)
+def test_compact_rows_read_as_a_dict_of_dicts(
+    first: dict[str, Any], operations: list[tuple[str, Any, dict[str, Any]]]
+) -> None:
+    model: dict[Any, dict[str, Any]] = {"first": dict(first)}
+    compact = CompactRows()
+    compact["first"] = first
+    for action, key, row in operations:
+        if action == "set":
+            model[key] = dict(row)
+            compact[key] = row
+        elif action == "update":
+            if key not in model:
+                with pytest.raises(KeyError):
+                    compact.update_row(key, row)
+                continue
+            model[key].update(row)
+            compact.update_row(key, row)
+        elif key in model:
+            del model[key]
+            del compact[key]
+    # the same rows, keys and columns in the same order; a row read is a copy
+    assert [(k, list(v.items())) for k, v in compact.items()] == [
+        (k, list(v.items())) for k, v in model.items()
+    ]
+    for key in compact:
+        compact[key]["text"] = "changed"
+    assert dict(compact.items()) == model
