@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, bindparam, select
+from sqlalchemy import Connection, Select, Table, bindparam, select
 
 from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.derived import DERIVED_TABLES, derived
@@ -224,23 +224,39 @@ def _earlier(
     return first
 
 
+def _pages(table: Table) -> tuple[Select[Any], Select[Any]]:
+    """The first page's query of ``table``'s rows of a thread, and the next pages' (after a
+    key), in key order, ``batch`` rows each: built once per table."""
+    column = table.c[KEY_COLUMNS[table.name]]
+    first = (
+        select(table)
+        .where(table.c.thread == bindparam("thread"))
+        .order_by(column)
+        .limit(bindparam("batch"))
+    )
+    return first, first.where(column > bindparam("after"))
+
+
+_PAGES: Final = {table.name: _pages(table) for table in DERIVED_TABLES}
+
+
 def _stored_rows(
     conn: Connection, table: Table, thread: str, batch: int
 ) -> Iterator[tuple[RowKey, Mapping[str, Any]]]:
-    """``thread``'s rows of ``table`` as ``(key, row)`` (the row as :func:`read_derived` gives
-    it), ``batch`` at a time in key order (keyset pages on the primary key)."""
-    column = table.c[KEY_COLUMNS[table.name]]
-    query = select(table).where(table.c.thread == bindparam("thread")).order_by(column)
-    after: object = None
+    """``thread``'s rows of ``table`` as ``(key, row)`` (the row as
+    :func:`~registre.ledger.store.lifecycle_fold.read_derived` gives it), ``batch`` at a time
+    in key order (keyset pages on the primary key)."""
+    key = KEY_COLUMNS[table.name]
+    first, following = _PAGES[table.name]
+    params: dict[str, Any] = {"thread": thread, "batch": batch}
+    page = first
     while True:
-        page = query if after is None else query.where(column > bindparam("after"))
-        params = {"thread": thread} if after is None else {"thread": thread, "after": after}
-        rows = conn.execute(page.limit(batch), params).mappings().all()
+        rows = conn.execute(page, params).mappings().all()
         for row in rows:
-            yield row[column.name], dict(row)
+            yield row[key], dict(row)
         if len(rows) < batch:
             return
-        after = rows[-1][column.name]
+        page, params["after"] = following, rows[-1][key]
 
 
 def _order(
