@@ -8,28 +8,30 @@ do not give -- and turns each event into :class:`Change` records for the derived
 * the writer (:mod:`registre.ledger.lifecycle.store`) applies the changes of the one event it
   appends, in the append's transaction (:func:`write_changes`);
 * :func:`rebuild_thread` folds the whole thread in memory and inserts the final rows;
-* ``registre verify --db`` folds in memory and compares (:func:`compare_derived`).
+* ``registre verify --db`` folds in memory and compares
+  (:mod:`registre.ledger.store.derived_check`).
 
 So "rebuild gives the same tables as incremental writes" holds by construction: the same
 change list is applied row by row or accumulated in memory.
 
 Guarantees and errors: a stored lifecycle entry that does not parse, does not replay, or pins
 text from an entry that is not earlier raises :class:`LifecycleHistoryError` naming its seq
-(the fold is then unusable and must be dropped). :func:`compare_derived` raises
-:class:`DerivedTablesDifferError` naming the first differing row, earliest seq first.
+(the fold is then unusable and must be dropped). The comparison with the stored tables
+(:mod:`registre.ledger.store.derived_check`) raises :class:`DerivedTablesDifferError` naming
+the first differing row, earliest seq first.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import Connection, Table, bindparam, select, text
 
 from registre.attest.errors import RefusedError
-from registre.ledger.errors import StoreCorruptError, rebuild_hint
+from registre.ledger.errors import StoreCorruptError
 from registre.ledger.store.derived import (
     DERIVED_TABLES,
     LIFECYCLE_KIND_SQL,
@@ -64,7 +66,6 @@ __all__ = [
     "ThreadFold",
     "catch_up",
     "check_pin_source",
-    "compare_derived",
     "delete_derived",
     "insert_rows",
     "lifecycle_entries",
@@ -466,49 +467,3 @@ def rebuild_thread(conn: Connection, thread: str, size: int) -> ThreadFold:
     delete_derived(conn, thread)
     insert_rows(conn, fold.rows)
     return fold
-
-
-def compare_derived(conn: Connection, thread: str, expected: DerivedRows) -> None:
-    """Raise DerivedTablesDifferError at the first row of ``thread``'s derived tables that is
-    not exactly the ``expected`` row (missing, extra, or a column differs), in table order
-    and, within a table, earliest seq first."""
-    found = read_derived(conn, thread)
-    for table in DERIVED_TABLES:
-        want, have = expected[table.name], found[table.name]
-        for key in sorted(set(want) | set(have), key=lambda k: _order(k, want, have)):
-            _compare_row(thread, table.name, key, want.get(key), have.get(key))
-
-
-def _order(
-    key: RowKey, want: Mapping[RowKey, Mapping[str, Any]], have: Mapping[RowKey, Mapping[str, Any]]
-) -> tuple[int, int, str]:
-    row = want.get(key) or have[key]
-    seq = row.get("seq")
-    num = row.get("num")
-    return (seq if isinstance(seq, int) else -1, num if isinstance(num, int) else 0, str(key))
-
-
-def _compare_row(
-    thread: str,
-    table: str,
-    key: RowKey,
-    want: Mapping[str, Any] | None,
-    have: Mapping[str, Any] | None,
-) -> None:
-    if want == have:
-        return
-    if want is None:
-        assert have is not None
-        seq = int(have.get("seq", -1))
-        problem = "is in the table but no lifecycle entry creates it"
-    elif have is None:
-        seq = int(want["seq"])
-        problem = "is missing from the table"
-    else:
-        seq = int(want["seq"])
-        column = next(c for c in want if want[c] != have.get(c))
-        problem = (
-            f"column {column} is {have.get(column)!r} in the table but the fold of the "
-            f"entries gives {want[column]!r}"
-        )
-    raise DerivedTablesDifferError(thread, table, key, seq, problem).with_hint(rebuild_hint(thread))
