@@ -28,6 +28,14 @@ Every guarantee of :func:`registre.ledger.core.append.append_entries` holds as b
 what the group transaction runs, under the same write lock (gap-free sequence numbers, the
 lifecycle chain head, the thread's key binding, the published-checkpoint rollback check).
 Across processes SQLite still admits one writer at a time; the queue is within one process.
+
+One queue per database *file* and operator key, not per open
+:class:`~registre.ledger.core.database.Database`: writers of one process that each opened the
+ledger themselves (their own engine and connections) share it too (:func:`queue_for`). The
+file is the one SQLite itself opened (``PRAGMA database_list``), so two spellings of one path
+share a queue and one spelling of two files (a relative path, another working folder) does
+not; in-memory databases (one per engine) never share. A leader writes its group through its
+own engine, and a member retried alone goes through its own: the same file either way.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from registre.attest.bodies import validate_body
 from registre.attest.entry import Entry, EntryFormatError, check_actor
@@ -66,22 +75,54 @@ MAX_GATHER_S = 0.002
 
 
 _QUEUES: weakref.WeakKeyDictionary[Database, GroupCommit] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakValueDictionary[tuple[str, str, str], GroupCommit] = (
+    weakref.WeakValueDictionary()
+)
 _QUEUES_LOCK = threading.Lock()
 
 
 def queue_for(db: Database) -> GroupCommit | None:
     """The append queue of ``db`` (made on first use): SQLite only -- one writer at a time,
     so sharing its fsyncs pays; None on PostgreSQL, whose writers to different threads
-    commit side by side, each holding only its thread's row lock. NoSignerError without the
-    operator key."""
+    commit side by side, each holding only its thread's row lock. Databases of this process
+    open on the same file with the same operator key get the same queue (module docstring);
+    it lives while one of them does. NoSignerError without the operator key."""
     if db.engine.dialect.name != "sqlite":
         return None
     signer = db.require_signer()
     with _QUEUES_LOCK:
         queue = _QUEUES.get(db)
+        if queue is not None:
+            return queue
+    key = _file_key(db.engine, signer)  # a read, outside the lock
+    with _QUEUES_LOCK:
+        queue = _QUEUES.get(db)
         if queue is None:
-            queue = _QUEUES[db] = GroupCommit(db.engine, signer)
+            queue = None if key is None else _SHARED.get(key)
+            if queue is None:
+                queue = GroupCommit(db.engine, signer)
+                if key is not None:
+                    _SHARED[key] = queue
+            _QUEUES[db] = queue
         return queue
+
+
+def _file_key(engine: Engine, signer: Signer) -> tuple[str, str, str] | None:
+    """``(file, options, operator key)`` naming the queue ``engine``'s appends may share with
+    other engines: the main file SQLite opened (None for an in-memory database, or when it
+    cannot be read: then the queue is the engine's own), the URL's query (a read-only
+    open shares only with read-only opens) and the key's vkey."""
+    try:
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql("PRAGMA database_list").all()
+            conn.rollback()
+    except SQLAlchemyError:
+        return None
+    files = [str(row[2]) for row in rows if row[1] == "main" and row[2]]
+    if not files:
+        return None
+    options = "&".join(f"{k}={v}" for k, v in sorted(engine.url.query.items()))
+    return files[0], options, signer.vkey()
 
 
 def prevalidate(items: Sequence[AppendItem]) -> None:
@@ -128,13 +169,18 @@ class _Request:
     thread: str
     items: Sequence[AppendItem]
     caller: int
+    engine: Engine | None = None
+    """The caller's engine (None: the queue's): the leader writes through its own, a member
+    retried alone through its own."""
     done: bool = False
     entries: list[Entry] = field(default_factory=list)
     error: BaseException | None = None
 
 
 class GroupCommit:
-    """The append queue of one database (module docstring). Thread-safe."""
+    """The append queue of one database file and key (module docstring). Thread-safe.
+    ``engine`` and ``signer``: those of the database that made it, used for requests that
+    bring no engine of their own (the signer signs every group: the key is the queue's)."""
 
     def __init__(self, engine: Engine, signer: Signer) -> None:
         self._engine = engine
@@ -147,10 +193,13 @@ class GroupCommit:
         self.groups = 0
         """Transactions committed by leaders (a statistic, for tests and benchmarks)."""
 
-    def append(self, thread: str, items: Sequence[AppendItem]) -> list[Entry]:
+    def append(
+        self, thread: str, items: Sequence[AppendItem], engine: Engine | None = None
+    ) -> list[Entry]:
         """Append ``items`` (already :func:`prevalidate`-d) to ``thread`` through the queue;
-        return their entries once durable, or raise this request's own error."""
-        request = _Request(thread, items, threading.get_ident())
+        return their entries once durable, or raise this request's own error. ``engine``:
+        the caller's own, on the queue's file (default: the queue's)."""
+        request = _Request(thread, items, threading.get_ident(), engine)
         with self._cond:
             self._queue.append(request)
             self._cond.notify_all()
@@ -167,7 +216,7 @@ class GroupCommit:
                 self._writers = (self._writers[1], recent)
             started = time.monotonic()
             try:
-                self._lead(group)
+                self._lead(group, request.engine)
                 self._commit_s = time.monotonic() - started
             finally:
                 with self._cond:
@@ -194,9 +243,10 @@ class GroupCommit:
                 return
             self._cond.wait(remaining)
 
-    def _lead(self, group: list[_Request]) -> None:
+    def _lead(self, group: list[_Request], engine: Engine | None = None) -> None:
+        """Write ``group`` in one transaction through ``engine`` (default: the queue's)."""
         try:
-            with write_transaction(self._engine) as conn:
+            with write_transaction(engine or self._engine) as conn:
                 results = append_group(conn, self._signer, [(m.thread, m.items) for m in group])
             self.groups += 1
         except DatabaseLockedError as exc:
@@ -219,7 +269,7 @@ class GroupCommit:
     def _one_by_one(self, group: list[_Request]) -> None:
         for member in group:
             try:
-                with write_transaction(self._engine) as conn:
+                with write_transaction(member.engine or self._engine) as conn:
                     request = [(member.thread, member.items)]
                     member.entries = append_group(conn, self._signer, request)[0]
                 self.groups += 1
