@@ -45,9 +45,9 @@ from registre.attest.body_base import (
     MAX_OBJECT_BYTES,
     BodySchemaError,
     UnknownKindError,
-    compact_size,
     describe,
     member,
+    plain_compact_size,
     utf8_size,
     wrong,
 )
@@ -189,7 +189,7 @@ def validate_body(kind: str, body: object) -> None:
         raise wrong("body", "an object", body)
     if type(body) is not dict or not _plain(body, 0):
         _check_json_value(body, "body", 0)
-    size = compact_size(body)
+    size = plain_compact_size(body)
     if size > MAX_BODY_BYTES:
         raise BodySchemaError(
             "body", f"expected at most {MAX_BODY_BYTES} bytes as compact JSON, got {size}"

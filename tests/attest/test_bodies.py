@@ -23,6 +23,7 @@ from registre.attest.bodies import (
     UnknownKindError,
     validate_body,
 )
+from registre.attest.body_base import compact_size, plain_compact_size
 from registre.attest.canonical import canonical_bytes, parse_canonical
 from registre.attest.errors import MalformedError
 from registre.lifecycle.codec import KINDS as CODEC_KINDS
@@ -379,6 +380,23 @@ _json_without_floats = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+@given(
+    value=st.dictionaries(
+        st.text(max_size=6),
+        st.one_of(_json_without_floats, st.text(alphabet=st.characters(codec="utf-8"))),
+        max_size=5,
+    )
+)
+def test_the_fast_compact_size_is_json_dumps_size(value: dict[str, Any]) -> None:
+    """The body check's size (a C encoder made once) is ``json.dumps``'s, for every plain
+    value: non-ASCII text, escapes, control characters, nesting; and one failed call (an
+    unserializable value) leaves nothing behind that changes the next."""
+    assert plain_compact_size(value) == compact_size(value)
+    with pytest.raises(TypeError):
+        plain_compact_size({"a": [value, object()]})
+    assert plain_compact_size([value, value]) == compact_size([value, value])
 
 
 @given(arguments=st.dictionaries(st.text(max_size=6), _json_without_floats, max_size=5))
