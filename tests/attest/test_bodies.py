@@ -475,6 +475,34 @@ def test_rules_walk_is_the_reference_walk(value: object) -> None:
 
 
 @given(value=_odd_values)
+def test_the_size_bound_is_the_rules_walk_and_never_under(value: object) -> None:
+    """The walk that spares validate_body writing a body out: -1 exactly where the
+    path-writing walk refuses (rules 1-2), else never less than the compact JSON size."""
+    from registre.attest import bodies
+
+    body = {"x": value, "\u00e9\n": ['\x00"\\', "\U0001f600"]}
+    bound = bodies._plain_bound(body, 0)
+    assert (bound >= 0) == (_reference(body) is None)
+    if bound >= 0:
+        assert bound >= compact_size(body)
+
+
+def test_a_body_over_the_cap_is_measured_and_refused() -> None:
+    """A body the bound cannot clear is written out and measured, before its schema (rule 3
+    before rule 4): at the cap, the schema's error; one byte over, the size error with the
+    exact size."""
+    from registre.attest.bodies import MAX_BODY_BYTES
+
+    room = MAX_BODY_BYTES - compact_size({"a": ""})
+    with pytest.raises(BodySchemaError, match="unknown field"):
+        validate_body("turn", {"a": "x" * room})
+    with pytest.raises(BodySchemaError, match=f"got {MAX_BODY_BYTES + 1}$"):
+        validate_body("turn", {"a": "x" * (room + 1)})
+    with pytest.raises(BodySchemaError, match=f"got {MAX_BODY_BYTES + 1}$"):
+        validate_body("turn", {"a": "\u00e9" * ((room + 1) // 2) + "x" * ((room + 1) % 2)})
+
+
+@given(value=_odd_values)
 def test_nests_within_counts_every_container(value: object) -> None:
     from registre.attest.bodies import nests_within
 
