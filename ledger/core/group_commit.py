@@ -41,6 +41,7 @@ own engine, and a member retried alone goes through its own: the same file eithe
 from __future__ import annotations
 
 import copy
+import os
 import threading
 import time
 import weakref
@@ -75,7 +76,7 @@ MAX_GATHER_S = 0.002
 
 
 _QUEUES: weakref.WeakKeyDictionary[Database, GroupCommit] = weakref.WeakKeyDictionary()
-_SHARED: weakref.WeakValueDictionary[tuple[str, str, str], GroupCommit] = (
+_SHARED: weakref.WeakValueDictionary[tuple[int, str, str, str], GroupCommit] = (
     weakref.WeakValueDictionary()
 )
 _QUEUES_LOCK = threading.Lock()
@@ -107,11 +108,13 @@ def queue_for(db: Database) -> GroupCommit | None:
         return queue
 
 
-def _file_key(engine: Engine, signer: Signer) -> tuple[str, str, str] | None:
-    """``(file, options, operator key)`` naming the queue ``engine``'s appends may share with
-    other engines: the main file SQLite opened (None for an in-memory database, or when it
-    cannot be read: then the queue is the engine's own), the URL's query (a read-only
-    open shares only with read-only opens) and the key's vkey."""
+def _file_key(engine: Engine, signer: Signer) -> tuple[int, str, str, str] | None:
+    """``(process, file, options, operator key)`` naming the queue ``engine``'s appends may
+    share with other engines: this process's id (a child forked while a parent's thread led
+    a group must not wait for a leader it does not have), the main file SQLite opened (None
+    for an in-memory database, or when it cannot be read: then the queue is the engine's
+    own), the URL's query (a read-only open shares only with read-only opens) and the key's
+    vkey."""
     try:
         with engine.connect() as conn:
             rows = conn.exec_driver_sql("PRAGMA database_list").all()
@@ -122,7 +125,7 @@ def _file_key(engine: Engine, signer: Signer) -> tuple[str, str, str] | None:
     if not files:
         return None
     options = "&".join(f"{k}={v}" for k, v in sorted(engine.url.query.items()))
-    return files[0], options, signer.vkey()
+    return os.getpid(), files[0], options, signer.vkey()
 
 
 def prevalidate(items: Sequence[AppendItem]) -> None:

@@ -5,7 +5,10 @@ in-memory database; each writer still gets its own entries, durable, or its own 
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +143,35 @@ def test_a_group_of_two_ledgers_and_a_closed_one(tmp_path: Path, signer: Signer)
         assert two.thread("a").append(*turn("after the close")).seq == 1
         assert two.thread("b").head().size == 1
         verify_database(two)
+
+
+def test_a_forked_child_never_shares_its_parents_queue(tmp_path: Path, signer: Signer) -> None:
+    """A child forked while a thread of the parent leads a group inherits a queue whose
+    leader it does not have: a ledger the child opens gets a queue of its own and appends."""
+    path = tmp_path / "fork.db"
+    with _open(path, signer) as parent:
+        parent.create_thread("t")
+        queue = queue_for(parent)
+        assert queue is not None
+        parent.engine.dispose()  # the child must not inherit open connections
+        queue._leading = True  # as if a parent thread were leading a group at the fork
+        try:
+            pid = os.fork()
+            if pid == 0:  # child: never returns into pytest
+                status = 1
+                try:
+                    with _open(path, signer) as child:
+                        status = 0 if child.thread("t").append(*turn("child")).seq == 0 else 1
+                finally:
+                    os._exit(status)
+            deadline = time.monotonic() + 60
+            while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if done[0] == 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the child waited for its parent's leader")
+            assert os.waitstatus_to_exitcode(done[1]) == 0
+        finally:
+            queue._leading = False
+        assert [e.body["text"] for e in parent.thread("t").entries()] == ["child"]
