@@ -1,9 +1,10 @@
 """Group commit: concurrent appenders of one process share a transaction, so they share its fsync.
 
 A SQLite database has one writer at a time, and each durable commit costs an fsync. When
-several threads of one process append at once, :class:`GroupCommit` (one per open
-:class:`~registre.ledger.core.database.Database`) queues their requests the way database
-engines do (leader and followers):
+several threads of one process append at once, :class:`GroupCommit` (one per database file
+and operator key in the process, shared by every open
+:class:`~registre.ledger.core.database.Database` on it: below) queues their requests the way
+database engines do (leader and followers):
 
 1. a caller validates its items (actor, kind, body schema: :func:`prevalidate`) *before*
    queueing, so one caller's bad input never reaches the shared transaction;
