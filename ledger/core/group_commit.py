@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import threading
 import time
 import weakref
@@ -168,6 +169,12 @@ def append_group(
     return results
 
 
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass(eq=False)
 class _Request:
     thread: str
@@ -179,17 +186,29 @@ class _Request:
     done: bool = False
     entries: list[Entry] = field(default_factory=list)
     error: BaseException | None = None
+    leads: bool = False
+    """Set (under the queue's lock) when this request's caller is, or is made, the leader."""
+    wake: threading.Lock = field(default_factory=_held_lock)
+    """Held until the caller may go on: released once, when its request is done or when it
+    is handed the lead."""
 
 
 class GroupCommit:
     """The append queue of one database file and key (module docstring). Thread-safe.
     ``engine`` and ``signer``: those of the database that made it, used for requests that
-    bring no engine of their own (the signer signs every group: the key is the queue's)."""
+    bring no engine of their own (the signer signs every group: the key is the queue's).
+
+    Waking: a follower waits on its own request's lock, released once by the leader (its
+    request done, or the lead handed to it: the leader passes the lead to the oldest queued
+    request rather than waking every waiter to contend for it); a gathering leader is woken
+    only by new requests. Each caller is thus woken once per append, whatever the number of
+    writers."""
 
     def __init__(self, engine: Engine, signer: Signer) -> None:
         self._engine = engine
         self._signer = signer
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._queued = threading.Condition(self._lock)
         self._queue: list[_Request] = []
         self._leading = False
         self._writers: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
@@ -204,36 +223,71 @@ class GroupCommit:
         return their entries once durable, or raise this request's own error. ``engine``:
         the caller's own, on the queue's file (default: the queue's)."""
         request = _Request(thread, items, threading.get_ident(), engine)
-        with self._cond:
+        with self._lock:
             self._queue.append(request)
-            self._cond.notify_all()
-        while True:
-            with self._cond:
-                while self._leading and not request.done:
-                    self._cond.wait()
-                if request.done:
-                    break
-                self._leading = True
-                self._gather()
-                group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
-                recent = frozenset(member.caller for member in group)
-                self._writers = (self._writers[1], recent)
-            started = time.monotonic()
-            try:
-                self._lead(group, request.engine)
-                self._commit_s = time.monotonic() - started
-            finally:
-                with self._cond:
-                    for member in group:
-                        member.done = True
-                    self._leading = False
-                    self._cond.notify_all()
+            if self._leading:
+                self._queued.notify()
+            else:
+                self._leading = request.leads = True
+        if not request.leads:
+            self._await(request)
+        while not request.done:
+            self._lead_once(request)
         if request.error is not None:
             raise request.error
         return request.entries
 
+    def _await(self, request: _Request) -> None:
+        """Wait until ``request`` is done or its caller leads. Interrupted (a signal in the
+        main thread), the request leaves the queue if no leader took it yet, and a lead it
+        was handed goes on to the next request: nobody waits for a caller that is gone."""
+        try:
+            request.wake.acquire()
+        except BaseException:
+            with self._lock:
+                if request in self._queue:
+                    self._queue.remove(request)
+                if request.leads and not request.done:
+                    self._pass_lead()
+            raise
+
+    def _pass_lead(self) -> None:
+        """Called holding the lock by a leader that is done: the oldest queued request's
+        caller leads next (woken), or nobody leads until a caller comes."""
+        if self._queue:
+            successor = self._queue[0]
+            successor.leads = True
+            successor.wake.release()
+        else:
+            self._leading = False
+
+    def _lead_once(self, request: _Request) -> None:
+        """As the leader (``request``'s caller): gather, write one group, wake its members,
+        and hand the lead on once ``request`` is done (else lead again: it was queued behind
+        a full group)."""
+        with self._lock:
+            self._gather()
+            group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            recent = frozenset(member.caller for member in group)
+            self._writers = (self._writers[1], recent)
+        started = time.monotonic()
+        try:
+            self._lead(group, request.engine)
+            self._commit_s = time.monotonic() - started
+        finally:
+            with self._lock:
+                for member in group:
+                    member.done = True
+                if not request.done and sys.exc_info()[0] is not None:
+                    self._queue.remove(request)  # interrupted: this caller is leaving
+                if request.done or sys.exc_info()[0] is not None:
+                    self._pass_lead()
+            for member in group:
+                if member is not request:
+                    member.wake.release()
+
     def _gather(self) -> None:
-        """Called by a new leader holding the condition: wait a little for the writers of the
+        """Called by a new leader holding the lock: wait a little for the writers of the
         last two groups to queue again (those just released are still returning), at most a
         quarter of the last commit's duration and :data:`MAX_GATHER_S`, so an fsync is shared
         by everyone who is appending, and a lone writer never waits."""
@@ -245,7 +299,7 @@ class GroupCommit:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            self._cond.wait(remaining)
+            self._queued.wait(remaining)
 
     def _lead(self, group: list[_Request], engine: Engine | None = None) -> None:
         """Write ``group`` in one transaction through ``engine`` (default: the queue's)."""

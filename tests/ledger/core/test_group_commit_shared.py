@@ -175,3 +175,60 @@ def test_a_forked_child_never_shares_its_parents_queue(tmp_path: Path, signer: S
         finally:
             queue._leading = False
         assert [e.body["text"] for e in parent.thread("t").entries()] == ["child"]
+
+
+class _Interrupted:
+    """A request's wake lock whose wait is interrupted (a signal in the waiting thread)."""
+
+    def acquire(self) -> bool:
+        raise KeyboardInterrupt
+
+    def release(self) -> None:
+        raise AssertionError("nobody wakes a caller that is gone")
+
+
+def test_an_interrupted_follower_leaves_and_passes_the_lead(tmp_path: Path, signer: Signer) -> None:
+    """A follower interrupted while it waits: its request leaves the queue (nothing of it is
+    written), and a lead it was handed goes to the next queued request, which is woken."""
+    with _open(tmp_path / "i.db", signer) as ledger:
+        ledger.create_thread("t")
+        queue = queue_for(ledger)
+        assert queue is not None
+        gone, handed, next_one = (_Request("t", [turn(n)], 0) for n in ("gone", "h", "n"))
+        queue._leading = True
+        queue._queue = [gone, next_one]
+        gone.wake = _Interrupted()  # type: ignore[assignment]
+        with pytest.raises(KeyboardInterrupt):
+            queue._await(gone)
+        assert queue._queue == [next_one] and not next_one.leads and queue._leading
+        handed.leads = True  # the lead was handed to it just before the signal
+        handed.wake = _Interrupted()  # type: ignore[assignment]
+        with pytest.raises(KeyboardInterrupt):
+            queue._await(handed)
+        assert next_one.leads and next_one.wake.acquire(blocking=False)
+        queue._queue, queue._leading = [], False
+        assert ledger.thread("t").append(*turn("after")).seq == 0
+
+
+def test_an_interrupted_leader_frees_the_queue(
+    tmp_path: Path, signer: Signer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupt in the leader fails its group and ends its lead: the next caller leads
+    and appends."""
+    with _open(tmp_path / "l.db", signer) as ledger:
+        thread = ledger.create_thread("t")
+        queue = queue_for(ledger)
+        assert queue is not None
+
+        def interrupted(group: list[_Request], engine: object = None) -> None:
+            for member in group:
+                member.error = KeyboardInterrupt()
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patch:
+            patch.setattr(queue, "_lead", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                thread.append(*turn("lost"))
+        assert not queue._leading and not queue._queue
+        assert thread.append(*turn("after")).seq == 0
+        assert [e.body["text"] for e in thread.entries()] == ["after"]
