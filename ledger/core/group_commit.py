@@ -186,6 +186,8 @@ class _Request:
     done: bool = False
     entries: list[Entry] = field(default_factory=list)
     error: BaseException | None = None
+    worker: threading.Thread | None = None
+    """The calling thread (None: a request made by hand, counted by ``caller``)."""
     leads: bool = False
     """Set (under the queue's lock) when this request's caller is, or is made, the leader."""
     wake: threading.Lock = field(default_factory=_held_lock)
@@ -211,7 +213,7 @@ class GroupCommit:
         self._queued = threading.Condition(self._lock)
         self._queue: list[_Request] = []
         self._leading = False
-        self._writers: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
+        self._writers: tuple[frozenset[object], frozenset[object]] = (frozenset(), frozenset())
         self._commit_s = 0.0
         self.groups = 0
         """Transactions committed by leaders (a statistic, for tests and benchmarks)."""
@@ -222,7 +224,9 @@ class GroupCommit:
         """Append ``items`` (already :func:`prevalidate`-d) to ``thread`` through the queue;
         return their entries once durable, or raise this request's own error. ``engine``:
         the caller's own, on the queue's file (default: the queue's)."""
-        request = _Request(thread, items, threading.get_ident(), engine)
+        request = _Request(
+            thread, items, threading.get_ident(), engine, worker=threading.current_thread()
+        )
         with self._lock:
             self._queue.append(request)
             if self._leading:
@@ -268,7 +272,7 @@ class GroupCommit:
         with self._lock:
             self._gather()
             group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
-            recent = frozenset(member.caller for member in group)
+            recent = frozenset(member.worker or member.caller for member in group)
             self._writers = (self._writers[1], recent)
         started = time.monotonic()
         try:
@@ -290,8 +294,13 @@ class GroupCommit:
         """Called by a new leader holding the lock: wait a little for the writers of the
         last two groups to queue again (those just released are still returning), at most a
         quarter of the last commit's duration and :data:`MAX_GATHER_S`, so an fsync is shared
-        by everyone who is appending, and a lone writer never waits."""
-        expected = len(self._writers[0] | self._writers[1])
+        by everyone who is appending, and a lone writer never waits. A writer whose thread
+        has ended is not waited for (a burst of writers ends one by one)."""
+        expected = sum(
+            1
+            for writer in self._writers[0] | self._writers[1]
+            if not isinstance(writer, threading.Thread) or writer.is_alive()
+        )
         if len(self._queue) >= expected:
             return
         deadline = time.monotonic() + min(MAX_GATHER_S, self._commit_s / 4)

@@ -232,3 +232,41 @@ def test_an_interrupted_leader_frees_the_queue(
         assert not queue._leading and not queue._queue
         assert thread.append(*turn("after")).seq == 0
         assert [e.body["text"] for e in thread.entries()] == ["after"]
+
+
+def test_a_leader_waits_only_for_writers_still_running(tmp_path: Path, signer: Signer) -> None:
+    """The leader gathers for the writers of the last two groups, but not for one whose
+    thread has ended: a burst of writers ends one by one, and the last ones do not wait for
+    the first."""
+    with _open(tmp_path / "g.db", signer) as ledger:
+        queue = queue_for(ledger)
+        assert queue is not None
+        ended = threading.Thread(target=lambda: None)
+        ended.start()
+        ended.join()
+        hold = threading.Event()
+        running = threading.Thread(target=hold.wait)
+        running.start()
+        waits: list[float] = []
+
+        def wait(timeout: float | None = None) -> bool:
+            waits.append(0.0 if timeout is None else timeout)
+            return False
+
+        try:
+            queue._commit_s = 1.0
+            queue._queued.wait = wait  # type: ignore[method-assign]
+            queue._queue = [_Request("t", [turn("mine")], 0, worker=threading.current_thread())]
+            queue._writers = (frozenset({ended}), frozenset({threading.current_thread()}))
+            with queue._lock:
+                queue._gather()
+            assert waits == []  # the ended writer is not waited for
+            queue._writers = (frozenset({running}), frozenset({threading.current_thread()}))
+            with queue._lock:
+                queue._gather()
+            assert waits  # the running one is, a little
+        finally:
+            hold.set()
+            running.join()
+            queue._queue = []
+            del queue._queued.wait
