@@ -45,9 +45,9 @@ from registre.attest.body_base import (
     MAX_OBJECT_BYTES,
     BodySchemaError,
     UnknownKindError,
-    compact_size,
     describe,
     member,
+    plain_compact_size,
     utf8_size,
     wrong,
 )
@@ -81,15 +81,32 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _plain(value: dict[object, object] | list[object], depth: int) -> bool:
-    """Whether rules 1-3 hold for the container ``value`` at ``depth`` (the body is 0): the
+    """Whether rules 1-2 hold for the container ``value`` at ``depth`` (the body is 0): the
     verdict of :func:`_check_json_value`, without writing a path; False sends the body to
     it, which raises the precise error."""
+    return _plain_bound(value, depth) >= 0
+
+
+_ESCAPED_MAX = 6
+"""The most bytes one character takes in compact JSON (``\\u001f``; UTF-8 takes at most 4)."""
+
+_SCALAR_MAX = 17
+"""The most bytes a plain scalar other than a string takes (``-9007199254740991``)."""
+
+
+def _plain_bound(value: dict[object, object] | list[object], depth: int) -> int:
+    """:func:`_plain`'s walk, returning -1 where it says False and otherwise an upper bound
+    of the container's compact JSON size in bytes (each character of a string or key at
+    most :data:`_ESCAPED_MAX` bytes, each other scalar :data:`_SCALAR_MAX`): a body whose
+    bound is within :data:`MAX_BODY_BYTES` keeps rule 3 without being written out."""
     if depth >= MAX_DEPTH:
-        return False
+        return -1
+    size = 2
     if type(value) is dict:
         for key in value:
             if type(key) is not str or (not key.isascii() and _SURROGATE.search(key)):
-                return False
+                return -1
+            size += _ESCAPED_MAX * len(key) + 4  # quotes, colon, comma
         items: object = value.values()
     else:
         items = value
@@ -97,16 +114,22 @@ def _plain(value: dict[object, object] | list[object], depth: int) -> bool:
         kind = type(item)
         if kind is str:
             if not item.isascii() and _SURROGATE.search(item):
-                return False
+                return -1
+            size += _ESCAPED_MAX * len(item) + 3
         elif kind is int:
             if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                return False
+                return -1
+            size += _SCALAR_MAX + 1
         elif kind is dict or kind is list:
-            if not _plain(item, depth + 1):
-                return False
+            inner = _plain_bound(item, depth + 1)
+            if inner < 0:
+                return -1
+            size += inner + 1
         elif kind is not bool and item is not None:
-            return False
-    return True
+            return -1
+        else:
+            size += _SCALAR_MAX + 1
+    return size
 
 
 def _check_json_value(value: object, path: str, depth: int) -> None:
@@ -187,13 +210,15 @@ def validate_body(kind: str, body: object) -> None:
         raise UnknownKindError(f"unknown entry kind {kind!r}; the kinds are: {known}")
     if not isinstance(body, dict):
         raise wrong("body", "an object", body)
-    if type(body) is not dict or not _plain(body, 0):
+    bound = _plain_bound(body, 0) if type(body) is dict else -1
+    if bound < 0:
         _check_json_value(body, "body", 0)
-    size = compact_size(body)
-    if size > MAX_BODY_BYTES:
-        raise BodySchemaError(
-            "body", f"expected at most {MAX_BODY_BYTES} bytes as compact JSON, got {size}"
-        )
+    if not 0 <= bound <= MAX_BODY_BYTES:  # the body is not surely within the cap: measure it
+        size = plain_compact_size(body)
+        if size > MAX_BODY_BYTES:
+            raise BodySchemaError(
+                "body", f"expected at most {MAX_BODY_BYTES} bytes as compact JSON, got {size}"
+            )
     validate_schema(kind, body)
 
 

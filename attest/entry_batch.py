@@ -148,15 +148,7 @@ def sign_entries(
     MalformedError); ``frontier`` then holds the entries signed before it, so a caller
     that stores nothing of a failed batch must drop it.
     """
-    check_thread_id(thread)
-    log = f"{signer.name}/{thread}"
-    key = signer.key_id.hex()
-    # the members after "body", in canonical order; the tail is %-formatted with each
-    # entry's seq and time (a thread id holds no "%", escaped all the same)
-    key_kind = b',"key":' + _STRING(key).encode() + b',"kind":'
-    log_member = b',"log":' + _STRING(log).encode() + b',"prev":{"root":"'
-    tail = b',"seq":%d,"thread":' + _STRING(thread).encode().replace(b"%", b"%%")
-    tail += b',"time":"%s","v":' + str(ENTRY_VERSION).encode() + b"}"
+    log, key, key_kind, log_member, tail = _thread_members(signer.name, signer.key_id, thread)
     sign = signer.sign
     append = frontier.append
     root_of = frontier.root
@@ -253,6 +245,34 @@ def sign_entries(
             lifecycle = lifecycle.extend(digest)
             lifecycle_bytes = _lifecycle_member(lifecycle)
     return SignedBatch(entries, subtrees, lifecycle)
+
+
+# The members of a thread's envelopes that every entry shares, by (key name, key id,
+# thread): a pure function of the three, kept for the next batch (a single append is a
+# batch of one, and computing them cost as much as a third of its signature).
+_MEMBERS: dict[tuple[str, bytes, str], tuple[str, str, bytes, bytes, bytes]] = {}
+_MEMBERS_MAX = 4096
+
+
+def _thread_members(name: str, key_id: bytes, thread: str) -> tuple[str, str, bytes, bytes, bytes]:
+    """``(log, key, key_kind, log_member, tail)`` for entries of ``thread`` signed by the key
+    ``name`` / ``key_id``: the log name, the key id in hex, and the canonical text of the
+    members after ``body`` (``tail`` is %-formatted with each entry's seq and time; a thread
+    id holds no "%", escaped all the same). InvalidThreadIdError for a bad thread id."""
+    found = _MEMBERS.get((name, key_id, thread))
+    if found is not None:
+        return found
+    check_thread_id(thread)
+    log = f"{name}/{thread}"
+    key = key_id.hex()
+    key_kind = b',"key":' + _STRING(key).encode() + b',"kind":'
+    log_member = b',"log":' + _STRING(log).encode() + b',"prev":{"root":"'
+    tail = b',"seq":%d,"thread":' + _STRING(thread).encode().replace(b"%", b"%%")
+    tail += b',"time":"%s","v":' + str(ENTRY_VERSION).encode() + b"}"
+    if len(_MEMBERS) >= _MEMBERS_MAX:
+        _MEMBERS.clear()
+    members = _MEMBERS[(name, key_id, thread)] = (log, key, key_kind, log_member, tail)
+    return members
 
 
 def _lifecycle_member(head: LifecycleHead | None) -> bytes:

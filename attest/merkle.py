@@ -221,6 +221,14 @@ class CompactRange:
         """A copy of the frontier, largest subtree first: what :meth:`restore` takes back."""
         return list(self._hashes)
 
+    def copy(self) -> CompactRange:
+        """An independent frontier of the same tree (appending to one leaves the other)."""
+        twin = CompactRange.__new__(CompactRange)
+        twin._size = self._size
+        twin._hashes = list(self._hashes)
+        twin._root = self._root
+        return twin
+
     @classmethod
     def restore(cls, size: int, hashes: Sequence[bytes]) -> CompactRange:
         """Rebuild a frontier from a persisted ``size`` and :meth:`hashes`.

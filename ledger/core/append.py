@@ -47,7 +47,7 @@ from registre.ledger.errors import (
 from registre.ledger.store.published import (
     DatabaseBehindError,
     published_problem,
-    read_published,
+    read_published_head,
 )
 from registre.ledger.store.schema import tables
 
@@ -178,12 +178,43 @@ def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, s
         )
     if not isinstance(frontier_blob, bytes | memoryview):
         raise StoreCorruptError(f"thread {thread}: the stored frontier is not bytes")
-    frontier = CompactRange.restore(size, split_frontier(bytes(frontier_blob)))
-    if frontier.root() != bytes(root):
+    return (
+        str(origin),
+        _frontier_of(thread, size, bytes(root), bytes(frontier_blob)),
+        (None if vkey is None else str(vkey)),
+    )
+
+
+# The frontier of a stored head, by thread: (size, root, frontier blob, the frontier they
+# restore to). A pure memo of what _frontier_of computes from the row it is given -- a hit
+# needs the row read under the lock to hold exactly these bytes -- so it is never stale: a
+# head written by another connection or process, or one whose transaction rolled back, is
+# simply a miss (tests/ledger/core/test_head_memo.py).
+_HEADS: dict[str, tuple[int, bytes, bytes, CompactRange]] = {}
+_HEADS_MAX = 4096
+
+
+def _frontier_of(thread: str, size: int, root: bytes, blob: bytes) -> CompactRange:
+    """The frontier stored as ``(size, blob)``, checked to reproduce ``root``
+    (StoreCorruptError otherwise): restored and hashed, or a copy of the one this process
+    last restored or wrote for exactly these bytes."""
+    known = _HEADS.get(thread)
+    if known is not None and known[0] == size and known[1] == root and known[2] == blob:
+        return known[3].copy()
+    frontier = CompactRange.restore(size, split_frontier(blob))
+    if frontier.root() != root:
         raise StoreCorruptError(
             f"thread {thread}: the stored head root does not match the stored frontier"
         )
-    return str(origin), frontier, None if vkey is None else str(vkey)
+    _remember_head(thread, frontier, blob)
+    return frontier
+
+
+def _remember_head(thread: str, frontier: CompactRange, blob: bytes) -> None:
+    """Remember ``frontier`` (whose stored form is ``blob``) as the head of ``thread``."""
+    if len(_HEADS) >= _HEADS_MAX:
+        _HEADS.clear()
+    _HEADS[thread] = (frontier.size, frontier.root(), blob, frontier.copy())
 
 
 def require_thread_key(conn: Connection, thread: str, bound: str | None, signer: Signer) -> None:
@@ -191,7 +222,7 @@ def require_thread_key(conn: Connection, thread: str, bound: str | None, signer:
     thread of an older database with no bound key (``bound`` None) is bound to ``signer``
     now, in the caller's transaction, and the key stored. There is no rotation: a thread is
     signed by one key for its whole life (specs/storage.md section 2)."""
-    vkey = signer.vkey()
+    vkey = _vkey_of(signer)
     if bound == vkey:
         return
     if bound is not None:
@@ -204,13 +235,27 @@ def require_thread_key(conn: Connection, thread: str, bound: str | None, signer:
     store_public_key(conn, signer.verifier())
 
 
+_VKEYS: dict[tuple[str, int, bytes], str] = {}
+
+
+def _vkey_of(signer: Signer) -> str:
+    """``signer.vkey()``, remembered by (name, type, public key): what it is computed from."""
+    known = (signer.name, signer.alg, signer.public_key)
+    vkey = _VKEYS.get(known)
+    if vkey is None:
+        if len(_VKEYS) >= 64:
+            _VKEYS.clear()
+        vkey = _VKEYS[known] = signer.vkey()
+    return vkey
+
+
 def require_not_behind(
     conn: Connection, thread: str, origin: str, size: int, root_at: bytes | None = None
 ) -> None:
     """DatabaseBehindError if ``thread`` (head ``size``; ``root_at``: its root at the
     published size, when the caller computed it) is behind the checkpoint recorded outside
     the database (:mod:`registre.ledger.store.published`)."""
-    problem = published_problem(read_published(conn).get(origin), size, root_at)
+    problem = published_problem(read_published_head(conn, origin), size, root_at)
     if problem is not None:
         raise DatabaseBehindError(f"thread {thread}: {problem}; nothing was written")
 
@@ -316,6 +361,7 @@ def append_entries(
             raise StoreCorruptError(f"thread {thread}: the head moved during an append")
     finally:
         cursor.close()
+    _remember_head(thread, frontier, frontier_blob)
     return entries
 
 

@@ -1,9 +1,10 @@
 """Group commit: concurrent appenders of one process share a transaction, so they share its fsync.
 
 A SQLite database has one writer at a time, and each durable commit costs an fsync. When
-several threads of one process append at once, :class:`GroupCommit` (one per open
-:class:`~registre.ledger.core.database.Database`) queues their requests the way database
-engines do (leader and followers):
+several threads of one process append at once, :class:`GroupCommit` (one per database file
+and operator key in the process, shared by every open
+:class:`~registre.ledger.core.database.Database` on it: below) queues their requests the way
+database engines do (leader and followers):
 
 1. a caller validates its items (actor, kind, body schema: :func:`prevalidate`) *before*
    queueing, so one caller's bad input never reaches the shared transaction;
@@ -28,11 +29,21 @@ Every guarantee of :func:`registre.ledger.core.append.append_entries` holds as b
 what the group transaction runs, under the same write lock (gap-free sequence numbers, the
 lifecycle chain head, the thread's key binding, the published-checkpoint rollback check).
 Across processes SQLite still admits one writer at a time; the queue is within one process.
+
+One queue per database *file* and operator key, not per open
+:class:`~registre.ledger.core.database.Database`: writers of one process that each opened the
+ledger themselves (their own engine and connections) share it too (:func:`queue_for`). The
+file is the one SQLite itself opened (``PRAGMA database_list``), so two spellings of one path
+share a queue and one spelling of two files (a relative path, another working folder) does
+not; in-memory databases (one per engine) never share. A leader writes its group through its
+own engine, and a member retried alone goes through its own: the same file either way.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import sys
 import threading
 import time
 import weakref
@@ -40,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from registre.attest.bodies import validate_body
 from registre.attest.entry import Entry, EntryFormatError, check_actor
@@ -66,22 +78,56 @@ MAX_GATHER_S = 0.002
 
 
 _QUEUES: weakref.WeakKeyDictionary[Database, GroupCommit] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakValueDictionary[tuple[int, str, str, str], GroupCommit] = (
+    weakref.WeakValueDictionary()
+)
 _QUEUES_LOCK = threading.Lock()
 
 
 def queue_for(db: Database) -> GroupCommit | None:
     """The append queue of ``db`` (made on first use): SQLite only -- one writer at a time,
     so sharing its fsyncs pays; None on PostgreSQL, whose writers to different threads
-    commit side by side, each holding only its thread's row lock. NoSignerError without the
-    operator key."""
+    commit side by side, each holding only its thread's row lock. Databases of this process
+    open on the same file with the same operator key get the same queue (module docstring);
+    it lives while one of them does. NoSignerError without the operator key."""
     if db.engine.dialect.name != "sqlite":
         return None
     signer = db.require_signer()
     with _QUEUES_LOCK:
         queue = _QUEUES.get(db)
+        if queue is not None:
+            return queue
+    key = _file_key(db.engine, signer)  # a read, outside the lock
+    with _QUEUES_LOCK:
+        queue = _QUEUES.get(db)
         if queue is None:
-            queue = _QUEUES[db] = GroupCommit(db.engine, signer)
+            queue = None if key is None else _SHARED.get(key)
+            if queue is None:
+                queue = GroupCommit(db.engine, signer)
+                if key is not None:
+                    _SHARED[key] = queue
+            _QUEUES[db] = queue
         return queue
+
+
+def _file_key(engine: Engine, signer: Signer) -> tuple[int, str, str, str] | None:
+    """``(process, file, options, operator key)`` naming the queue ``engine``'s appends may
+    share with other engines: this process's id (a child forked while a parent's thread led
+    a group must not wait for a leader it does not have), the main file SQLite opened (None
+    for an in-memory database, or when it cannot be read: then the queue is the engine's
+    own), the URL's query (a read-only open shares only with read-only opens) and the key's
+    vkey."""
+    try:
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql("PRAGMA database_list").all()
+            conn.rollback()
+    except SQLAlchemyError:
+        return None
+    files = [str(row[2]) for row in rows if row[1] == "main" and row[2]]
+    if not files:
+        return None
+    options = "&".join(f"{k}={v}" for k, v in sorted(engine.url.query.items()))
+    return os.getpid(), files[0], options, signer.vkey()
 
 
 def prevalidate(items: Sequence[AppendItem]) -> None:
@@ -123,68 +169,138 @@ def append_group(
     return results
 
 
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass(eq=False)
 class _Request:
     thread: str
     items: Sequence[AppendItem]
     caller: int
+    engine: Engine | None = None
+    """The caller's engine (None: the queue's): the leader writes through its own, a member
+    retried alone through its own."""
     done: bool = False
     entries: list[Entry] = field(default_factory=list)
     error: BaseException | None = None
+    worker: threading.Thread | None = None
+    """The calling thread (None: a request made by hand, counted by ``caller``)."""
+    leads: bool = False
+    """Set (under the queue's lock) when this request's caller is, or is made, the leader."""
+    wake: threading.Lock = field(default_factory=_held_lock)
+    """Held until the caller may go on: released once, when its request is done or when it
+    is handed the lead."""
 
 
 class GroupCommit:
-    """The append queue of one database (module docstring). Thread-safe."""
+    """The append queue of one database file and key (module docstring). Thread-safe.
+    ``engine`` and ``signer``: those of the database that made it, used for requests that
+    bring no engine of their own (the signer signs every group: the key is the queue's).
+
+    Waking: a follower waits on its own request's lock, released once by the leader (its
+    request done, or the lead handed to it: the leader passes the lead to the oldest queued
+    request rather than waking every waiter to contend for it); a gathering leader is woken
+    only by new requests. Each caller is thus woken once per append, whatever the number of
+    writers."""
 
     def __init__(self, engine: Engine, signer: Signer) -> None:
         self._engine = engine
         self._signer = signer
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._queued = threading.Condition(self._lock)
         self._queue: list[_Request] = []
         self._leading = False
-        self._writers: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
+        self._writers: tuple[frozenset[object], frozenset[object]] = (frozenset(), frozenset())
         self._commit_s = 0.0
         self.groups = 0
         """Transactions committed by leaders (a statistic, for tests and benchmarks)."""
 
-    def append(self, thread: str, items: Sequence[AppendItem]) -> list[Entry]:
+    def append(
+        self, thread: str, items: Sequence[AppendItem], engine: Engine | None = None
+    ) -> list[Entry]:
         """Append ``items`` (already :func:`prevalidate`-d) to ``thread`` through the queue;
-        return their entries once durable, or raise this request's own error."""
-        request = _Request(thread, items, threading.get_ident())
-        with self._cond:
+        return their entries once durable, or raise this request's own error. ``engine``:
+        the caller's own, on the queue's file (default: the queue's)."""
+        request = _Request(
+            thread, items, threading.get_ident(), engine, worker=threading.current_thread()
+        )
+        with self._lock:
             self._queue.append(request)
-            self._cond.notify_all()
-        while True:
-            with self._cond:
-                while self._leading and not request.done:
-                    self._cond.wait()
-                if request.done:
-                    break
-                self._leading = True
-                self._gather()
-                group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
-                recent = frozenset(member.caller for member in group)
-                self._writers = (self._writers[1], recent)
-            started = time.monotonic()
-            try:
-                self._lead(group)
-                self._commit_s = time.monotonic() - started
-            finally:
-                with self._cond:
-                    for member in group:
-                        member.done = True
-                    self._leading = False
-                    self._cond.notify_all()
+            if self._leading:
+                self._queued.notify()
+            else:
+                self._leading = request.leads = True
+        if not request.leads:
+            self._await(request)
+        while not request.done:
+            self._lead_once(request)
         if request.error is not None:
             raise request.error
         return request.entries
 
+    def _await(self, request: _Request) -> None:
+        """Wait until ``request`` is done or its caller leads. Interrupted (a signal in the
+        main thread), the request leaves the queue if no leader took it yet, and a lead it
+        was handed goes on to the next request: nobody waits for a caller that is gone."""
+        try:
+            request.wake.acquire()
+        except BaseException:
+            with self._lock:
+                if request in self._queue:
+                    self._queue.remove(request)
+                if request.leads and not request.done:
+                    self._pass_lead()
+            raise
+
+    def _pass_lead(self) -> None:
+        """Called holding the lock by a leader that is done: the oldest queued request's
+        caller leads next (woken), or nobody leads until a caller comes."""
+        if self._queue:
+            successor = self._queue[0]
+            successor.leads = True
+            successor.wake.release()
+        else:
+            self._leading = False
+
+    def _lead_once(self, request: _Request) -> None:
+        """As the leader (``request``'s caller): gather, write one group, wake its members,
+        and hand the lead on once ``request`` is done (else lead again: it was queued behind
+        a full group)."""
+        with self._lock:
+            self._gather()
+            group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            recent = frozenset(member.worker or member.caller for member in group)
+            self._writers = (self._writers[1], recent)
+        started = time.monotonic()
+        try:
+            self._lead(group, request.engine)
+            self._commit_s = time.monotonic() - started
+        finally:
+            with self._lock:
+                for member in group:
+                    member.done = True
+                if not request.done and sys.exc_info()[0] is not None:
+                    self._queue.remove(request)  # interrupted: this caller is leaving
+                if request.done or sys.exc_info()[0] is not None:
+                    self._pass_lead()
+            for member in group:
+                if member is not request:
+                    member.wake.release()
+
     def _gather(self) -> None:
-        """Called by a new leader holding the condition: wait a little for the writers of the
+        """Called by a new leader holding the lock: wait a little for the writers of the
         last two groups to queue again (those just released are still returning), at most a
         quarter of the last commit's duration and :data:`MAX_GATHER_S`, so an fsync is shared
-        by everyone who is appending, and a lone writer never waits."""
-        expected = len(self._writers[0] | self._writers[1])
+        by everyone who is appending, and a lone writer never waits. A writer whose thread
+        has ended is not waited for (a burst of writers ends one by one)."""
+        expected = sum(
+            1
+            for writer in self._writers[0] | self._writers[1]
+            if not isinstance(writer, threading.Thread) or writer.is_alive()
+        )
         if len(self._queue) >= expected:
             return
         deadline = time.monotonic() + min(MAX_GATHER_S, self._commit_s / 4)
@@ -192,11 +308,12 @@ class GroupCommit:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            self._cond.wait(remaining)
+            self._queued.wait(remaining)
 
-    def _lead(self, group: list[_Request]) -> None:
+    def _lead(self, group: list[_Request], engine: Engine | None = None) -> None:
+        """Write ``group`` in one transaction through ``engine`` (default: the queue's)."""
         try:
-            with write_transaction(self._engine) as conn:
+            with write_transaction(engine or self._engine) as conn:
                 results = append_group(conn, self._signer, [(m.thread, m.items) for m in group])
             self.groups += 1
         except DatabaseLockedError as exc:
@@ -219,7 +336,7 @@ class GroupCommit:
     def _one_by_one(self, group: list[_Request]) -> None:
         for member in group:
             try:
-                with write_transaction(self._engine) as conn:
+                with write_transaction(member.engine or self._engine) as conn:
                     request = [(member.thread, member.items)]
                     member.entries = append_group(conn, self._signer, request)[0]
                 self.groups += 1

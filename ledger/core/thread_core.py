@@ -171,7 +171,7 @@ class ThreadCore:
             with write_transaction(self._db.engine) as conn:
                 return append_entries(conn, signer, self.id, batch)
         prevalidate(batch)
-        return queue.append(self.id, batch)
+        return queue.append(self.id, batch, self._db.engine)
 
     def checkpoint(self, size: int | None = None) -> StoredCheckpoint:
         """The signed checkpoint at ``size`` (default: the head), signing and storing it if

@@ -24,10 +24,12 @@ import base64
 import binascii
 import json
 import os
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from registre.ledger.errors import StoreCorruptError
 
@@ -37,12 +39,14 @@ __all__ = [
     "published_file",
     "published_problem",
     "read_published",
+    "read_published_head",
     "record_published",
 ]
 
 _SUFFIX = ".published"
 _MAX_BYTES = 16 * 1024 * 1024
 _CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, PublishedHead]]] = {}
+_FILES: weakref.WeakKeyDictionary[Engine, Path | None] = weakref.WeakKeyDictionary()
 
 
 class DatabaseBehindError(StoreCorruptError):
@@ -66,16 +70,35 @@ class PublishedHead:
 
 def published_file(conn: Connection) -> Path | None:
     """Where the published heads of this connection's database are kept (None: none are)."""
-    url = conn.engine.url
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        return None
-    assert url.database is not None
-    return Path(url.database + _SUFFIX)
+    engine = conn.engine
+    try:
+        return _FILES[engine]
+    except KeyError:
+        pass
+    url = engine.url
+    path = None
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        assert url.database is not None
+        path = Path(url.database + _SUFFIX)
+    _FILES[engine] = path  # an engine's URL never changes
+    return path
 
 
 def read_published(conn: Connection) -> dict[str, PublishedHead]:
     """The recorded heads by origin ({} when there is no file). StoreCorruptError for a file
     that is not one registre wrote."""
+    return dict(_published(conn))
+
+
+def read_published_head(conn: Connection, origin: str) -> PublishedHead | None:
+    """``read_published(conn).get(origin)``, without copying the record of every thread (the
+    file is looked at all the same: another process may have signed since)."""
+    return _published(conn).get(origin)
+
+
+def _published(conn: Connection) -> Mapping[str, PublishedHead]:
+    """The recorded heads, read again whenever the file's inode, time or size changed;
+    the mapping is shared with the cache: never changed by callers."""
     path = published_file(conn)
     if path is None:
         return {}
@@ -88,10 +111,10 @@ def read_published(conn: Connection) -> dict[str, PublishedHead]:
     stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
     cached = _CACHE.get(path)
     if cached is not None and cached[0] == stamp:
-        return dict(cached[1])
+        return cached[1]
     heads = _read(path)
     _CACHE[path] = (stamp, heads)
-    return dict(heads)
+    return heads
 
 
 def _read(path: Path) -> dict[str, PublishedHead]:

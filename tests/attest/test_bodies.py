@@ -23,6 +23,7 @@ from registre.attest.bodies import (
     UnknownKindError,
     validate_body,
 )
+from registre.attest.body_base import compact_size, plain_compact_size
 from registre.attest.canonical import canonical_bytes, parse_canonical
 from registre.attest.errors import MalformedError
 from registre.lifecycle.codec import KINDS as CODEC_KINDS
@@ -381,6 +382,23 @@ _json_without_floats = st.recursive(
 )
 
 
+@given(
+    value=st.dictionaries(
+        st.text(max_size=6),
+        st.one_of(_json_without_floats, st.text(alphabet=st.characters(codec="utf-8"))),
+        max_size=5,
+    )
+)
+def test_the_fast_compact_size_is_json_dumps_size(value: dict[str, Any]) -> None:
+    """The body check's size (a C encoder made once) is ``json.dumps``'s, for every plain
+    value: non-ASCII text, escapes, control characters, nesting; and one failed call (an
+    unserializable value) leaves nothing behind that changes the next."""
+    assert plain_compact_size(value) == compact_size(value)
+    with pytest.raises(TypeError):
+        plain_compact_size({"a": [value, object()]})
+    assert plain_compact_size([value, value]) == compact_size([value, value])
+
+
 @given(arguments=st.dictionaries(st.text(max_size=6), _json_without_floats, max_size=5))
 def test_any_float_free_arguments_accepted(arguments: dict[str, Any]) -> None:
     validate_body("tool.call", {"call_id": "c1", "name": "f", "arguments": arguments})
@@ -454,6 +472,34 @@ def test_rules_walk_is_the_reference_walk(value: object) -> None:
             assert str(error) == expected
         return
     assert expected is None
+
+
+@given(value=_odd_values)
+def test_the_size_bound_is_the_rules_walk_and_never_under(value: object) -> None:
+    """The walk that spares validate_body writing a body out: -1 exactly where the
+    path-writing walk refuses (rules 1-2), else never less than the compact JSON size."""
+    from registre.attest import bodies
+
+    body = {"x": value, "\u00e9\n": ['\x00"\\', "\U0001f600"]}
+    bound = bodies._plain_bound(body, 0)
+    assert (bound >= 0) == (_reference(body) is None)
+    if bound >= 0:
+        assert bound >= compact_size(body)
+
+
+def test_a_body_over_the_cap_is_measured_and_refused() -> None:
+    """A body the bound cannot clear is written out and measured, before its schema (rule 3
+    before rule 4): at the cap, the schema's error; one byte over, the size error with the
+    exact size."""
+    from registre.attest.bodies import MAX_BODY_BYTES
+
+    room = MAX_BODY_BYTES - compact_size({"a": ""})
+    with pytest.raises(BodySchemaError, match="unknown field"):
+        validate_body("turn", {"a": "x" * room})
+    with pytest.raises(BodySchemaError, match=f"got {MAX_BODY_BYTES + 1}$"):
+        validate_body("turn", {"a": "x" * (room + 1)})
+    with pytest.raises(BodySchemaError, match=f"got {MAX_BODY_BYTES + 1}$"):
+        validate_body("turn", {"a": "\u00e9" * ((room + 1) // 2) + "x" * ((room + 1) % 2)})
 
 
 @given(value=_odd_values)

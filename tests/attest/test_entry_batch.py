@@ -255,3 +255,53 @@ def test_bad_time_refused() -> None:
             lifecycle=EMPTY_LIFECYCLE,
             time="yesterday",
         )
+
+
+SIGNERS = (
+    SIGNER,
+    Signer.from_seed("registre.test/other", bytes(range(32))),  # same key, another name
+    Signer.from_seed("registre.test/log", bytes(range(1, 33))),  # same name, another key
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    thread=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:%-]{0,20}", fullmatch=True),
+    order=st.permutations(range(len(SIGNERS))),
+)
+def test_thread_members_are_the_keys_and_the_threads_own(thread: str, order: list[int]) -> None:
+    """The members every entry of a thread shares are remembered by (key name, key id,
+    thread): for any thread id and keys that share a name or a key, each batch, signed
+    twice, is what sign_entry signs."""
+    if "%" in thread:
+        with pytest.raises(InvalidThreadIdError):
+            sign_entries(
+                SIGNER,
+                thread=thread,
+                items=[("turn", {"role": "user", "text": "x"}, "agent")],
+                frontier=CompactRange(),
+                lifecycle=EMPTY_LIFECYCLE,
+            )
+        return
+    for index in [*order, *order]:
+        signer = SIGNERS[index]
+        signed = sign_entries(
+            signer,
+            thread=thread,
+            items=[("turn", {"role": "user", "text": "x"}, "agent")],
+            frontier=frontier_of(3),
+            lifecycle=EMPTY_LIFECYCLE,
+            time=TIME,
+        )
+        expected = sign_entry(
+            signer,
+            thread=thread,
+            seq=3,
+            kind="turn",
+            actor="agent",
+            body={"role": "user", "text": "x"},
+            prev_root=frontier_of(3).root(),
+            time=TIME,
+            lifecycle=EMPTY_LIFECYCLE,
+        )
+        assert signed.entries == [expected]
