@@ -36,14 +36,14 @@ while 5.4 records the head), and ``entries.jsonl`` is streamed -- hashed in step
 keeps a digest per group of up to 64 lines (:class:`registre.attest.line_groups.LineGroups`,
 under a byte an entry; no leaf hash is kept: step 3 hashes each leaf for the tree, 4.3 and
 5.3 hash again the lines they read); checked chunk by chunk in step 3, which keeps no body:
-a packed record of seq, line, kind and actor per semantic entry, about 20 bytes
+a packed record of seq, line, kind and actor per semantic entry, about 10 bytes
 (:class:`registre.attest.entry_records.PackedRecords`), and the chain marks that matter,
 dropped once 3.5 has read them; read forward again by step 6 (the semantic entries'
 bodies, one at a time, and the working-context replay) -- never held whole
 (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked,
 with its group, against step 1's digest before it is used). Step 6 keeps of the lifecycle
 events only what step 7 reads (:class:`registre.attest.verify_semantics.ClaimIndex`: ids,
-seqs, citations), not the parsed events. What still grows with the thread is those ~20
+seqs, citations), not the parsed events. What still grows with the thread is those ~10
 bytes a semantic entry, that index, the lifecycle state, and what the working-context
 replay keeps (:mod:`registre.attest.verify_context`; its token-count caches are bounded).
 """
