@@ -43,7 +43,8 @@ bodies, one at a time, and the working-context replay) -- never held whole
 (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked,
 with its group, against step 1's digest before it is used). Step 6 keeps of the lifecycle
 events only what step 7 reads (:class:`registre.attest.verify_semantics.ClaimIndex`: ids,
-seqs, citations), not the parsed events. What still grows with the thread is those ~10
+seqs, citations; its evidence packed by id number, :mod:`registre.attest.claim_table`), not
+the parsed events. What still grows with the thread is those ~10
 bytes a semantic entry, that index, the lifecycle state, and what the working-context
 replay keeps (:mod:`registre.attest.verify_context`; its token-count caches are bounded).
 """
