@@ -20,9 +20,10 @@ proofs from any :class:`~registre.attest.merkle.HashSource`.
 
 :func:`open_bundle` is step 1 of the verifier (``specs/verify.md``): the container checks of
 :func:`registre.attest.bundle_zip.open_zip`, then the manifest, then every member against it;
-``entries.jsonl`` is streamed once, hashed, split and checked line by line, and only each
-line's leaf hash is kept (:class:`registre.attest.bundle_leaves.BundleLeaves` reads the
-lines again when a later step asks). :func:`read_bundle` is the same with the leaves read
+``entries.jsonl`` is streamed once, hashed, split and checked line by line, and only a
+digest per group of lines is kept (:class:`registre.attest.line_groups.LineGroups`;
+:class:`registre.attest.bundle_leaves.BundleLeaves` reads the lines again when a later step
+asks, and checks them against it). :func:`read_bundle` is the same with the leaves read
 into a list, for bundles that fit in memory. Nothing read here is trusted yet: keys in the
 manifest are informational only, and signatures are the verifier's job.
 """
@@ -40,6 +41,7 @@ from typing import Any
 from registre.attest.bundle_leaves import (
     BundleLeaves,
     EntriesChangedError,
+    LeafHashes,
     LeafRange,
     PackedHashes,
 )
@@ -80,7 +82,7 @@ from registre.attest.bundle_zip import (
 )
 from registre.attest.entry import MAX_LEAF_BYTES
 from registre.attest.errors import MalformedError, VerificationError
-from registre.attest.merkle import leaf_hash
+from registre.attest.line_groups import LineGroups
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -101,6 +103,7 @@ __all__ = [
     "EntriesFormatError",
     "InclusionProof",
     "LeafCountError",
+    "LeafHashes",
     "LeafRange",
     "LeafTooLargeError",
     "Manifest",
@@ -172,7 +175,8 @@ class Bundle:
 
     ``leaves`` are the lines of ``entries.jsonl`` (a list from :func:`read_bundle`, a
     :class:`BundleLeaves` reading them again from the open zip from :func:`open_bundle`), and
-    ``leaf_hashes`` their RFC 9162 leaf hashes, one per line; ``checkpoints`` maps each size
+    ``groups`` step 1's digests of their lines, a group of lines each (``leaf_hashes``:
+    their RFC 9162 leaf hashes, computed as they are read); ``checkpoints`` maps each size
     to its note bytes; ``proofs`` is set exactly for a partial bundle. Nothing here is
     verified beyond the container: signatures, proofs and sizes are the verifier's steps 2 to 7.
     """
@@ -181,7 +185,12 @@ class Bundle:
     leaves: Sequence[bytes]
     checkpoints: dict[int, bytes]
     proofs: BundleProofs | None
-    leaf_hashes: PackedHashes
+    groups: LineGroups
+
+    @property
+    def leaf_hashes(self) -> LeafHashes:
+        """The leaf hash of every line, in line order, computed from ``leaves`` as read."""
+        return LeafHashes(self.leaves)
 
     @property
     def origin(self) -> str:
@@ -202,8 +211,9 @@ def open_bundle(
     """Step 1 of verification, the zip kept open: ``with open_bundle(path) as bundle: ...``.
 
     The checks are :func:`read_bundle`'s; ``bundle.leaves`` is a :class:`BundleLeaves`, which
-    reads the lines again from the zip when asked (each checked against the leaf hash step 1
-    recorded for it), valid inside the ``with`` block. Memory: 32 bytes per entry.
+    reads the lines again from the zip when asked (each checked against the digest step 1
+    recorded for its group of lines), valid inside the ``with`` block. Memory: under a byte
+    per entry (:class:`~registre.attest.line_groups.LineGroups`).
     """
     with open_zip(source, limits) as archive:
         manifest, members, hashes, _ = _read_members(archive, keep=None)
@@ -244,7 +254,7 @@ def read_bundle(
         increasing seqs (:class:`ProofsFormatError`).
 
     The leaves come back as a list (the whole ``entries.jsonl`` in memory); a verifier of
-    large bundles uses :func:`open_bundle`, which holds their hashes only.
+    large bundles uses :func:`open_bundle`, which holds a digest per group of lines only.
     """
     with open_zip(source, limits) as archive:
         kept: list[bytes] = []
@@ -256,7 +266,7 @@ def _bundle(
     manifest: Manifest,
     members: dict[str, bytes],
     leaves: Sequence[bytes],
-    hashes: PackedHashes,
+    hashes: LineGroups,
 ) -> Bundle:
     """1.8 the entry count, then 1.9 the proofs, of a bundle whose members passed 1.4-1.8."""
     if len(hashes) != manifest.entry_count:
@@ -274,10 +284,10 @@ def _bundle(
 
 def _read_members(
     archive: ZipArchive, keep: list[bytes] | None
-) -> tuple[Manifest, dict[str, bytes], PackedHashes, int]:
+) -> tuple[Manifest, dict[str, bytes], LineGroups, int]:
     """Steps 1.4-1.8 on an opened zip: the manifest first, then every member it lists,
     refused before inflating when its declared size is not the manifest's. Returns the
-    manifest, the members but ``entries.jsonl``, the leaf hash of each of its lines (the
+    manifest, the members but ``entries.jsonl``, the digests of its lines (the
     lines themselves appended to ``keep`` if given) and its size."""
     # 1.4 only names the format defines
     for name in archive.names:
@@ -316,7 +326,7 @@ def _read_members(
         raise ManifestMismatchError(f"a full bundle carries no {PROOFS_MEMBER}")
     # 1.7 sizes (before inflating) and digests; 1.8 entries.jsonl split while it streams
     members: dict[str, bytes] = {}
-    hashes = PackedHashes()
+    hashes = LineGroups()
     entries_size = 0
     for name, (size, digest) in sorted(manifest.members.items()):
         if archive.size(name) != size:
@@ -358,15 +368,15 @@ def _check_member_name(name: str, what: str) -> None:
 
 def _split_entries(
     chunks: Iterable[bytes], hasher: Any, budget: int, keep: list[bytes] | None
-) -> PackedHashes:
-    """The leaf hash of every line of ``entries.jsonl`` as it streams in, the member hashed
+) -> LineGroups:
+    """The digests of the lines of ``entries.jsonl`` as it streams in, the member hashed
     on the way (each line also appended to ``keep`` if given); a line longer than any valid
     entry (:data:`~registre.attest.entry.MAX_LEAF_BYTES`) is refused as soon as it is seen,
     before anything parses it (:class:`LeafTooLargeError`). The lines, each counted with
     :data:`_LINE_OVERHEAD` bytes of bookkeeping, stay within the zip's ``budget``
     (:class:`LeafCountError`), so a million one-byte lines cost no more than the file may
     hold, whether they are kept or only hashed."""
-    hashes = PackedHashes()
+    hashes = LineGroups()
     pending = b""
     size = 0
     held = 0
@@ -383,7 +393,7 @@ def _split_entries(
                     f"{ENTRIES_MEMBER} holds more than {len(hashes)} lines, which with their "
                     f"bookkeeping exceed the {budget} bytes a zip of this size may cost to read"
                 )
-            hashes.append(leaf_hash(line))
+            hashes.add(line)
             if keep is not None:
                 keep.append(line)
         if len(pending) > MAX_LEAF_BYTES:
@@ -392,6 +402,7 @@ def _split_entries(
         raise EntriesFormatError(
             f"{ENTRIES_MEMBER} must end with a newline after its last leaf", size
         )
+    hashes.close()
     return hashes
 
 

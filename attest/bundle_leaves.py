@@ -1,16 +1,19 @@
 """The entries of an open bundle, read from the zip as they are needed, never all held.
 
 Step 1 (:func:`registre.attest.bundle.open_bundle`) streams ``entries.jsonl`` once: it checks
-the member's SHA-256 against the manifest and records each line's RFC 9162 leaf hash, 32
-bytes a line, in a :class:`PackedHashes` (32 MB for a million entries, where a list of the
-leaves would cost the whole uncompressed member and a list of hash objects 70 MB).
+the member's SHA-256 against the manifest and records the digest of each group of lines
+(:class:`~registre.attest.line_groups.LineGroups`: at most 64 lines or 128 KiB a group, 40
+bytes a group, well under a byte an entry; a list of the leaves would cost the whole
+uncompressed member, and each line's 32-byte leaf hash 32 MB a million entries).
 
 :class:`BundleLeaves` is then the member as a sequence of leaves: iterating it (or a slice
 of it, :class:`LeafRange`) inflates the member again from its start; an index reads forward
 from where the last index stopped, so the steps that walk the entries in seq order (3, the
-context replay of 6) read the member once each. Every line read is checked against the hash
-step 1 recorded for it (:class:`EntriesChangedError` otherwise), so every later step sees
-exactly the bytes the manifest vouches for, even if the file changes while it is verified.
+context replay of 6) read the member once each. Every line read is checked, before it is
+handed out, against the digest step 1 recorded for its group (the group is read whole and
+checked first; :class:`EntriesChangedError` otherwise), so every later step sees exactly the
+bytes the manifest vouches for, even if the file changes while it is verified.
+:class:`LeafHashes` gives the leaf hashes of such lines, computed as they are read.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from registre.attest.errors import VerificationError
 from registre.attest.leaf_view import LeafView
+from registre.attest.line_groups import LineGroups, group_digest
 from registre.attest.merkle import HASH_SIZE, leaf_hash
 
-__all__ = ["BundleLeaves", "EntriesChangedError", "LeafRange", "PackedHashes"]
+__all__ = ["BundleLeaves", "EntriesChangedError", "LeafHashes", "LeafRange", "PackedHashes"]
 
 
 class EntriesChangedError(VerificationError):
@@ -79,29 +83,29 @@ class BundleLeaves(LeafView):
     """The lines of ``entries.jsonl``, read again from the zip on demand (module docstring).
 
     ``chunks`` gives the member's bytes from its start each time it is called (the open
-    archive's :meth:`~registre.attest.bundle_zip.ZipArchive.chunks`); ``hashes`` are the leaf
-    hashes step 1 recorded, one per line, which fix the length and every line's bytes. Valid
-    while the archive is open.
+    archive's :meth:`~registre.attest.bundle_zip.ZipArchive.chunks`); ``groups`` are the
+    digests step 1 recorded, a group of lines each, which fix the length and every line's
+    bytes. Valid while the archive is open.
     """
 
-    def __init__(self, chunks: Callable[[], Iterable[bytes]], hashes: PackedHashes) -> None:
+    def __init__(self, chunks: Callable[[], Iterable[bytes]], groups: LineGroups) -> None:
         self._chunks = chunks
-        self._hashes = hashes
+        self._groups = groups
         self._cursor: Iterator[bytes] | None = None
         self._next = 0  # the line the cursor yields next
         self._current: tuple[int, bytes] | None = None
 
     @property
-    def hashes(self) -> PackedHashes:
-        """The leaf hash of every line, in line order."""
-        return self._hashes
+    def groups(self) -> LineGroups:
+        """The digests of the lines, a group at a time, in line order."""
+        return self._groups
 
     def fork(self) -> BundleLeaves:
         """The same lines with a cursor of their own (for a second reader moving forward)."""
-        return BundleLeaves(self._chunks, self._hashes)
+        return BundleLeaves(self._chunks, self._groups)
 
     def __len__(self) -> int:
-        return len(self._hashes)
+        return len(self._groups)
 
     def _leaf(self, index: int) -> bytes:
         return self._at(index)
@@ -128,40 +132,71 @@ class BundleLeaves(LeafView):
 
     def iterate(self, start: int, stop: int) -> Iterator[bytes]:
         """Lines ``start .. stop-1`` (within ``0 .. len``), in a pass of their own: the member
-        is inflated from its start, the lines before ``start`` skipped unsplit."""
+        is inflated from its start, the lines before the group of ``start`` skipped unsplit;
+        each group is read whole and checked before any of its lines is given."""
         if start >= stop:
             return
-        hashes = self._hashes.raw
+        groups = self._groups
+        group = groups.group_of(start)
+        first, group_stop = groups.bounds(group)
         line = 0
         pending = b""
+        held: list[bytes] = []
         for chunk in self._chunks():
-            if line < start:
+            if line < first:
                 newlines = chunk.count(b"\n")
-                if line + newlines < start:
+                if line + newlines < first:
                     line += newlines
                     continue
                 cut = -1
-                for _ in range(start - line):
+                for _ in range(first - line):
                     cut = chunk.index(b"\n", cut + 1)
                 chunk = chunk[cut + 1 :]
-                line = start
+                line = first
             pieces = (pending + chunk).split(b"\n")
             pending = pieces.pop()
             for piece in pieces:
-                offset = line * HASH_SIZE
-                if leaf_hash(piece) != hashes[offset : offset + HASH_SIZE]:
-                    raise EntriesChangedError(
-                        f"line {line + 1} of entries.jsonl is not the line hashed in step 1: "
-                        "the bundle file changed while it was verified"
-                    )
-                yield piece
+                held.append(piece)
                 line += 1
-                if line >= stop:
+                if line < group_stop:
+                    continue
+                group_start = group_stop - len(held)
+                if group_digest(held) != groups.digest(group):
+                    raise EntriesChangedError(
+                        f"lines {group_start + 1}..{group_stop} of entries.jsonl are not the "
+                        "lines hashed in step 1: the bundle file changed while it was verified"
+                    )
+                for offset, leaf in enumerate(held, start=group_start):
+                    if start <= offset < stop:
+                        yield leaf
+                if group_stop >= stop:
                     return
+                held = []
+                group += 1
+                _first, group_stop = groups.bounds(group)
         raise EntriesChangedError(
             f"entries.jsonl ends after {line} lines where step 1 read {len(self)}: the bundle "
             "file changed while it was verified"
         )
+
+
+class LeafHashes(LeafView):
+    """The RFC 9162 leaf hash of each of ``leaves``, computed as they are read (nothing
+    kept): iterating reads ``leaves`` once in a pass of its own."""
+
+    __slots__ = ("_leaves",)
+
+    def __init__(self, leaves: Sequence[bytes]) -> None:
+        self._leaves = leaves
+
+    def __len__(self) -> int:
+        return len(self._leaves)
+
+    def _leaf(self, index: int) -> bytes:
+        return leaf_hash(self._leaves[index])
+
+    def __iter__(self) -> Iterator[bytes]:
+        return map(leaf_hash, self._leaves)
 
 
 class LeafRange(LeafView):

@@ -1,7 +1,7 @@
 """What step 3 of bundle verification keeps for the later steps (``specs/verify.md``).
 
 :class:`EntriesChecked` is step 3's result: the counts per kind, the records of the
-:data:`SEMANTIC_KINDS` (the bodies steps 6 and 7 read), the leaf hashes packed, the roots
+:data:`SEMANTIC_KINDS` (the bodies steps 6 and 7 read), the roots
 asked for, and the lifecycle chain marks, thinned (:func:`thin_marks`) to those that can
 decide the chain check. :class:`RecordsWithBodies` gives the records back with the bodies
 step 3 did not keep, read again from verified bytes.
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import overload
 
 from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.bundle_leaves import PackedHashes
 from registre.attest.entry_records import EntryRecord, PackedRecords, RereadLines
 from registre.attest.lifecycle_chain import ChainMark
 
@@ -30,7 +29,8 @@ class EntriesChecked:
     """Result of step 3.
 
     ``kinds`` counts entries per kind; ``records`` are the semantic entries in seq order.
-    Full bundles: ``leaf_hashes`` in seq order (packed) and ``roots`` at the sizes asked for.
+    Full bundles: ``roots`` at the sizes asked for (no leaf hash is kept: a later step
+    that needs one hashes the leaf again, read from the bundle).
     Partial bundles: ``prev_roots``, each entry's signed ``prev.root`` in line order, which
     step 4 proves. ``marks``: what the lifecycle chain check (3.5, 4.6) needs, in line order,
     thinned chunk by chunk (:func:`thin_marks`: the same verdict, at the same seq, as every
@@ -39,7 +39,6 @@ class EntriesChecked:
 
     kinds: dict[str, int] = field(default_factory=dict)
     records: PackedRecords = field(default_factory=PackedRecords)
-    leaf_hashes: PackedHashes = field(default_factory=PackedHashes)
     roots: dict[int, bytes] = field(default_factory=dict)
     prev_roots: list[bytes] = field(default_factory=list)
     marks: list[ChainMark] = field(default_factory=list)

@@ -8,9 +8,12 @@ compaction, every lifecycle entry), so a list of record objects -- an object, a 
 two fresh strings and an empty body each, plus a dict entry mapping the seq to its line --
 cost about 400 bytes a record, the largest thing the verifier held that grew with the entries.
 
-:class:`PackedRecords` holds them in arrays instead: seq and line as 64-bit integers, kind and
-actor as indexes into tables of the distinct values (a thread has a handful of kinds and
-actors), and the bodies that were kept in a dict by position. It is a
+:class:`PackedRecords` holds them in arrays instead: seq and line as unsigned integers, kind
+and actor as indexes into tables of the distinct values (a thread has a handful of kinds and
+actors), and the bodies that were kept in a dict by position. Each array starts with the
+narrowest item that holds its values and is widened (copied once) when a value needs more
+(:func:`_append`): a record of a thread under 2^32 entries with under 256 kinds and actors
+costs 4 + 4 + 1 + 1 = 10 bytes, not 26. It is a
 ``Sequence[EntryRecord]``: indexing or iterating builds each record on demand, equal to the
 record that was appended. :attr:`PackedRecords.reread` is the ``seq -> line`` mapping of the
 records kept without their body, as a read-only view of the same arrays.
@@ -22,12 +25,51 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Final, overload
 
 __all__ = ["EntryRecord", "PackedRecords", "RereadLines"]
 
-_NO_LINE = -1
-"""The line of a record kept with its body (nothing to read again)."""
+_NO_LINE: Final = 0
+"""The stored line of a record kept with its body (nothing to read again); a record to be
+read again stores its line + 1."""
+
+_WIDTHS: Final = ("B", "H", "I", "Q")
+"""Unsigned typecodes, narrowest first (1, 2, 4 and 8 bytes an item in CPython)."""
+
+
+def _unsigned() -> array[int]:
+    return array(_WIDTHS[0])
+
+
+def _limit(values: array[int]) -> int:
+    return (1 << (8 * values.itemsize)) - 1
+
+
+def _append(values: array[int], value: int) -> array[int]:
+    """``values`` with ``value`` (>= 0) appended: the same array, or a wider copy when
+    ``value`` does not fit its items. ValueError for a negative value or one over 64 bits."""
+    if value > _limit(values) or value < 0:
+        values = _widened(values, value)
+    values.append(value)
+    return values
+
+
+def _widened(values: array[int], value: int) -> array[int]:
+    if value < 0:
+        raise ValueError(f"a packed record holds values >= 0, got {value}")
+    for code in _WIDTHS:
+        wider = array(code)
+        if wider.itemsize > values.itemsize and value <= _limit(wider):
+            return array(code, values)
+    raise ValueError(f"a packed record holds values below 2^64, got {value}")
+
+
+def _extend(values: array[int], more: array[int]) -> array[int]:
+    """``values`` followed by ``more`` (same rules as :func:`_append`)."""
+    if more.itemsize > values.itemsize:
+        values = _widened(values, _limit(more))
+    values.extend(more if more.typecode == values.typecode else array(values.typecode, more))
+    return values
 
 
 @dataclass(frozen=True)
@@ -59,10 +101,10 @@ class PackedRecords(Sequence[EntryRecord]):
     )
 
     def __init__(self) -> None:
-        self._seqs = array("q")
-        self._lines = array("q")
-        self._kinds = array("H")
-        self._actors = array("L")
+        self._seqs = _unsigned()
+        self._lines = _unsigned()  # the line + 1, or _NO_LINE
+        self._kinds = _unsigned()
+        self._actors = _unsigned()
         self._kind_ids: dict[str, int] = {}
         self._kinds_of: list[str] = []
         self._actor_ids: dict[str, int] = {}
@@ -74,29 +116,36 @@ class PackedRecords(Sequence[EntryRecord]):
     ) -> None:
         """Add a record: with ``body`` kept, or (``body`` None) to be read again from ``line``."""
         position = len(self._seqs)
-        self._seqs.append(seq)
-        self._lines.append(_NO_LINE if body is not None else line)
-        self._kinds.append(_index(kind, self._kind_ids, self._kinds_of))
-        self._actors.append(_index(actor, self._actor_ids, self._actors_of))
+        self._seqs = _append(self._seqs, seq)
+        self._lines = _append(self._lines, _NO_LINE if body is not None else line + 1)
+        self._kinds = _append(self._kinds, _index(kind, self._kind_ids, self._kinds_of))
+        self._actors = _append(self._actors, _index(actor, self._actor_ids, self._actors_of))
         if body is not None:
             self._bodies[position] = body
 
     def extend(self, other: PackedRecords) -> None:
         """Append ``other``'s records after these (a later chunk of lines)."""
         base = len(self._seqs)
-        self._seqs.extend(other._seqs)
-        self._lines.extend(other._lines)
+        self._seqs = _extend(self._seqs, other._seqs)
+        self._lines = _extend(self._lines, other._lines)
         kinds = [_index(kind, self._kind_ids, self._kinds_of) for kind in other._kinds_of]
         actors = [_index(actor, self._actor_ids, self._actors_of) for actor in other._actors_of]
-        self._kinds.extend(array("H", (kinds[k] for k in other._kinds)))
-        self._actors.extend(array("L", (actors[a] for a in other._actors)))
+        for name, ids, mapped in (
+            ("_kinds", other._kinds, kinds),
+            ("_actors", other._actors, actors),
+        ):
+            values: array[int] = getattr(self, name)
+            if mapped and max(mapped) > _limit(values):
+                values = _widened(values, max(mapped))
+            values.extend(array(values.typecode, (mapped[i] for i in ids)))
+            setattr(self, name, values)
         for position, body in other._bodies.items():
             self._bodies[base + position] = body
 
     def line(self, index: int) -> int | None:
         """The line record ``index``'s body is to be read again from, or None (body kept)."""
         line = self._lines[index]
-        return None if line == _NO_LINE else line
+        return None if line == _NO_LINE else line - 1
 
     @property
     def reread(self) -> RereadLines:

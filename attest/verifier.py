@@ -31,19 +31,27 @@ own :class:`~registre.attest.errors.RegistreError` subclass with the report atta
 (:func:`~registre.attest.verify_report.report_of`). Nothing is trusted from the bundle itself: keys
 it names are informational, and its proofs are looked up by sizes taken from signed data.
 
-Memory does not grow with the entries' bytes: the zip stays open while the steps run, and
-``entries.jsonl`` is streamed -- hashed in step 1 (which keeps each line's leaf hash, 32
-bytes), checked chunk by chunk in step 3 (which keeps no body: a packed record of seq, line,
-kind and actor per semantic entry, about 20 bytes
-(:class:`registre.attest.entry_records.PackedRecords`), and the chain marks that matter,
-dropped once 3.5 has read them), read forward again by step 6 (the semantic entries'
-bodies, one at a time, and the working-context replay) -- never held whole
-(:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is checked against
-its step-1 hash). Step 6 keeps of the lifecycle events only what step 7 reads
-(:class:`registre.attest.verify_semantics.ClaimIndex`: ids, seqs, citations), not the parsed
-events. What still grows with the thread is those 32 + ~20 bytes an entry, that index, the
-lifecycle state, and what the working-context replay keeps
-(:mod:`registre.attest.verify_context`; its token-count caches are bounded in bytes).
+Memory does not grow with the entries' bytes: the zip stays open while the steps run (and
+while 5.4 records the head), and ``entries.jsonl`` is streamed -- hashed in step 1, which
+keeps a digest per group of up to 64 lines (:class:`registre.attest.line_groups.LineGroups`;
+no leaf hash is kept: step 3 hashes each leaf for the tree, 4.3 and 5.3 hash again the
+lines they read); checked chunk by chunk in step 3, which keeps no body: a packed record of
+seq, line, kind and actor per semantic entry (:class:`registre.attest.entry_records.PackedRecords`),
+and the chain marks that matter, dropped once 3.5 has read them; read forward again by step 6
+(the semantic entries' bodies, one at a time, and the working-context replay) -- never held
+whole (:class:`registre.attest.bundle_leaves.BundleLeaves`: every line read again is
+checked, with its group, against step 1's digest before it is used). Step 6 keeps of the
+lifecycle events only what step 7 reads (:class:`registre.attest.verify_semantics.ClaimIndex`:
+ids, seqs, citations; evidence packed by id number, :mod:`registre.attest.claim_table`), not
+the parsed events.
+
+What still grows with the thread, in bytes an entry of a bench thread at 5e4 entries: the
+lifecycle state step 6 replays (~45: references, evidence with its statement texts,
+conclusions; ids and source names interned by the codec), the lifecycle block's view kept
+with it (~12), the claim index (~14), the step-3 records (~3), the group digests (< 1) and
+what the working-context replay keeps (~5: the fold, and the quote texts of the tail and of
+what live summaries point at, :mod:`registre.attest.verify_context`). Its token-count
+caches are bounded (65,536 texts a cache), not per entry.
 """
 
 from __future__ import annotations
@@ -237,8 +245,8 @@ class _Verification:
                     raise
                 if result.status == "not run":
                     result.status = "passed"
-        if self.state_file is not None:
-            self._record_state(self.state_file)
+            if self.state_file is not None:  # 5.4 may read the entries again (_root_at)
+                self._record_state(self.state_file)
         return self.report
 
     def _record_state(self, state_file: str | os.PathLike[str]) -> None:
@@ -391,7 +399,6 @@ class _Verification:
                 root_sizes=self.checkpoints,
                 jobs=self.jobs,
                 progress=progress,
-                leaf_hashes=bundle.leaf_hashes,
                 reread=_REREAD,
             )
         finally:
@@ -463,9 +470,10 @@ class _Verification:
         result.checked.append(self._history(self.trusted))
 
     def _root_at(self, size: int) -> bytes:
-        """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size)."""
+        """Root of the first ``size`` leaves of a full bundle (``size`` <= its tree size),
+        their hashes recomputed from the leaves read again (checked against step 1)."""
         tree = CompactRange()
-        for digest in islice(self.entries.leaf_hashes, size):
+        for digest in islice(self.bundle.leaf_hashes, size):
             tree.append(digest)
         return tree.root()
 

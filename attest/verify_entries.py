@@ -18,9 +18,9 @@ For each leaf, in line order (``specs/verify.md`` step 3):
 The leaves are read once, in line order, in chunks of at most :data:`MAX_CHUNK` lines: each
 chunk is checked (in this process, or by one of ``jobs`` processes, at most
 :data:`CHUNKS_IN_FLIGHT` per process queued at a time) and only what later steps need is kept:
-the counts per kind, the bodies of the :data:`SEMANTIC_KINDS`, the leaf hashes packed 32
-bytes each, the roots asked for, and the chain marks that can decide the lifecycle chain
-check (:func:`thin_marks`). So memory does not grow with the leaves' bytes.
+the counts per kind, the records of the :data:`SEMANTIC_KINDS`, the roots asked for, and the
+chain marks that can decide the lifecycle chain check (:func:`thin_marks`); a leaf's hash
+lives only while its chunk is checked. So memory does not grow with the leaves' bytes.
 Every chunk stops at its first failure; the first failing line is then re-run in this
 process, so the error raised is the real one, for the first bad line, whatever the number of
 jobs.
@@ -28,8 +28,8 @@ jobs.
 :func:`~registre.attest.leaf_open.open_leaf` (its :class:`~registre.attest.leaf_open.LeafOpener`,
 one per chunk) opens each leaf exactly as :func:`registre.attest.entry.open_entry` would,
 faster (see :mod:`registre.attest.leaf_open`); a full bundle's chunk carries the leaves'
-hashes (step 1's), so no leaf is hashed twice. What step 3 keeps is in
-:mod:`registre.attest.entries_checked`.
+hashes (hashed once, by this process, for the tree), so no worker hashes a leaf again. What
+step 3 keeps is in :mod:`registre.attest.entries_checked`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from itertools import islice
 
 from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.bundle_leaves import PackedHashes
 from registre.attest.entries_checked import (
     SEMANTIC_KINDS,
     EntriesChecked,
@@ -310,18 +309,17 @@ def check_entries(
     root_sizes: Iterable[int] = (),
     jobs: int = 1,
     progress: EntriesProgress | None = None,
-    leaf_hashes: PackedHashes | None = None,
+    leaf_hashes: Sequence[bytes] | None = None,
     reread: Iterable[str] = (),
 ) -> EntriesChecked:
     """Step 3 over all ``leaves``: raise the error of the first bad line, or return the facts.
 
     ``seqs[i]`` is the seq expected at line ``i``. A ``full`` bundle's prev roots are
     recomputed, and the roots at ``root_sizes`` returned; a partial bundle's are returned
-    for step 4. ``leaf_hashes``, if given, are the leaf hashes of ``leaves`` (as step 1
-    recorded them; a :class:`~registre.attest.bundle_leaves.BundleLeaves` guarantees it),
-    used for the tree instead of hashing each leaf again. ``leaves`` are iterated once, in
-    chunks (module docstring); indexed only to re-run a failing line. ``jobs`` > 1 spreads
-    the chunks over that many processes (when there are at least
+    for step 4. ``leaf_hashes``, if given, are the leaf hashes of ``leaves`` (held by the
+    caller), used for the tree instead of hashing each leaf; none are kept. ``leaves`` are
+    iterated once, in chunks (module docstring); indexed only to re-run a failing line.
+    ``jobs`` > 1 spreads the chunks over that many processes (when there are at least
     :data:`MIN_LEAVES_PER_PROCESS` leaves per process); this process meanwhile reads and
     hashes the leaves and hands each chunk the tree before it. On failure
     ``progress.line`` names the bad line. Records of the ``reread`` kinds (semantic kinds
@@ -337,10 +335,8 @@ def check_entries(
     size = max(256, math.ceil(count / (jobs * CHUNKS_PER_PROCESS))) if jobs > 1 else MAX_CHUNK
     size = min(size, MAX_CHUNK)
     merged = EntriesChecked()
-    if leaf_hashes is not None:
-        if len(leaf_hashes) != count:
-            raise ValueError(f"{len(leaf_hashes)} leaf hashes for {count} leaves")
-        merged.leaf_hashes = leaf_hashes
+    if leaf_hashes is not None and len(leaf_hashes) != count:
+        raise ValueError(f"{len(leaf_hashes)} leaf hashes for {count} leaves")
     chunks = _chunks(
         leaves, seqs, full, origin, size, root_sizes, merged, leaf_hashes, frozenset(reread)
     )
@@ -354,7 +350,8 @@ def check_entries(
     if failed is not None:
         if progress is not None:
             progress.line = failed
-        _raise_first_failure(leaves, failed, seqs, origin, keys, full, merged.leaf_hashes)
+        known = () if leaf_hashes is None else leaf_hashes
+        _raise_first_failure(leaves, failed, seqs, origin, keys, full, known)
     merged.kinds = dict(sorted(merged.kinds.items()))
     return merged
 
@@ -400,16 +397,16 @@ def _chunks(
     size: int,
     root_sizes: Iterable[int],
     into: EntriesChecked,
-    known: PackedHashes | None,
+    known: Sequence[bytes] | None,
     reread: frozenset[str],
 ) -> Iterator[_Chunk]:
     """The leaves in chunks of ``size`` lines, read as they are asked for. For a full
     bundle, the leaves are hashed on the way (or their ``known`` hashes taken): each chunk
-    gets the tree before it and its leaves' hashes, and ``into`` gets the leaf hashes
-    (unless ``known``) and the roots at ``root_sizes``."""
+    gets the tree before it and its leaves' hashes, and ``into`` gets the roots at
+    ``root_sizes`` (the leaf hashes are not kept)."""
     wanted = set(root_sizes)
     tree = CompactRange()
-    hashes, roots = into.leaf_hashes, into.roots
+    roots = into.roots
     if full and 0 in wanted:
         roots[0] = tree.root()
     source = iter(leaves)
@@ -424,8 +421,6 @@ def _chunks(
         if full:
             if known is None:
                 digests = [leaf_hash(leaf) for leaf in batch]
-                for digest in digests:
-                    hashes.append(digest)
             else:
                 digests = [known[index] for index in range(start, end)]
         yield _Chunk(start, batch, list(seqs[start:end]), frontier, origin, reread, digests)
@@ -444,7 +439,7 @@ def _raise_first_failure(
     origin: str,
     keys: Sequence[Verifier],
     full: bool,
-    hashes: PackedHashes,
+    hashes: Sequence[bytes],
 ) -> None:
     """Re-run the failing line here so the real error (with its cause) is raised. The tree
     before it comes from ``hashes`` where they reach it (else from the leaves)."""

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from registre.attest.claim_table import Admitted as _Admitted
+from registre.attest.claim_table import AdmittedTable
 from registre.attest.errors import VerificationError
 from registre.attest.leaf_view import LeafView
 from registre.attest.verify_entries import EntryRecord
@@ -358,12 +360,6 @@ def _describe(
 # --- step 7 ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Admitted:
-    seq: int
-    cites: tuple[str, ...]
-
-
 @dataclass
 class ClaimsChecked:
     """Result of step 7: how many conclusions resolved, down to how many passages."""
@@ -380,10 +376,10 @@ class ClaimIndex:
     registering each source reference, the admission (seq, citations) of each evidence and
     conclusion id, the final conclusions and the seq that ended each revised id. Built from
     the recorded outcomes; the same whether built while step 6 replays or afterwards
-    (:meth:`of`)."""
+    (:meth:`of`). ``evidence`` is packed by id number (:class:`AdmittedTable`)."""
 
     references: dict[str, int] = field(default_factory=dict)
-    evidence: dict[str, _Admitted] = field(default_factory=dict)
+    evidence: AdmittedTable = field(default_factory=lambda: AdmittedTable("ev"))
     conclusions: dict[str, _Admitted] = field(default_factory=dict)
     finals: set[str] = field(default_factory=set)
     inactive: dict[str, int] = field(default_factory=dict)
@@ -416,12 +412,11 @@ class ClaimIndex:
         ):
             self.inactive.setdefault(request.id, seq)
             if outcome.successor is not None and request.replacement is not None:
-                table = (
-                    self.evidence
-                    if isinstance(request, EvidenceReviseRequest)
-                    else self.conclusions
-                )
-                table[outcome.successor] = _Admitted(seq, request.replacement.cites)
+                admitted = _Admitted(seq, request.replacement.cites)
+                if isinstance(request, EvidenceReviseRequest):
+                    self.evidence[outcome.successor] = admitted
+                else:
+                    self.conclusions[outcome.successor] = admitted
                 if request.id in self.finals:
                     self.finals.add(outcome.successor)
 
@@ -531,7 +526,9 @@ def _resolve_conclusion(
     resolved.add(conclusion_id)
 
 
-def _cited(table: dict[str, _Admitted], cited: str, citing: str, seq: int, what: str) -> _Admitted:
+def _cited(
+    table: Mapping[str, _Admitted], cited: str, citing: str, seq: int, what: str
+) -> _Admitted:
     found = table.get(cited)
     if found is None or found.seq >= seq:
         raise UnresolvedClaimError(

@@ -11,10 +11,16 @@ Round trip guarantee: ``parse_request(r.kind, request_to_json(r)) == r`` for eve
 request ``r``, likewise for outcomes and bodies. Sizes are capped (see
 :mod:`registre.lifecycle.jsonshape`): 64 KiB per text, 1 KiB per reference id, source or location,
 1000 references per read, 1000 statements per upsert, 1000 citations per statement.
+
+Identifiers (reference ids and ``ev-N``/``cc-N`` ids, wherever they are read) and source
+names are interned (:func:`sys.intern`): the same id read again is the same string object, so
+a state or an index that holds an id in many citations (a long thread cites each reference
+many times, each from a body of its own) holds its characters once. Values are unchanged.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Final
 
@@ -242,8 +248,8 @@ def _source_ref(value: object, path: str) -> SourceRef:
             f"{path}.sha256", "expected the SHA-256 of the passage as 64 lowercase hex digits"
         )
     return SourceRef(
-        ref=read_name(fields["ref"], f"{path}.ref"),
-        source=read_name(fields["source"], f"{path}.source"),
+        ref=_name(fields["ref"], f"{path}.ref"),
+        source=_name(fields["source"], f"{path}.source"),
         location=read_name(fields["location"], f"{path}.location"),
         sha256=digest,
     )
@@ -262,7 +268,7 @@ def _cites(value: object, path: str, cite: Callable[[object, str], str]) -> tupl
 
 
 def _evidence_statement(value: object, path: str) -> Statement:
-    return _statement(value, path, read_name)
+    return _statement(value, path, _name)
 
 
 def _conclusion_statement(value: object, path: str) -> Statement:
@@ -270,7 +276,17 @@ def _conclusion_statement(value: object, path: str) -> Statement:
 
 
 def _cited_id(value: object, path: str) -> str:
-    return read_id(value, path, ("ev", "cc"))
+    return _id(value, path, ("ev", "cc"))
+
+
+def _name(value: object, path: str) -> str:
+    """:func:`read_name`, interned (module docstring)."""
+    return sys.intern(read_name(value, path))
+
+
+def _id(value: object, path: str, prefixes: tuple[str, ...]) -> str:
+    """:func:`read_id`, interned (module docstring)."""
+    return sys.intern(read_id(value, path, prefixes))
 
 
 def _upsert(value: object, path: str) -> Request:
@@ -290,7 +306,7 @@ def _evidence_revise(value: object, path: str) -> Request:
     fields = read_object(value, path, ("id", "replacement"))
     replacement = fields["replacement"]
     return EvidenceReviseRequest(
-        id=read_id(fields["id"], f"{path}.id", ("ev",)),
+        id=_id(fields["id"], f"{path}.id", ("ev",)),
         replacement=None
         if replacement is None
         else _evidence_statement(replacement, f"{path}.replacement"),
@@ -311,7 +327,7 @@ def _conclusion_revise(value: object, path: str) -> Request:
     fields = read_object(value, path, ("id", "replacement"))
     replacement = fields["replacement"]
     return ConclusionReviseRequest(
-        id=read_id(fields["id"], f"{path}.id", ("cc",)),
+        id=_id(fields["id"], f"{path}.id", ("cc",)),
         replacement=None
         if replacement is None
         else _conclusion_statement(replacement, f"{path}.replacement"),
@@ -400,7 +416,7 @@ def _accepted_or_rejected(value: object, path: str, prefix: str) -> Accepted | R
     if not _is_accepted(value, path):
         return _rejected(value, path)
     fields = read_object(value, path, ("accepted", "id"))
-    return Accepted(read_id(fields["id"], f"{path}.id", (prefix,)))
+    return Accepted(_id(fields["id"], f"{path}.id", (prefix,)))
 
 
 def _revised_or_rejected(value: object, path: str, prefix: str) -> Revised | Rejected:
@@ -410,11 +426,11 @@ def _revised_or_rejected(value: object, path: str, prefix: str) -> Revised | Rej
     successor = fields["successor"]
 
     def stale_id(item: object, item_path: str) -> str:
-        return read_id(item, item_path, ("cc",))
+        return _id(item, item_path, ("cc",))
 
     return Revised(
-        id=read_id(fields["id"], f"{path}.id", (prefix,)),
-        successor=None if successor is None else read_id(successor, f"{path}.successor", (prefix,)),
+        id=_id(fields["id"], f"{path}.id", (prefix,)),
+        successor=None if successor is None else _id(successor, f"{path}.successor", (prefix,)),
         stale=read_list(
             fields["stale"],
             f"{path}.stale",

@@ -99,7 +99,9 @@ def apply(state: LifecycleState, event: Event) -> LifecycleState:
     if expected != event.outcome:
         raise ReplayMismatchError(_mismatch(request, event.outcome, expected))
     state.retire()
-    commit_rule(tables, request, expected)
+    # The recorded outcome, equal to the decided one: its ids (read by the codec, interned)
+    # are the strings the caller's other indexes of the event hold, so the tables share them.
+    commit_rule(tables, request, event.outcome)
     return LifecycleState(tables)
 
 

@@ -189,12 +189,32 @@ def lifecycle_view(lifecycle: LifecycleState) -> LifecycleView:
     return kept.refresh(tables)
 
 
+_NUMBER_BITS: Final = 64
+"""Bits of an evidence number in :func:`_order_key` (ids are at most ``ev-(2^53-1)``)."""
+
+
+def _order_key(citers: int, number: int) -> int:
+    """``(-citers, -number)`` as one int with the same order (most cited first, then highest
+    number first): a kept view holds an int an active entry, not a tuple of two."""
+    if not 0 <= number < 1 << _NUMBER_BITS:
+        raise ValueError(f"evidence number {number} out of range")
+    return -((citers << _NUMBER_BITS) | number)
+
+
+def _citers_of(key: int) -> int:
+    return (-key) >> _NUMBER_BITS
+
+
+def _number_of(key: int) -> int:
+    return (-key) & ((1 << _NUMBER_BITS) - 1)
+
+
 class _KeptView:
     """The view's parts, in the lists its tuples copy: the active entries sorted by
-    ``(-citers, -number)`` (``keys``, with their ``items`` and ``ids`` alongside, and
-    ``where`` each active id's key), the runs of consecutive active numbers (``starts``,
-    ``ends``, their ``texts`` and default ``tokens``; ``costs`` the ids' default counts
-    plus 2), the stale conclusions by number, the
+    ``(-citers, -number)`` (``keys``, that pair as one int, :func:`_order_key`; with their
+    ``items`` and ``ids`` alongside, and ``where`` each active id's key), the runs of
+    consecutive active numbers (``starts``, ``ends``, their ``texts`` and default
+    ``tokens``; ``costs`` the ids' default counts plus 2), the stale conclusions by number, the
     open questions, and the last view built (``None`` once something changed)."""
 
     __slots__ = (
@@ -219,12 +239,12 @@ class _KeptView:
     def __init__(self, tables: Tables) -> None:
         citers = tables.citers
         pairs = sorted(
-            ((-len(citers.get(entry.id, ())), -int(entry.id[3:])), entry)
+            (_order_key(len(citers.get(entry.id, ())), int(entry.id[3:])), entry)
             for entry in tables.evidence.values()
             if entry.status == ACTIVE
         )
         self.keys = [key for key, _entry in pairs]
-        self.items = [(entry.id, entry.text, -key[0]) for key, entry in pairs]
+        self.items = [(entry.id, entry.text, _citers_of(key)) for key, entry in pairs]
         self.ids = [entry.id for _key, entry in pairs]
         self.costs = [_DEFAULT.count(entry.id) + 2 for _key, entry in pairs]
         self.where = {entry.id: key for key, entry in pairs}
@@ -233,7 +253,7 @@ class _KeptView:
         self.texts: list[str] = []
         self.tokens: list[int] = []
         self.run_tokens = 0
-        for number in sorted(-key[1] for key in self.keys):
+        for number in sorted(_number_of(key) for key in self.keys):
             self._add_number(number)
         stale = [
             (int(item.id[3:]), (item.id, item.kind))
@@ -302,7 +322,7 @@ class _KeptView:
         active = entry is not None and entry.status == ACTIVE
         if entry is not None and active:
             citers = len(tables.citers.get(evidence_id, ()))
-            key = (-citers, -number)
+            key = _order_key(citers, number)
             at = bisect_left(keys, key)
             keys.insert(at, key)
             self.items.insert(at, (evidence_id, entry.text, citers))

@@ -41,6 +41,7 @@ from registre.attest.lifecycle_chain import (
     LifecycleHead,
     check_lifecycle_chain,
 )
+from registre.attest.line_groups import LineGroups
 from registre.attest.merkle import leaf_hash
 from registre.attest.note import parse_note
 from registre.attest.verify_entries import RecordsWithBodies, check_entries, thin_marks
@@ -239,6 +240,7 @@ def test_open_bundle_reads_the_leaves_again_on_demand(tmp_path: Path) -> None:
         leaves = bundle.leaves
         assert isinstance(leaves, BundleLeaves) and len(leaves) == 3000
         assert list(bundle.leaf_hashes) == [leaf_hash(leaf) for leaf in thread.leaves]
+        assert bundle.groups == LineGroups(thread.leaves) and bundle.groups.groups < 3000 / 32
         assert list(leaves) == thread.leaves
         for index in (0, 1, 2999, 1500, 1501, 7, 7, -1):  # forward, backward, repeated
             assert leaves[index] == thread.leaves[index]
@@ -263,7 +265,7 @@ def test_bundle_leaves_give_every_range_whatever_the_chunking(
     lines: list[bytes], chunk: int, start: int, stop: int
 ) -> None:
     data = b"".join(line + b"\n" for line in lines)
-    leaves = BundleLeaves(lambda: _chunked(data, chunk), PackedHashes(map(leaf_hash, lines)))
+    leaves = BundleLeaves(lambda: _chunked(data, chunk), LineGroups(lines))
     assert list(leaves) == lines
     assert list(leaves.iterate(start, min(stop, len(lines)))) == lines[start:stop]
     assert [leaves[i] for i in reversed(range(len(lines)))] == lines[::-1]
@@ -271,10 +273,12 @@ def test_bundle_leaves_give_every_range_whatever_the_chunking(
 
 def test_bundle_leaves_refuse_bytes_that_changed_since_step_1() -> None:
     lines = [b"one", b"two", b"three"]
-    hashes = PackedHashes(map(leaf_hash, lines))
+    hashes = LineGroups(lines)
     changed = BundleLeaves(lambda: [b"one\ntwo\nthree!\n"], hashes)
-    assert changed[1] == b"two"
-    with pytest.raises(EntriesChangedError, match="line 3"):
+    # the group (lines 1..3) is checked whole before any of its lines is given
+    with pytest.raises(EntriesChangedError, match=r"lines 1\.\.3"):
+        changed[1]
+    with pytest.raises(EntriesChangedError, match=r"lines 1\.\.3"):
         list(changed)
     cut = BundleLeaves(lambda: [b"one\ntwo\n"], hashes)
     with pytest.raises(EntriesChangedError, match="ends after 2 lines"):

@@ -91,7 +91,7 @@ def test_a_packed_record_costs_a_few_bytes() -> None:
     for seq in range(100_000):
         packed.append(seq, _KINDS[seq % 4], _ACTORS[seq % 3], None, seq)
     size = sum(sys.getsizeof(part) for part in (packed._seqs, packed._lines, packed._kinds))
-    assert (size + sys.getsizeof(packed._actors)) / len(packed) < 40
+    assert (size + sys.getsizeof(packed._actors)) / len(packed) < 12  # 4 + 4 + 1 + 1, grown
 
 
 def test_the_claim_index_built_in_step_6_is_the_index_of_its_events(tmp_path: Path) -> None:
@@ -126,3 +126,42 @@ def test_the_claim_index_built_in_step_6_is_the_index_of_its_events(tmp_path: Pa
     assert check_claims(lean.claims, progress) == check_claims(kept.events, progress)
     assert kept.state is not None and lean.state == kept.state
     assert status_at_head(lean.claims, kept.state) == status_at_head(kept.events, kept.state)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([1, 7, 200, 300, 70_000, 2**32 + 5, 2**40]),
+            st.integers(0, 300),
+            st.integers(0, 300),
+            st.booleans(),
+        ),
+        max_size=30,
+    ),
+    st.integers(0, 30),
+)
+def test_packed_records_widen_their_arrays_as_values_grow(
+    rows: list[tuple[int, int, int, bool]], cut: int
+) -> None:
+    """Seqs, lines and table indexes past 1, 2 and 4 bytes are kept exactly, whether
+    appended one by one or in a chunk merged with extend."""
+    kinds = [f"kind-{k}" for k in range(301)]
+    actors = [f"actor-{a}" for a in range(301)]
+    plain: list[EntryRecord] = []
+    reread: dict[int, int] = {}
+    whole, first, second = PackedRecords(), PackedRecords(), PackedRecords()
+    seq = 0
+    for index, (step, kind, actor, kept) in enumerate(rows):
+        seq += step
+        body = {"n": index} if kept else None
+        line = seq * 3
+        for packed in (whole, first if index < cut else second):
+            packed.append(seq, kinds[kind], actors[actor], body, line)
+        plain.append(EntryRecord(seq, kinds[kind], actors[actor], body or {}))
+        if body is None:
+            reread[seq] = line
+    first.extend(second)
+    for packed in (whole, first):
+        assert list(packed) == plain and dict(packed.reread) == reread
+    with pytest.raises(ValueError):
+        PackedRecords().append(-1, "turn", "a", None, 0)

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from registre.attest.bundle_leaves import BundleLeaves, LeafRange, PackedHashes
+from registre.attest.bundle_leaves import BundleLeaves, LeafRange
 from registre.attest.leaf_view import LeafView
-from registre.attest.merkle import leaf_hash
+from registre.attest.line_groups import LineGroups
 
 
 class Listed(LeafView):
@@ -50,7 +50,7 @@ def test_bundle_leaves_slices_are_ranges_that_read_as_a_list(
     items: list[bytes], start: int | None, stop: int | None, inner: int | None, end: int | None
 ) -> None:
     data = b"".join(item + b"\n" for item in items)
-    hashes = PackedHashes(leaf_hash(item) for item in items)
+    hashes = LineGroups(items)
     bundle = BundleLeaves(lambda: iter([data[:3], data[3:]]) if data else iter([]), hashes)
     part = bundle[start:stop]
     assert isinstance(part, LeafRange) and list(part) == items[start:stop]

@@ -145,7 +145,7 @@ def test_jobs_give_the_same_facts() -> None:
         root_sizes=[0, 1, 700],
         jobs=2,
     )
-    assert sorted(checked.roots) == [0, 1, 700] and len(checked.leaf_hashes) == 700
+    assert sorted(checked.roots) == [0, 1, 700]
     assert [record.seq for record in checked.records] == [1, 2, 3, 4, 5, 7, 8]
 
 

@@ -15,6 +15,7 @@ from registre.lifecycle import (
     LifecycleState,
     Statement,
     UpsertRequest,
+    apply,
     decide,
     normalize_request,
     parse_body,
@@ -218,3 +219,34 @@ def test_normalize_turns_lists_into_tuples() -> None:
 def test_decide_refuses_something_that_is_not_a_request() -> None:
     with pytest.raises(LifecycleFormatError, match=r"^request: expected a lifecycle request"):
         decide(LifecycleState.empty(), {"text": "t"})  # type: ignore[arg-type]
+
+
+def test_ids_and_source_names_read_from_separate_bodies_are_one_string_each() -> None:
+    """The codec interns what a long thread repeats (reference ids, evidence and conclusion
+    ids, source names), so a state or index holding many citations holds each once; and
+    ``apply`` keeps the recorded outcome's ids, so the state shares them too."""
+    reads = [
+        parse_body(
+            "source.read",
+            json.loads(
+                json.dumps(
+                    {
+                        "request": {"refs": [{"ref": "r1", "source": "doc.pdf",
+                                              "location": f"p{n}", "sha256": digest(f"{n}")}]},
+                        "outcome": {"results": [{"accepted": True, "ref": "r1"}]},
+                    }
+                )
+            ),
+        )
+        for n in (1, 1)
+    ]  # fmt: skip
+    first, second = (event.request.refs[0] for event in reads)  # type: ignore[attr-defined]
+    assert first.ref is second.ref and first.source is second.source
+    upserts = [parse_body("evidence.upsert", json.loads(json.dumps(upsert_body()))) for _ in "ab"]
+    cites = [s.cites[0] for event in upserts for s in event.request.statements]  # type: ignore[attr-defined]
+    assert all(cite is first.ref for cite in cites)
+    ids = [event.outcome.results[0].id for event in upserts]  # type: ignore[attr-defined]
+    assert ids[0] is ids[1] == "ev-1"
+    state = apply(apply(LifecycleState.empty(), reads[0]), upserts[0])
+    (key,) = (k for k in state.tables().evidence if k == "ev-1")
+    assert key is ids[0] and state.tables().evidence[key].cites[0] is first.ref

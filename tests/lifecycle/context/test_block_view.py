@@ -29,6 +29,9 @@ from registre.lifecycle import (
 from registre.lifecycle.context import default_counter, lifecycle_block
 from registre.lifecycle.context.block_view import (
     LifecycleView,
+    _citers_of,
+    _number_of,
+    _order_key,
     build_lifecycle_view,
     id_ranges,
     lifecycle_view,
@@ -202,3 +205,17 @@ def test_the_kept_view_lays_out_every_form_as_the_view_built_from_scratch() -> N
             assert block == lifecycle_block(plain, 7, allowance, counter)
             forms.add(block.form)
     assert forms == {"none", "count", "some_ids", "ids", "statements"}
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 2**20), st.integers(1, 2**53 - 1)), max_size=30),
+)
+def test_the_kept_order_key_orders_as_the_pair_it_packs(entries: list[tuple[int, int]]) -> None:
+    """A kept view sorts its active entries by one int, not by ``(-citers, -number)``: the
+    same order, and both halves read back."""
+    keys = [_order_key(citers, number) for citers, number in entries]
+    by_int = sorted(range(len(entries)), key=lambda i: (keys[i], i))
+    by_pair = sorted(range(len(entries)), key=lambda i: (-entries[i][0], -entries[i][1], i))
+    assert by_int == by_pair
+    for key, (citers, number) in zip(keys, entries, strict=True):
+        assert (_citers_of(key), _number_of(key)) == (citers, number)
