@@ -111,19 +111,22 @@ def _refuse(value: object) -> object:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _plain_text() -> Callable[[Any], str] | None:
-    """The compact JSON text of a plain value, from a C encoder made once: ``json.dumps``
-    builds a new encoder at every call (three quarters of a turn's body check). None when
-    the private constructor is missing, takes other arguments, or writes another text than
-    ``json.dumps`` on a probe. It keeps no circular-reference memo (a memo left behind by a
-    failed call would refuse the next value), so it is for values already known to nest a
-    bounded number of levels: :func:`plain_compact_size`."""
+def c_compact_encoder(
+    reference: Callable[[Any], str], *, sort_keys: bool, default: Callable[[Any], Any]
+) -> Callable[[Any], str] | None:
+    """Compact JSON text (``","`` and ``":"``, non-ASCII written as is) from the C encoder,
+    made once: ``json.dumps`` and ``JSONEncoder.encode`` build a new one at every call. None
+    when the private constructor is missing, takes other arguments, or writes another text
+    than ``reference`` (the encoder it stands for) on a probe. It keeps no circular-reference
+    memo (a memo left behind by a failed call would refuse the next value), so it is for
+    values known to nest a bounded number of levels; ``default`` is called for a value of
+    another type (it must raise TypeError, as ``json``'s does)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return None
     try:
         chunks = make(
-            None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False
+            None, default, json.encoder.encode_basestring, None, ":", ",", sort_keys, False, False
         )
     except TypeError:  # another signature of the private constructor
         return None
@@ -134,13 +137,17 @@ def _plain_text() -> Callable[[Any], str] | None:
 
     probe = {"z": [1, -2, True, None, '"\\\n\x00\x7f\u00e9\uffff'], "a": {"b": "c", "": 0}}
     try:
-        agrees = text(probe) == json.dumps(probe, ensure_ascii=False, separators=(",", ":"))
+        agrees = text(probe) == reference(probe)
     except Exception:  # pragma: no cover - a C encoder that cannot take the probe
         agrees = False
     return text if agrees else None
 
 
-_PLAIN_TEXT = _plain_text()
+def _plain_dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_PLAIN_TEXT = c_compact_encoder(_plain_dumps, sort_keys=False, default=_refuse)
 
 
 def plain_compact_size(value: object) -> int:
