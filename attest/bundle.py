@@ -43,7 +43,6 @@ from registre.attest.bundle_leaves import (
     EntriesChangedError,
     LeafHashes,
     LeafRange,
-    PackedHashes,
 )
 from registre.attest.bundle_manifest import (
     CHECKPOINT_DIR,
@@ -111,7 +110,6 @@ __all__ = [
     "ManifestMismatchError",
     "MemberDigestMismatchError",
     "MissingMemberError",
-    "PackedHashes",
     "ProofsFormatError",
     "UncheckedCheckpointError",
     "UnexpectedMemberError",

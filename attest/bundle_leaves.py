@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from registre.attest.errors import VerificationError
 from registre.attest.leaf_view import LeafView
 from registre.attest.line_groups import LineGroups, group_digest
-from registre.attest.merkle import HASH_SIZE, leaf_hash
+from registre.attest.merkle import leaf_hash
 
-__all__ = ["BundleLeaves", "EntriesChangedError", "LeafHashes", "LeafRange", "PackedHashes"]
+__all__ = ["BundleLeaves", "EntriesChangedError", "LeafHashes", "LeafRange"]
 
 
 class EntriesChangedError(VerificationError):
@@ -33,50 +33,6 @@ class EntriesChangedError(VerificationError):
     bundle file changed while it was being verified)."""
 
     hint = "the bundle file was modified during verification: verify a copy nobody writes to"
-
-
-class PackedHashes(LeafView):
-    """32-byte digests in one ``bytearray``: a sequence of ``bytes`` (each item a fresh
-    32-byte object), appended in order. ``raw`` is the packed buffer (not to be changed)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, digests: Iterable[bytes] = ()) -> None:
-        self._data = bytearray()
-        for digest in digests:
-            self.append(digest)
-
-    def append(self, digest: bytes) -> None:
-        if len(digest) != HASH_SIZE:
-            raise ValueError(f"a digest is {HASH_SIZE} bytes, got {len(digest)}")
-        self._data += digest
-
-    @property
-    def raw(self) -> bytearray:
-        return self._data
-
-    def __len__(self) -> int:
-        return len(self._data) // HASH_SIZE
-
-    def _leaf(self, index: int) -> bytes:
-        return bytes(self._data[index * HASH_SIZE : (index + 1) * HASH_SIZE])
-
-    def _range(self, start: int, stop: int) -> PackedHashes:
-        packed = PackedHashes()
-        packed._data = self._data[start * HASH_SIZE : stop * HASH_SIZE]
-        return packed
-
-    def __iter__(self) -> Iterator[bytes]:
-        data = self._data
-        for offset in range(0, len(data), HASH_SIZE):
-            yield bytes(data[offset : offset + HASH_SIZE])
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PackedHashes):
-            return self._data == other._data
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
 
 
 class BundleLeaves(LeafView):

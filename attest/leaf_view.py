@@ -2,8 +2,9 @@
 
 The verifier and the exporter hand the entries' lines around as ``Sequence[bytes]`` views
 that read them on demand (:class:`registre.attest.bundle_leaves.BundleLeaves` from the zip,
-a prefix of those in step 6, the exporter's rows read from the database, and step 1's
-packed leaf hashes, :class:`registre.attest.bundle_leaves.PackedHashes`). :class:`LeafView`
+a prefix of those in step 6, the exporter's rows read from the database, and the leaf hashes
+of those lines computed as they are read, :class:`registre.attest.bundle_leaves.LeafHashes`).
+:class:`LeafView`
 gives them ``__getitem__`` with the behaviour of a list's: a negative index counts from the
 end, an index out of range raises IndexError, a slice is ``[start:stop:step]`` as a list's.
 A subclass gives ``__len__`` and :meth:`LeafView._leaf`, and may give a contiguous slice of

@@ -18,12 +18,11 @@ pin table keeps only the pins that are live, or that were made by an entry of th
 (``entry seq >= boundary``). The pins left out are unpinned and folded away; no projection
 shows them and no rule reads their text -- only that they exist, so that a later unpin of one
 is decided ``inactive_pin`` rather than ``unknown_pin``. Pin ids are ``pin-1 .. pin-(next-1)``
-with no gap, so their existence is implied by ``next_pin``; when the entries to fold after a
-snapshot hold a refused unpin, the left-out pins are put back as placeholders (id, status
-``unpinned``, nothing else) before restoring; a restored state folded further later (the
-process's cached fold, a caller's copy) puts back the one pin an unpin names as it folds it
-(:func:`registre.lifecycle.pins.with_left_out_pin`). A snapshot therefore costs O(live pins + tail
-pins + live summaries + stubs), however many pins the thread ever made.
+with no gap, so their existence is implied by ``next_pin``: the context fold puts back the one
+left-out pin an unpin names, as an unpinned placeholder, when it folds that unpin onto a
+restored state (:func:`registre.lifecycle.pins.with_left_out_pin`), whether just after
+restoring or later (the process's cached fold, a caller's copy). A snapshot therefore costs
+O(live pins + tail pins + live summaries + stubs), however many pins the thread ever made.
 
 Like every derived table it is a cache: rows can be deleted and rebuilt from the entries
 (:func:`rebuild_thread_context`, ``registre rebuild``), and ``registre verify --db`` folds the
@@ -66,7 +65,7 @@ from registre.lifecycle.context import (
     restore_state,
     state_snapshot,
 )
-from registre.lifecycle.model import LIVE, UNPINNED
+from registre.lifecycle.model import LIVE
 
 __all__ = [
     "CONTEXT_SNAPSHOT",
@@ -143,7 +142,6 @@ _ALL = (
     .order_by(CONTEXT_SNAPSHOT.c.seq)
     .limit(bindparam("batch"))
 )
-_PLACEHOLDER_KIND: Final = "definition"
 _BOUND_KEY = select(tables.thread.c.vkey).where(tables.thread.c.id == bindparam("thread"))
 SEAL_DOMAIN: Final = b"\x00registre/context-snapshot-seal/v1\n"
 
@@ -177,20 +175,6 @@ def snapshot_json(state: ContextState) -> dict[str, Any]:
         if row[4] == LIVE or (isinstance(row[6], int) and row[6] >= boundary)
     ]
     return snapshot
-
-
-def _with_placeholders(snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """``snapshot`` with every pin it leaves out put back as an unpinned placeholder, in pin
-    order (``pin-1`` .. ``pin-(next_pin - 1)``)."""
-    kept = {str(row[0]): row for row in _rows(snapshot.get("pins"))}
-    next_pin = snapshot.get("next_pin")
-    if type(next_pin) is not int:
-        return dict(snapshot)  # restore_state names the malformed field
-    pins = [
-        kept.get(f"pin-{number}") or [f"pin-{number}", _PLACEHOLDER_KIND, "", 0, UNPINNED, "", -1]
-        for number in range(1, next_pin)
-    ]
-    return {**snapshot, "pins": pins}
 
 
 def _rows(value: object) -> list[list[Any]]:
@@ -417,8 +401,6 @@ def fold_from_snapshot(
         ).with_hint(rebuild_hint(thread))
     entries = list(context_entries(conn, thread, boundary, at + 1))
     later = entries[seq + 1 - boundary :]
-    if any(_refused_unpin(entry) for entry in later):
-        snapshot = _with_placeholders(snapshot)
     try:
         state = restore_state(snapshot, entries[: seq + 1 - boundary])
     except (LifecycleFormatError, ValueError, KeyError) as exc:
@@ -444,13 +426,6 @@ def fold_on(
         ) as exc:
             raise ContextHistoryError(thread, entry.seq, str(exc)) from exc
     return state
-
-
-def _refused_unpin(entry: ContextEntry) -> bool:
-    if entry.kind != "context.unpin":
-        return False
-    outcome = entry.body.get("outcome")
-    return not (isinstance(outcome, Mapping) and outcome.get("accepted") is True)
 
 
 def rebuild_thread_context(

@@ -24,7 +24,6 @@ from registre.attest.bundle import (
     BundleWriteError,
     EntriesChangedError,
     Manifest,
-    PackedHashes,
     build_proofs,
     bundle_bytes,
     checkpoint_member,
@@ -283,16 +282,6 @@ def test_bundle_leaves_refuse_bytes_that_changed_since_step_1() -> None:
     cut = BundleLeaves(lambda: [b"one\ntwo\n"], hashes)
     with pytest.raises(EntriesChangedError, match="ends after 2 lines"):
         cut[2]
-
-
-def test_packed_hashes_are_a_sequence_of_digests() -> None:
-    digests = [bytes([i]) * 32 for i in range(5)]
-    packed = PackedHashes(digests)
-    assert len(packed) == 5 and list(packed) == digests and packed[-1] == digests[4]
-    assert list(packed[1:3]) == digests[1:3] and packed[::2] == digests[::2]
-    assert len(packed.raw) == 160
-    with pytest.raises(ValueError):
-        packed.append(b"short")
 
 
 # --- step 3's chain marks ----------------------------------------------------------------
