@@ -11,8 +11,9 @@ Inside one write transaction, :func:`append_entries`
    the first append to a thread written before the field existed -- recomputed from its stored
    lifecycle entries), appends its leaf hash to the frontier and
    collects the subtrees that completed;
-3. inserts the entries, the completed subtree hashes, and moves the head (size, root,
-   frontier) -- only if it is still at the size read in step 1.
+3. inserts the entries, the completed subtree hashes from level 1 up (a level-0 hash is the
+   entry's ``leaf_hash``), and moves the head (size, root, frontier) -- only if it is still
+   at the size read in step 1.
 
 Sequence numbers therefore come from the locked head, never from a database sequence, and
 are gap-free: the transaction commits all of it or none of it (THREATS rows 16 and 18).
@@ -49,7 +50,7 @@ from registre.ledger.store.published import (
     published_problem,
     read_published_head,
 )
-from registre.ledger.store.schema import tables
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 
 __all__ = [
     "AppendItem",
@@ -382,8 +383,9 @@ def _insert_rows(
     entries: Sequence[Entry],
     subtrees: Sequence[tuple[int, int, bytes]],
 ) -> None:
-    """Insert the ``entry`` and ``subtree`` rows of one signed batch on the driver's
-    ``cursor`` (the statements' comment above says why each engine gets its form)."""
+    """Insert the ``entry`` rows of one signed batch, and the ``subtree`` rows of the
+    completed subtrees from :data:`LOWEST_STORED_LEVEL` up, on the driver's ``cursor`` (the
+    statements' comment above says why each engine gets its form)."""
     if dialect == "postgresql":
         for chunk in _pg_chunks(entries):
             cursor.execute(
@@ -397,8 +399,9 @@ def _insert_rows(
                     [e.time for e in chunk],
                 ),
             )
-        for start in range(0, len(subtrees), PG_CHUNK_ROWS):
-            part = subtrees[start : start + PG_CHUNK_ROWS]
+        stored = [t for t in subtrees if t[0] >= LOWEST_STORED_LEVEL]
+        for start in range(0, len(stored), PG_CHUNK_ROWS):
+            part = stored[start : start + PG_CHUNK_ROWS]
             cursor.execute(
                 sql["insert_subtree"],
                 (thread, [t[0] for t in part], [t[1] for t in part], [t[2] for t in part]),
@@ -410,7 +413,11 @@ def _insert_rows(
     )
     cursor.executemany(
         sql["insert_subtree"],
-        [(thread, level, index, digest) for level, index, digest in subtrees],
+        [
+            (thread, level, index, digest)
+            for level, index, digest in subtrees
+            if level >= LOWEST_STORED_LEVEL
+        ],
     )
 
 

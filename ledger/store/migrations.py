@@ -24,10 +24,20 @@ from registre.ledger.store.context_snapshots import (
 from registre.ledger.store.derived import DERIVED_TABLES, LIFECYCLE_ENTRY_INDEX
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, rebuild_thread
 from registre.ledger.store.row_checks import row_check_ddl
-from registre.ledger.store.schema import metadata, tables
-from registre.ledger.store.triggers import upgrade_checkpoint_triggers_ddl, upgrade_thread_key_ddl
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL, SCHEMA_VERSION, metadata, tables
+from registre.ledger.store.triggers import (
+    trigger_ddl,
+    upgrade_checkpoint_triggers_ddl,
+    upgrade_thread_key_ddl,
+)
 
-__all__ = ["MIGRATIONS", "add_context_snapshots", "add_lifecycle_tables", "bind_thread_keys"]
+__all__ = [
+    "MIGRATIONS",
+    "add_context_snapshots",
+    "add_lifecycle_tables",
+    "bind_thread_keys",
+    "drop_leaf_subtrees",
+]
 
 
 def _checkpoint_notes_grow(conn: Connection) -> str:
@@ -140,6 +150,35 @@ def _missing_row_checks(conn: Connection) -> list[str]:
     ]
 
 
+def drop_leaf_subtrees(conn: Connection) -> str:
+    """Schema version 5 -> 6: delete the level-0 ``subtree`` rows, and recreate the partial
+    index ``entry_lifecycle`` with its predicate as equalities (same rows; cheaper to
+    maintain: :data:`registre.ledger.store.derived.LIFECYCLE_KIND_SQL`). Each level-0 row held
+    the leaf hash its ``entry`` row already holds (``leaf_hash``, which ``verify --db`` checks
+    against the leaf); proofs now read level 0 there. ``subtree`` is append-only, so its
+    DELETE trigger is dropped and put back around the one DELETE, in this same transaction:
+    no other writer ever sees the table unprotected."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        name, drop = "subtree_refuse_delete", "DROP TRIGGER subtree_refuse_delete"
+    else:
+        name, drop = "subtree_refuse_change", "DROP TRIGGER subtree_refuse_change ON subtree"
+    create = [s for s in trigger_ddl(dialect, version=SCHEMA_VERSION) if f" {name} " in s]
+    conn.exec_driver_sql(drop)
+    deleted = conn.execute(
+        tables.subtree.delete().where(tables.subtree.c.level < LOWEST_STORED_LEVEL)
+    ).rowcount
+    for statement in create:
+        conn.exec_driver_sql(statement)
+    # the same partial index, its predicate written as equalities (LIFECYCLE_KIND_SQL)
+    conn.exec_driver_sql(f"DROP INDEX IF EXISTS {LIFECYCLE_ENTRY_INDEX.name}")
+    LIFECYCLE_ENTRY_INDEX.create(conn)
+    return (
+        f"level-0 subtree rows removed (the entries' leaf hashes); {deleted} row(s); "
+        "lifecycle entry index predicate as equalities"
+    )
+
+
 def _signing_key_id(leaf: object) -> str | None:
     try:
         key = json.loads(bytes(leaf))["entry"]["key"]  # type: ignore[call-overload]
@@ -153,4 +192,5 @@ MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
     3: add_context_snapshots,  # derived context snapshots, filled from the entries
     4: bind_thread_keys,  # thread keys, snapshot seals, row checks
+    5: drop_leaf_subtrees,  # a leaf's hash is read from its entry row
 }

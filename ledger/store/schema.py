@@ -1,4 +1,4 @@
-"""The ledger's tables (schema version 4), declared with SQLModel. specs/storage.md is the
+"""The ledger's tables (schema version 6), declared with SQLModel. specs/storage.md is the
 normative description; this module is its code.
 
 * ``schema_version`` -- one row per applied schema version; the highest is current.
@@ -8,9 +8,10 @@ normative description; this module is its code.
   (a trigger refuses a smaller size or another key).
 * ``entry`` -- leaf ``seq`` of a thread: the leaf bytes exactly as signed, their leaf hash,
   and copies of ``kind`` and ``time`` for listing (the leaf is authoritative).
-* ``subtree`` -- the hash of every complete subtree (level, index) the thread's tree has
-  completed, exactly what :meth:`registre.attest.merkle.CompactRange.append` returned; proofs read
-  O(log n) of them.
+* ``subtree`` -- the hash of every complete subtree (level, index) of level
+  :data:`LOWEST_STORED_LEVEL` or more that the thread's tree has completed: what
+  :meth:`registre.attest.merkle.CompactRange.append` returned, without the level-0 hash, which
+  is the entry's ``leaf_hash`` (version 6); proofs read O(log n) of them.
 * ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size). Witness cosignature
   lines are appended to ``note`` as they are collected; nothing else ever changes.
 
@@ -31,6 +32,7 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 __all__ = [
+    "LOWEST_STORED_LEVEL",
     "SCHEMA_VERSION",
     "CheckpointRow",
     "EntryRow",
@@ -43,11 +45,17 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # 2: checkpoint notes may grow by cosignature lines (triggers only)
 # 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
 # 4: derived context snapshots, one per compaction (ledger.store.context_snapshots)
 # 5: thread.vkey (a thread is bound to its key), context_snapshot.seal, row checks
+# 6: no level-0 subtree rows (a leaf's hash is its entry's leaf_hash)
+
+LOWEST_STORED_LEVEL = 1
+"""The lowest level of the ``subtree`` rows (version 6): a level-0 subtree is one leaf, whose
+hash is its ``entry`` row's ``leaf_hash``; storing it twice cost a fifth of a batched
+append's database work."""
 
 
 class LedgerModel(SQLModel, registry=registry()):

@@ -16,7 +16,7 @@ from registre.attest.errors import RegistreError
 from registre.attest.keys import Verifier
 from registre.attest.merkle import CompactRange, leaf_hash
 from registre.attest.verify_entries import open_leaf
-from registre.ledger.store.schema import tables
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 from registre.ledger.verify.errors import (
     EntryMismatchError,
     EntryRejectedError,
@@ -54,8 +54,9 @@ def check_row(
     completed: dict[tuple[int, int], bytes],
 ) -> Entry:
     """Steps 2-5 for ``row``, the next stored entry of ``thread`` (seq ``tree.size``): the
-    entry it holds, once appended to ``tree`` (the subtrees that completes added to
-    ``completed``). Raises the step's LedgerTamperedError subclass, naming the seq."""
+    entry it holds, once appended to ``tree`` (the subtrees that completes, from
+    :data:`LOWEST_STORED_LEVEL` up, added to ``completed``). Raises the step's
+    LedgerTamperedError subclass, naming the seq."""
     seq = tree.size
     stored_seq = row.seq
     if type(stored_seq) is not int:
@@ -87,7 +88,8 @@ def check_row(
             thread, seq, "prev.root is not the root of the entries before it"
         )
     for level, index, node in tree.append(digest):
-        completed[(level, index)] = node
+        if level >= LOWEST_STORED_LEVEL:  # a level-0 hash is the leaf hash checked in step 3
+            completed[(level, index)] = node
     return entry
 
 
@@ -104,7 +106,8 @@ def check_subtrees(
 ) -> None:
     """Step 6: the subtree rows stored for the subtrees completed by appending leaves
     ``start..stop-1`` are exactly ``expected`` (SubtreeMismatchError at the first missing,
-    differing or unexpected one)."""
+    differing or unexpected one: a level-0 row, which schema version 6 never stores, is
+    unexpected)."""
     # Subtrees completed by appending leaves start..stop-1: at each level, the indices whose
     # end (index + 1) << level lies in (start, stop].
     stored: dict[tuple[int, int], bytes] = {}

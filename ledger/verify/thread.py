@@ -26,7 +26,7 @@ from registre.ledger.store.lifecycle_fold import (
     LifecycleHistoryError,
     ThreadFold,
 )
-from registre.ledger.store.schema import tables
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 from registre.ledger.verify.checkpoints import check_checkpoints
 from registre.ledger.verify.context import ContextCheck
 from registre.ledger.verify.entries import ENTRY_ROWS, blob, check_row, check_subtrees
@@ -138,7 +138,7 @@ def verify_thread(
         raise HeadMismatchError(thread, None, "stored head root differs from the recomputed root")
     if split_frontier(frontier) != tree.hashes():
         raise HeadMismatchError(thread, None, "stored frontier differs from the recomputed one")
-    expected_rows = sum(size >> level for level in range(size.bit_length()))
+    expected_rows = sum(size >> level for level in range(LOWEST_STORED_LEVEL, size.bit_length()))
     stored_rows = conn.execute(_SUBTREE_COUNT, {"thread": thread}).scalar_one()
     if stored_rows != expected_rows:
         raise SubtreeMismatchError(

@@ -6,6 +6,7 @@ import base64
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -13,6 +14,7 @@ import registre.attest.entry
 import registre.attest.entry_batch
 from registre.attest.entry import open_entry
 from registre.attest.keys import Signer, Verifier
+from registre.attest.merkle import node_hash
 from registre.ledger.ledger import Ledger
 from tests.ledger.helpers import dump
 
@@ -20,18 +22,27 @@ SPEC = Path(__file__).resolve().parents[2] / "specs" / "storage.md"
 TIMES = ["2026-11-30T08:30:18.123456Z", "2026-11-30T08:30:19.000001Z"]
 
 
-def example() -> tuple[str, list[bytes], list[tuple[int, int, bytes]], bytes]:
+class Example(NamedTuple):
+    vkey: str
+    leaves: list[bytes]
+    leaf_hashes: list[bytes]
+    subtrees: list[tuple[int, int, bytes]]
+    root: bytes
+
+
+def example() -> Example:
     section = SPEC.read_text(encoding="utf-8").split("## 10. Worked example", 1)[1]
     blocks = re.findall(r"```text\n(.*?)```", section, re.DOTALL)
     vkey = blocks[0].strip()
     leaves = [line.encode() for line in blocks[1].strip().splitlines()]
+    leaf_hashes = [bytes.fromhex(line) for line in blocks[2].strip().splitlines()]
     subtrees = []
-    for line in blocks[2].strip().splitlines():
+    for line in blocks[3].strip().splitlines():
         level, index, digest = line.split()
         subtrees.append((int(level), int(index), bytes.fromhex(digest)))
     root = re.search(r"`([A-Za-z0-9+/]{43}=)` in base64", section)
     assert root is not None
-    return vkey, leaves, subtrees, base64.b64decode(root.group(1))
+    return Example(vkey, leaves, leaf_hashes, subtrees, base64.b64decode(root.group(1)))
 
 
 @pytest.fixture
@@ -47,7 +58,7 @@ def fixed_times(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_worked_example_is_what_the_store_holds(db_url: str, fixed_times: None) -> None:
-    vkey, leaves, subtrees, root = example()
+    vkey, leaves, leaf_hashes, subtrees, root = example()
     signer = Signer.from_seed("example.com/ledger", bytes(range(32)))
     assert signer.vkey() == vkey
     with Ledger.open(db_url, signer) as ledger:
@@ -56,13 +67,16 @@ def test_worked_example_is_what_the_store_holds(db_url: str, fixed_times: None) 
         thread.append("turn", {"role": "assistant", "text": "Reading the extract."}, "agent")
         rows = dump(ledger.engine)
     assert [row[2] for row in rows["entry"]] == leaves
+    assert [row[3] for row in rows["entry"]] == leaf_hashes
     assert [row[1:] for row in rows["subtree"]] == subtrees
     ((_, _, size, head_root, frontier, _, bound),) = rows["thread"]
     assert (size, head_root, frontier, bound) == (2, root, root, vkey)
 
 
 def test_worked_example_leaves_verify_with_the_published_key() -> None:
-    vkey, leaves, subtrees, _ = example()
-    for seq, leaf in enumerate(leaves):
-        entry = open_entry(leaf, [Verifier.from_vkey(vkey)])
-        assert entry.seq == seq and entry.leaf_hash == subtrees[seq][2]
+    found = example()
+    for seq, leaf in enumerate(found.leaves):
+        entry = open_entry(leaf, [Verifier.from_vkey(found.vkey)])
+        assert entry.seq == seq and entry.leaf_hash == found.leaf_hashes[seq]
+    assert found.subtrees == [(1, 0, node_hash(*found.leaf_hashes))]
+    assert found.root == found.subtrees[0][2]

@@ -1,7 +1,8 @@
 """The append path's rows (issue 17, item 4): whatever statement form an engine inserts a batch
 with (SQLite: executemany; PostgreSQL: one INSERT ... SELECT FROM unnest per table), the
 ``entry`` and ``subtree`` tables hold exactly the signed entries and the subtree hashes their
-leaves complete, and the head moves to the tree they make."""
+leaves complete from level 1 up (a level-0 hash is the entry row's ``leaf_hash``: schema
+version 6), and the head moves to the tree they make."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from sqlalchemy import text
 from registre.attest.merkle import CompactRange
 from registre.ledger.core import append
 from registre.ledger.ledger import Ledger
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from tests.ledger.helpers import turn
@@ -38,6 +40,12 @@ def _rows(ledger: Ledger, thread: str) -> tuple[list[tuple[object, ...]], list[t
     )
 
 
+def _stored(completed: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:
+    """The subtree rows the store keeps of ``completed``, in primary-key order."""
+    assert LOWEST_STORED_LEVEL == 1
+    return sorted(done for done in completed if done[0] >= 1)
+
+
 def test_batches_store_exactly_the_signed_rows(ledger: Ledger, thread: Thread) -> None:
     entries = []
     for size in (1, 7, 100, 2, 33):  # odd sizes: subtrees completed across batch boundaries
@@ -47,7 +55,8 @@ def test_batches_store_exactly_the_signed_rows(ledger: Ledger, thread: Thread) -
     assert stored_entries == [(e.seq, e.leaf, e.leaf_hash, e.kind, e.time) for e in entries]
     frontier = CompactRange()
     expected = [done for e in entries for done in frontier.append(e.leaf_hash)]
-    assert stored_subtrees == sorted(expected)
+    assert stored_subtrees == _stored(expected)
+    assert min(level for level, _, _ in stored_subtrees) == 1
     head = thread.head()
     assert (head.size, head.root) == (frontier.size, frontier.root())
     assert len(verify_database(ledger)) == 1  # raises at the first failure
@@ -59,7 +68,7 @@ def test_two_threads_rows_stay_apart(ledger: Ledger) -> None:
     second = b.append_many([turn(f"b{k}") for k in range(3)])
     assert [row[1] for row in _rows(ledger, "a")[0]] == [e.leaf for e in first]
     assert [row[1] for row in _rows(ledger, "b")[0]] == [e.leaf for e in second]
-    assert len(_rows(ledger, "b")[1]) == 3 + 1  # leaves 0-2 and the subtree (1, 0)
+    assert len(_rows(ledger, "b")[1]) == 1  # the subtree (1, 0); leaves 0-2 are entry rows
 
 
 def test_batches_cut_into_several_statements_store_the_same_rows(
@@ -73,7 +82,7 @@ def test_batches_cut_into_several_statements_store_the_same_rows(
     stored_entries, stored_subtrees = _rows(ledger, thread.id)
     assert stored_entries == [(e.seq, e.leaf, e.leaf_hash, e.kind, e.time) for e in entries]
     frontier = CompactRange()
-    assert stored_subtrees == sorted(d for e in entries for d in frontier.append(e.leaf_hash))
+    assert stored_subtrees == _stored([d for e in entries for d in frontier.append(e.leaf_hash)])
     assert len(verify_database(ledger)) == 1
 
 

@@ -182,8 +182,7 @@ def test_rewritten_history_fail(filled: Ledger, signer: Signer) -> None:
         prev_root=base64.b64decode(original["prev"]["root"]),
         time=original["time"],
     )
-    store_leaf(filled, 5, rewritten.leaf)
-    run(filled, "UPDATE subtree SET hash = :h WHERE level = 0 AND idx = 5", h=rewritten.leaf_hash)
+    store_leaf(filled, 5, rewritten.leaf)  # its leaf_hash too: the tree's level-0 hash
     with pytest.raises(StoredPrevRootMismatchError) as info:
         verify_database(filled)
     assert info.value.seq == 6
@@ -203,6 +202,21 @@ def test_extra_subtree_fail(filled: Ledger) -> None:
         h=b"\x01" * 32,
     )
     with pytest.raises(SubtreeMismatchError, match="subtree rows"):
+        verify_database(filled)
+
+
+def test_leaf_subtree_row_fail(filled: Ledger) -> None:
+    # Schema version 6 stores no level-0 row (a leaf's hash is its entry's leaf_hash): one
+    # holding the right hash is still a row no registre writer stores.
+    leaf_hash_3 = filled.thread("t1").entry(3).leaf_hash
+    run(
+        filled,
+        "INSERT INTO subtree (thread, level, idx, hash) VALUES ('t1', 0, 3, :h)",
+        h=leaf_hash_3,
+    )
+    with pytest.raises(
+        SubtreeMismatchError, match=r"unexpected stored subtree \(level 0, index 3\)"
+    ):
         verify_database(filled)
 
 

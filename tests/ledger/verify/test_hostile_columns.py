@@ -34,7 +34,7 @@ HOSTILE = {
         "ALTER TABLE checkpoint ALTER COLUMN root TYPE text USING encode(root, 'hex')",
     ),
     "text-subtree-hash": (
-        "UPDATE subtree SET hash = 'x' WHERE level = 0 AND idx = 1",
+        "UPDATE subtree SET hash = 'x' WHERE level = 1 AND idx = 0",
         "ALTER TABLE subtree ALTER COLUMN hash TYPE text USING encode(hash, 'hex')",
     ),
 }
