@@ -11,9 +11,10 @@ Inside one write transaction, :func:`append_entries`
    the first append to a thread written before the field existed -- recomputed from its stored
    lifecycle entries), appends its leaf hash to the frontier and
    collects the subtrees that completed;
-3. inserts the entries, the completed subtree hashes from level 1 up (a level-0 hash is the
-   entry's ``leaf_hash``), and moves the head (size, root, frontier) -- only if it is still
-   at the size read in step 1.
+3. inserts the entries, the completed subtree hashes from
+   :data:`~registre.ledger.store.schema.LOWEST_STORED_LEVEL` up (lower ones are computed from
+   the entries' ``leaf_hash`` when read), and moves the head (size, root, frontier) -- only
+   if it is still at the size read in step 1.
 
 Sequence numbers therefore come from the locked head, never from a database sequence, and
 are gap-free: the transaction commits all of it or none of it (THREATS rows 16 and 18).

@@ -36,7 +36,7 @@ __all__ = [
     "add_context_snapshots",
     "add_lifecycle_tables",
     "bind_thread_keys",
-    "drop_leaf_subtrees",
+    "drop_low_subtrees",
 ]
 
 
@@ -150,12 +150,12 @@ def _missing_row_checks(conn: Connection) -> list[str]:
     ]
 
 
-def drop_leaf_subtrees(conn: Connection) -> str:
-    """Schema version 5 -> 6: delete the level-0 ``subtree`` rows, and recreate the partial
-    index ``entry_lifecycle`` with its predicate as equalities (same rows; cheaper to
-    maintain: :data:`registre.ledger.store.derived.LIFECYCLE_KIND_SQL`). Each level-0 row held
-    the leaf hash its ``entry`` row already holds (``leaf_hash``, which ``verify --db`` checks
-    against the leaf); proofs now read level 0 there. ``subtree`` is append-only, so its
+def drop_low_subtrees(conn: Connection) -> str:
+    """Schema version 5 -> 6: delete the ``subtree`` rows below :data:`LOWEST_STORED_LEVEL`,
+    and recreate the partial index ``entry_lifecycle`` with its predicate as equalities (same
+    rows; cheaper to maintain: :data:`registre.ledger.store.derived.LIFECYCLE_KIND_SQL`). A
+    hash below that level is now computed from the entries' ``leaf_hash`` (which ``verify
+    --db`` checks against each leaf) when a proof needs it. ``subtree`` is append-only, so its
     DELETE trigger is dropped and put back around the one DELETE, in this same transaction:
     no other writer ever sees the table unprotected."""
     dialect = conn.dialect.name
@@ -174,8 +174,8 @@ def drop_leaf_subtrees(conn: Connection) -> str:
     conn.exec_driver_sql(f"DROP INDEX IF EXISTS {LIFECYCLE_ENTRY_INDEX.name}")
     LIFECYCLE_ENTRY_INDEX.create(conn)
     return (
-        f"level-0 subtree rows removed (the entries' leaf hashes); {deleted} row(s); "
-        "lifecycle entry index predicate as equalities"
+        f"subtree rows below level {LOWEST_STORED_LEVEL} removed (computed from the entries' "
+        f"leaf hashes); {deleted} row(s); lifecycle entry index predicate as equalities"
     )
 
 
@@ -192,5 +192,5 @@ MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
     3: add_context_snapshots,  # derived context snapshots, filled from the entries
     4: bind_thread_keys,  # thread keys, snapshot seals, row checks
-    5: drop_leaf_subtrees,  # a leaf's hash is read from its entry row
+    5: drop_low_subtrees,  # hashes below level 4 computed from the entries' leaf hashes
 }

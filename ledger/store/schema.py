@@ -10,8 +10,8 @@ normative description; this module is its code.
   and copies of ``kind`` and ``time`` for listing (the leaf is authoritative).
 * ``subtree`` -- the hash of every complete subtree (level, index) of level
   :data:`LOWEST_STORED_LEVEL` or more that the thread's tree has completed: what
-  :meth:`registre.attest.merkle.CompactRange.append` returned, without the level-0 hash, which
-  is the entry's ``leaf_hash`` (version 6); proofs read O(log n) of them.
+  :meth:`registre.attest.merkle.CompactRange.append` returned from that level up (version 6;
+  lower ones are computed from the entries' ``leaf_hash``); proofs read O(log n) of them.
 * ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size). Witness cosignature
   lines are appended to ``note`` as they are collected; nothing else ever changes.
 
@@ -50,12 +50,14 @@ SCHEMA_VERSION = 6
 # 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
 # 4: derived context snapshots, one per compaction (ledger.store.context_snapshots)
 # 5: thread.vkey (a thread is bound to its key), context_snapshot.seal, row checks
-# 6: no level-0 subtree rows (a leaf's hash is its entry's leaf_hash)
+# 6: subtree rows from level 4 up (below, computed from the entries' leaf_hash)
 
-LOWEST_STORED_LEVEL = 1
-"""The lowest level of the ``subtree`` rows (version 6): a level-0 subtree is one leaf, whose
-hash is its ``entry`` row's ``leaf_hash``; storing it twice cost a fifth of a batched
-append's database work."""
+LOWEST_STORED_LEVEL = 4
+"""The lowest level of the ``subtree`` rows (version 6). A subtree below it covers at most 8
+leaves; its hash is computed when read from the ``entry`` rows' ``leaf_hash`` (the tree's
+level 0, stored once: :mod:`registre.ledger.store.nodes`). Storing every level cost two rows
+per entry, half of a batched append's database work; from level 4 up it is an eighth of a
+row per entry."""
 
 
 class LedgerModel(SQLModel, registry=registry()):

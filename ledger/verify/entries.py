@@ -88,7 +88,7 @@ def check_row(
             thread, seq, "prev.root is not the root of the entries before it"
         )
     for level, index, node in tree.append(digest):
-        if level >= LOWEST_STORED_LEVEL:  # a level-0 hash is the leaf hash checked in step 3
+        if level >= LOWEST_STORED_LEVEL:  # lower ones are computed from leaf hashes (step 3)
             completed[(level, index)] = node
     return entry
 
@@ -106,8 +106,8 @@ def check_subtrees(
 ) -> None:
     """Step 6: the subtree rows stored for the subtrees completed by appending leaves
     ``start..stop-1`` are exactly ``expected`` (SubtreeMismatchError at the first missing,
-    differing or unexpected one: a level-0 row, which schema version 6 never stores, is
-    unexpected)."""
+    differing or unexpected one: a row below :data:`LOWEST_STORED_LEVEL`, which schema
+    version 6 never stores, is unexpected)."""
     # Subtrees completed by appending leaves start..stop-1: at each level, the indices whose
     # end (index + 1) << level lies in (start, stop].
     stored: dict[tuple[int, int], bytes] = {}

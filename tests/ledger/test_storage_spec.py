@@ -57,6 +57,13 @@ def fixed_times(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def computed_node(level: int, index: int, leaves: list[bytes]) -> bytes:
+    hashes = leaves[index << level : (index + 1) << level]
+    while len(hashes) > 1:
+        hashes = [node_hash(hashes[k], hashes[k + 1]) for k in range(0, len(hashes), 2)]
+    return hashes[0]
+
+
 def test_worked_example_is_what_the_store_holds(db_url: str, fixed_times: None) -> None:
     vkey, leaves, leaf_hashes, subtrees, root = example()
     signer = Signer.from_seed("example.com/ledger", bytes(range(32)))
@@ -66,9 +73,14 @@ def test_worked_example_is_what_the_store_holds(db_url: str, fixed_times: None) 
         thread.append("turn", {"role": "user", "text": "Reconcile the Q3 figures."}, "alice")
         thread.append("turn", {"role": "assistant", "text": "Reading the extract."}, "agent")
         rows = dump(ledger.engine)
+        consistency = thread.prove_consistency(1).hashes  # a node computed from leaf_hash
     assert [row[2] for row in rows["entry"]] == leaves
     assert [row[3] for row in rows["entry"]] == leaf_hashes
-    assert [row[1:] for row in rows["subtree"]] == subtrees
+    assert rows["subtree"] == []  # the level-1 node of the example is computed, not stored
+    assert consistency == [leaf_hashes[1]]
+    assert [computed_node(level, index, leaf_hashes) for level, index, _ in subtrees] == [
+        digest for _, _, digest in subtrees
+    ]
     ((_, _, size, head_root, frontier, _, bound),) = rows["thread"]
     assert (size, head_root, frontier, bound) == (2, root, root, vkey)
 

@@ -28,6 +28,7 @@ from registre.ledger.errors import (
     UnknownThreadError,
 )
 from registre.ledger.ledger import Ledger
+from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.thread import Thread
 from tests.ledger.helpers import dump, turn
 
@@ -202,7 +203,7 @@ def test_proofs_read_log_n_stored_hashes(ledger: Ledger, thread: Thread) -> None
 # Each example creates a database and commits several transactions (fsync each): fewer
 # examples than the profile's default keep this property under ~10 s.
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=6))
+@given(batches=st.lists(st.integers(min_value=1, max_value=20), min_size=1, max_size=6))
 def test_stored_tree_equals_memory_tree(
     signer: Signer, tmp_path_factory: Any, batches: list[int]
 ) -> None:
@@ -217,3 +218,13 @@ def test_stored_tree_equals_memory_tree(
         last = len(leaves) - 1
         assert thread.prove_inclusion(last).hashes == inclusion_proof(memory, last, len(leaves))
         assert [leaf_hash(e.leaf) for e in thread.entries()] == leaves
+        # every node, stored (level >= 4) or computed from the entries' leaf hashes
+        size = len(leaves)
+        with ledger.engine.connect() as conn:
+            stored = StoredHashSource(conn, "p", size)
+            for level in range(size.bit_length()):
+                for index in range(size >> level):
+                    assert stored.node(level, index) == memory.node(level, index)
+            assert [root_at(stored, k) for k in range(size + 1)] == [
+                root_at(memory, k) for k in range(size + 1)
+            ]

@@ -75,7 +75,7 @@ def test_cosignatures_without_checkpoint_refused(checkpointed: Thread) -> None:
         "UPDATE checkpoint SET note = 'forged'",
         "UPDATE checkpoint SET note = 'x' || note",
         "UPDATE checkpoint SET size = size + 1",
-        "UPDATE checkpoint SET root = (SELECT hash FROM subtree WHERE level = 1 AND idx = 0)",
+        "UPDATE checkpoint SET root = (SELECT leaf_hash FROM entry WHERE seq = 0)",
         "UPDATE checkpoint SET created = 'then', note = note || 'x'",
     ],
 )

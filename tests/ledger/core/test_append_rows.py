@@ -1,8 +1,8 @@
 """The append path's rows (issue 17, item 4): whatever statement form an engine inserts a batch
 with (SQLite: executemany; PostgreSQL: one INSERT ... SELECT FROM unnest per table), the
 ``entry`` and ``subtree`` tables hold exactly the signed entries and the subtree hashes their
-leaves complete from level 1 up (a level-0 hash is the entry row's ``leaf_hash``: schema
-version 6), and the head moves to the tree they make."""
+leaves complete from level 4 up (lower ones are computed from the entry rows' ``leaf_hash``:
+schema version 6), and the head moves to the tree they make."""
 
 from __future__ import annotations
 
@@ -42,8 +42,7 @@ def _rows(ledger: Ledger, thread: str) -> tuple[list[tuple[object, ...]], list[t
 
 def _stored(completed: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:
     """The subtree rows the store keeps of ``completed``, in primary-key order."""
-    assert LOWEST_STORED_LEVEL == 1
-    return sorted(done for done in completed if done[0] >= 1)
+    return sorted(done for done in completed if done[0] >= LOWEST_STORED_LEVEL)
 
 
 def test_batches_store_exactly_the_signed_rows(ledger: Ledger, thread: Thread) -> None:
@@ -56,7 +55,7 @@ def test_batches_store_exactly_the_signed_rows(ledger: Ledger, thread: Thread) -
     frontier = CompactRange()
     expected = [done for e in entries for done in frontier.append(e.leaf_hash)]
     assert stored_subtrees == _stored(expected)
-    assert min(level for level, _, _ in stored_subtrees) == 1
+    assert min(level for level, _, _ in stored_subtrees) == LOWEST_STORED_LEVEL == 4
     head = thread.head()
     assert (head.size, head.root) == (frontier.size, frontier.root())
     assert len(verify_database(ledger)) == 1  # raises at the first failure
@@ -65,10 +64,11 @@ def test_batches_store_exactly_the_signed_rows(ledger: Ledger, thread: Thread) -
 def test_two_threads_rows_stay_apart(ledger: Ledger) -> None:
     a, b = ledger.create_thread("a"), ledger.create_thread("b")
     first = a.append_many([turn(f"a{k}") for k in range(5)])
-    second = b.append_many([turn(f"b{k}") for k in range(3)])
+    second = b.append_many([turn(f"b{k}") for k in range(19)])
     assert [row[1] for row in _rows(ledger, "a")[0]] == [e.leaf for e in first]
     assert [row[1] for row in _rows(ledger, "b")[0]] == [e.leaf for e in second]
-    assert len(_rows(ledger, "b")[1]) == 1  # the subtree (1, 0); leaves 0-2 are entry rows
+    assert _rows(ledger, "a")[1] == []  # 5 leaves: no subtree of level 4 yet
+    assert [row[:2] for row in _rows(ledger, "b")[1]] == [(4, 0)]  # leaves 0-15
 
 
 def test_batches_cut_into_several_statements_store_the_same_rows(
@@ -76,9 +76,9 @@ def test_batches_cut_into_several_statements_store_the_same_rows(
 ) -> None:
     """On PostgreSQL a batch past PG_CHUNK_ROWS rows (or PG_CHUNK_BYTES of leaves) takes
     several INSERT ... FROM unnest statements, in one transaction; the rows are the same."""
-    monkeypatch.setattr(append, "PG_CHUNK_ROWS", 3)
+    monkeypatch.setattr(append, "PG_CHUNK_ROWS", 2)  # the 3 subtree rows: 2 statements
     monkeypatch.setattr(append, "PG_CHUNK_BYTES", 1500)
-    entries = thread.append_many([turn("x" * (1 + k * 150)) for k in range(11)])
+    entries = thread.append_many([turn("x" * (1 + k * 150)) for k in range(40)])
     stored_entries, stored_subtrees = _rows(ledger, thread.id)
     assert stored_entries == [(e.seq, e.leaf, e.leaf_hash, e.kind, e.time) for e in entries]
     frontier = CompactRange()

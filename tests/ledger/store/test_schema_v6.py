@@ -1,7 +1,7 @@
-"""Schema version 6 on a database written by version 5: the level-0 ``subtree`` rows (copies
-of the entries' leaf hashes) are removed in the upgrade's transaction, the table stays
-append-only, proofs read level 0 from the entries, the lifecycle index is the one a new
-database gets, and the upgraded database verifies."""
+"""Schema version 6 on a database written by version 5: the ``subtree`` rows below level 4
+(computed from the entries' leaf hashes since) are removed in the upgrade's transaction, the
+table stays append-only, proofs compute the low levels from the entries, the lifecycle index
+is the one a new database gets, and the upgraded database verifies."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from sqlalchemy.exc import DBAPIError
 from registre.attest.keys import Signer
 from registre.attest.merkle import CompactRange
 from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.ledger.errors import StoreCorruptError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.triggers import REFUSAL_MARK
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.lifecycle.codec import KINDS
-from tests.ledger.helpers import execute, mark_older, turn
+from tests.ledger.helpers import drop_row_checks, drop_triggers, execute, mark_older, turn
 
 SIZE = 37
 
@@ -29,17 +30,28 @@ V5_INDEX = (
 )
 
 
-def _as_version_5(ledger: Ledger, thread: Thread) -> None:
-    """Put back the level-0 rows version 5 stored (one per entry: its leaf hash) and its
-    lifecycle index predicate (an IN list), and mark the database version 5."""
-    mark_older(
-        ledger.engine,
-        5,
-        "INSERT INTO subtree (thread, level, idx, hash) "
-        f"SELECT thread, 0, seq, leaf_hash FROM entry WHERE thread = '{thread.id}'",
-        "DROP INDEX entry_lifecycle",
-        V5_INDEX,
-    )
+def _as_version_5(ledger: Ledger, thread: Thread) -> int:
+    """Put back the rows below level 4 that version 5 stored (every complete subtree, the
+    leaves included) and its lifecycle index predicate (an IN list), and mark the database
+    version 5. Returns how many rows were put back."""
+    tree = CompactRange()
+    low = [
+        {"thread": thread.id, "level": level, "idx": index, "hash": digest}
+        for entry in thread.entries()
+        for level, index, digest in tree.append(entry.leaf_hash)
+        if level < 4
+    ]
+    with ledger.engine.connect() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO subtree (thread, level, idx, hash) "
+                "VALUES (:thread, :level, :idx, :hash)"
+            ),
+            low,
+        )
+        conn.commit()
+    mark_older(ledger.engine, 5, "DROP INDEX entry_lifecycle", V5_INDEX)
+    return len(low)
 
 
 def _index_definition(ledger: Ledger) -> str:
@@ -65,22 +77,23 @@ def _versions(ledger: Ledger) -> list[tuple[int, str]]:
     return sorted((int(v), str(d)) for v, d in rows)
 
 
-def test_upgrade_from_version_5_drops_leaf_rows(
+def test_upgrade_from_version_5_drops_low_rows(
     db_url: str, signer: Signer, ledger: Ledger, thread: Thread
 ) -> None:
     entries = thread.append_many([turn(f"entry {i}") for i in range(SIZE)])
     thread.checkpoint()
     new_index = _index_definition(ledger)
-    _as_version_5(ledger, thread)
-    assert _levels(ledger)[0] == SIZE
+    low = _as_version_5(ledger, thread)
+    assert low == 37 + 18 + 9 + 4
+    assert _levels(ledger) == {0: 37, 1: 18, 2: 9, 3: 4, 4: 2, 5: 1}
     assert _index_definition(ledger) != new_index
     with Ledger.open(db_url, signer) as upgraded:
-        assert 0 not in _levels(upgraded)
+        assert _levels(upgraded) == {4: 2, 5: 1}
         assert _index_definition(upgraded) == new_index
         assert _versions(upgraded)[-1] == (
             6,
-            f"level-0 subtree rows removed (the entries' leaf hashes); {SIZE} row(s); "
-            "lifecycle entry index predicate as equalities",
+            f"subtree rows below level 4 removed (computed from the entries' leaf hashes); "
+            f"{low} row(s); lifecycle entry index predicate as equalities",
         )
         verify_database(upgraded)  # rows, triggers and row checks as version 6 writes them
         again = upgraded.thread(thread.id)
@@ -101,9 +114,31 @@ def test_upgrade_from_version_5_drops_leaf_rows(
 def test_upgraded_subtree_stays_append_only(
     db_url: str, signer: Signer, ledger: Ledger, thread: Thread
 ) -> None:
-    thread.append_many([turn(f"entry {i}") for i in range(5)])
+    thread.append_many([turn(f"entry {i}") for i in range(20)])
     _as_version_5(ledger, thread)
     Ledger.open(db_url, signer).close()
     with pytest.raises(DBAPIError, match=REFUSAL_MARK):
-        execute(ledger.engine, "DELETE FROM subtree WHERE level = 1")
-    assert _levels(ledger) == {1: 2, 2: 1}
+        execute(ledger.engine, "DELETE FROM subtree WHERE level = 4")
+    assert _levels(ledger) == {4: 1}
+
+
+def test_proof_over_deleted_entry_fail(ledger: Ledger, thread: Thread) -> None:
+    """A hash below level 4 is computed from the entries' leaf hashes: with an entry row
+    gone (past the triggers), a proof that needs it names the entry, not a wrong hash."""
+    thread.append_many([turn(f"entry {i}") for i in range(20)])
+    drop_triggers(ledger.engine)
+    execute(ledger.engine, "DELETE FROM entry WHERE seq = 18")
+    with pytest.raises(StoreCorruptError, match="entry 18 is missing"):
+        thread.prove_inclusion(19)
+    assert len(thread.prove_inclusion(3, 16).hashes) == 4  # within the intact block
+
+
+def test_proof_over_hostile_leaf_hash_fail(ledger: Ledger, thread: Thread) -> None:
+    thread.append_many([turn(f"entry {i}") for i in range(20)])
+    drop_triggers(ledger.engine)
+    drop_row_checks(ledger.engine)
+    with ledger.engine.connect() as conn:
+        conn.execute(text("UPDATE entry SET leaf_hash = :h WHERE seq = 17"), {"h": b"\x01\x02"})
+        conn.commit()
+    with pytest.raises(StoreCorruptError, match="leaf hash of entry 17 is not a 32-byte hash"):
+        thread.prove_consistency(18)

@@ -84,7 +84,7 @@ def test_context_snapshot_reforged_with_its_seal_fail(ledger: Ledger, thread: Th
         "INSERT INTO entry (thread, seq, leaf, leaf_hash, kind, time) "
         "SELECT thread, -1, leaf, leaf_hash, kind, time FROM entry WHERE seq = 0",
         "INSERT INTO subtree (thread, level, idx, hash) "
-        "SELECT thread, level, -1, hash FROM subtree WHERE idx = 0 AND level = 1",
+        "SELECT thread, 4, -1, leaf_hash FROM entry WHERE seq = 0",
     ],
     ids=["checkpoint-size-negative", "entry-seq-negative", "subtree-index-negative"],
 )

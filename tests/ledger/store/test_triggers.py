@@ -13,7 +13,7 @@ from tests.ledger.helpers import dump, execute, turn
 
 @pytest.fixture
 def filled(ledger: Ledger, thread: Thread) -> Ledger:
-    thread.append_many([turn(f"entry {i}") for i in range(5)])
+    thread.append_many([turn(f"entry {i}") for i in range(17)])  # a level-4 subtree row
     thread.checkpoint()
     return ledger
 

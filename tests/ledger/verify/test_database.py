@@ -37,7 +37,7 @@ from registre.ledger.verify.errors import (
 from tests.examples_budget import examples
 from tests.ledger.helpers import drop_triggers, execute, turn
 
-SIZE = 12
+SIZE = 40
 
 
 @pytest.fixture
@@ -189,10 +189,10 @@ def test_rewritten_history_fail(filled: Ledger, signer: Signer) -> None:
 
 
 def test_edited_subtree_fail(filled: Ledger) -> None:
-    run(filled, "UPDATE subtree SET hash = :h WHERE level = 2 AND idx = 1", h=b"\x01" * 32)
-    with pytest.raises(SubtreeMismatchError, match="level 2, index 1") as info:
+    run(filled, "UPDATE subtree SET hash = :h WHERE level = 4 AND idx = 1", h=b"\x01" * 32)
+    with pytest.raises(SubtreeMismatchError, match="level 4, index 1") as info:
         verify_database(filled)
-    assert info.value.seq == 4
+    assert info.value.seq == 16
 
 
 def test_extra_subtree_fail(filled: Ledger) -> None:
@@ -206,7 +206,7 @@ def test_extra_subtree_fail(filled: Ledger) -> None:
 
 
 def test_leaf_subtree_row_fail(filled: Ledger) -> None:
-    # Schema version 6 stores no level-0 row (a leaf's hash is its entry's leaf_hash): one
+    # Schema version 6 stores no row below level 4 (computed from the leaf hashes): one
     # holding the right hash is still a row no registre writer stores.
     leaf_hash_3 = filled.thread("t1").entry(3).leaf_hash
     run(
@@ -236,14 +236,12 @@ def test_truncated_thread_fail(filled: Ledger, signer: Signer) -> None:
         "DELETE FROM entry WHERE seq >= 8",
         "DELETE FROM subtree WHERE (idx + 1) * (1 << level) > 8",
     )
-    with filled.engine.connect() as conn:
-        frontier = conn.execute(text("SELECT hash FROM subtree WHERE level = 3 AND idx = 0"))
-        run(
-            filled,
-            "UPDATE thread SET size = 8, root = :r, frontier = :f",
-            r=proof.old_root,
-            f=bytes(frontier.scalar_one()),
-        )
+    run(  # at size 8 the frontier is the one level-3 hash: the root
+        filled,
+        "UPDATE thread SET size = 8, root = :r, frontier = :f",
+        r=proof.old_root,
+        f=proof.old_root,
+    )
     with pytest.raises(CheckpointMismatchError, match="beyond the head"):
         verify_database(filled)
 

@@ -34,7 +34,7 @@ HOSTILE = {
         "ALTER TABLE checkpoint ALTER COLUMN root TYPE text USING encode(root, 'hex')",
     ),
     "text-subtree-hash": (
-        "UPDATE subtree SET hash = 'x' WHERE level = 1 AND idx = 0",
+        "UPDATE subtree SET hash = 'x' WHERE level = 4 AND idx = 0",
         "ALTER TABLE subtree ALTER COLUMN hash TYPE text USING encode(hash, 'hex')",
     ),
 }
@@ -42,7 +42,7 @@ HOSTILE = {
 
 @pytest.fixture
 def hostile(ledger: Ledger, thread: Thread, request: pytest.FixtureRequest) -> Ledger:
-    thread.append_many([turn(f"entry {i}") for i in range(3)])
+    thread.append_many([turn(f"entry {i}") for i in range(17)])  # a level-4 subtree row
     thread.checkpoint()
     drop_triggers(ledger.engine)
     drop_row_checks(ledger.engine)
