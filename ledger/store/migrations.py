@@ -170,6 +170,7 @@ def drop_low_subtrees(conn: Connection) -> str:
     ).rowcount
     for statement in create:
         conn.exec_driver_sql(statement)
+    _require_stored_levels(conn)
     # the same partial index, its predicate written as equalities (LIFECYCLE_KIND_SQL)
     conn.exec_driver_sql(f"DROP INDEX IF EXISTS {LIFECYCLE_ENTRY_INDEX.name}")
     LIFECYCLE_ENTRY_INDEX.create(conn)
@@ -177,6 +178,26 @@ def drop_low_subtrees(conn: Connection) -> str:
         f"subtree rows below level {LOWEST_STORED_LEVEL} removed (computed from the entries' "
         f"leaf hashes); {deleted} row(s); lifecycle entry index predicate as equalities"
     )
+
+
+def _require_stored_levels(conn: Connection) -> None:
+    """Version 6's row check on ``subtree`` (levels from :data:`LOWEST_STORED_LEVEL`) in place
+    of version 5's (levels from 0): a version-5 writer still running is then refused by the
+    database instead of writing the rows just removed."""
+    if conn.dialect.name == "sqlite":
+        for operation in ("insert", "update"):
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS subtree_row_check_{operation}")
+        for statement in row_check_ddl("sqlite"):
+            if " ON subtree " in statement:
+                conn.exec_driver_sql(statement)
+        return
+    conn.exec_driver_sql(
+        "ALTER TABLE subtree DROP CONSTRAINT IF EXISTS subtree_position_nonnegative"
+    )
+    for statement in _missing_row_checks(conn):  # unless 4 -> 5 just added it (NOT VALID)
+        if " ADD CONSTRAINT subtree_position_stored " in statement:
+            # the rows below the level are gone: every row is checked
+            conn.exec_driver_sql(statement.replace(" NOT VALID", ""))
 
 
 def _signing_key_id(leaf: object) -> str | None:

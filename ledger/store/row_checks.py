@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL
+
 __all__ = ["CHECK_MARK", "ROW_CHECKS", "RowCheck", "row_check_ddl", "row_check_trigger_names"]
 
 CHECK_MARK = "registre: row check"
@@ -61,7 +63,11 @@ ROW_CHECKS: tuple[RowCheck, ...] = (
     _integer("entry", "seq"),
     _blob("entry", "leaf"),
     _blob("entry", "leaf_hash"),
-    RowCheck("subtree", "position_nonnegative", "{p}level >= 0 AND {p}level < 64 AND {p}idx >= 0"),
+    RowCheck(
+        "subtree",
+        "position_stored",
+        f"{{p}}level >= {LOWEST_STORED_LEVEL} AND {{p}}level < 64 AND {{p}}idx >= 0",
+    ),
     RowCheck("subtree", "hash_length", "length({p}hash) = 32"),
     _integer("subtree", "level"),
     _integer("subtree", "idx"),
@@ -78,7 +84,10 @@ ROW_CHECKS: tuple[RowCheck, ...] = (
     _integer("context_snapshot", "seq"),
     _integer("context_snapshot", "boundary"),
 )
-"""The checks of schema version 5 (specs/storage.md section 3.1)."""
+"""The checks of schema version 6 (specs/storage.md section 3.1): those of version 5, with a
+``subtree`` row's level at least :data:`LOWEST_STORED_LEVEL` (version 5: ``subtree_position_
+nonnegative``, level at least 0), so a writer of version 5 still running beside an upgraded
+database has its appends refused instead of storing the rows version 6 removed."""
 
 _TABLES = tuple(dict.fromkeys(check.table for check in ROW_CHECKS))
 

@@ -14,6 +14,7 @@ from registre.attest.merkle import CompactRange
 from registre.attest.proofs import verify_consistency, verify_inclusion
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.ledger import Ledger
+from registre.ledger.store.row_checks import row_check_ddl
 from registre.ledger.store.triggers import REFUSAL_MARK
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
@@ -41,6 +42,7 @@ def _as_version_5(ledger: Ledger, thread: Thread) -> int:
         for level, index, digest in tree.append(entry.leaf_hash)
         if level < 4
     ]
+    execute(ledger.engine, *_v5_row_check(ledger.engine.dialect.name))
     with ledger.engine.connect() as conn:
         conn.execute(
             text(
@@ -52,6 +54,25 @@ def _as_version_5(ledger: Ledger, thread: Thread) -> int:
         conn.commit()
     mark_older(ledger.engine, 5, "DROP INDEX entry_lifecycle", V5_INDEX)
     return len(low)
+
+
+def _v5_row_check(dialect: str) -> list[str]:
+    """Version 5's row check on ``subtree`` (any level from 0) in place of version 6's."""
+    if dialect == "sqlite":
+        return [
+            "DROP TRIGGER subtree_row_check_insert",
+            "DROP TRIGGER subtree_row_check_update",
+            *(
+                s.replace("NEW.level >= 4 AND", "NEW.level >= 0 AND")
+                for s in row_check_ddl("sqlite")
+                if " ON subtree " in s
+            ),
+        ]
+    return [
+        "ALTER TABLE subtree DROP CONSTRAINT subtree_position_stored",
+        "ALTER TABLE subtree ADD CONSTRAINT subtree_position_nonnegative "
+        "CHECK (level >= 0 AND level < 64 AND idx >= 0)",
+    ]
 
 
 def _index_definition(ledger: Ledger) -> str:

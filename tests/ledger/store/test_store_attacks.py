@@ -85,8 +85,16 @@ def test_context_snapshot_reforged_with_its_seal_fail(ledger: Ledger, thread: Th
         "SELECT thread, -1, leaf, leaf_hash, kind, time FROM entry WHERE seq = 0",
         "INSERT INTO subtree (thread, level, idx, hash) "
         "SELECT thread, 4, -1, leaf_hash FROM entry WHERE seq = 0",
+        # what a version-5 writer stores, still running beside a version-6 database
+        "INSERT INTO subtree (thread, level, idx, hash) "
+        "SELECT thread, 0, 0, leaf_hash FROM entry WHERE seq = 0",
     ],
-    ids=["checkpoint-size-negative", "entry-seq-negative", "subtree-index-negative"],
+    ids=[
+        "checkpoint-size-negative",
+        "entry-seq-negative",
+        "subtree-index-negative",
+        "subtree-below-stored-levels",
+    ],
 )
 def test_row_inserted_past_the_triggers_fail(
     ledger: Ledger, thread: Thread, statement: str

@@ -34,7 +34,7 @@ def test_direct_update_fail(filled: Ledger, table: str) -> None:
         "public_key": "name",
         "schema_version": "description",
     }[table]
-    value = "0" if column == "level" else "'forged'"
+    value = "5" if column == "level" else "'forged'"  # a level the row check admits
     refused(filled, f"UPDATE {table} SET {column} = {value}")
 
 
