@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from registre.attest.canonical import LoneSurrogateError, canonical_bytes
 from registre.attest.errors import RegistreError
 from registre.attest.projection import projection_digest, verify_model_call
-from registre.attest.projection_stream import ModelCallChecker, message_bytes, run_bytes
+from registre.attest.projection_stream import (
+    ModelCallChecker,
+    _push,
+    _run_bytes,
+    message_bytes,
+    run_bytes,
+)
 from registre.lifecycle import PinRequest, ReadRequest, Statement, UnpinRequest, UpsertRequest
 from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
@@ -31,6 +37,7 @@ from registre.lifecycle.context import (
     prepare_compaction,
     project,
 )
+from registre.lifecycle.context.projection import _push as project_push
 from tests.bundles import Thread, ref
 
 COMPACT_POLICY = Policy(
@@ -195,3 +202,35 @@ def test_run_bytes_are_canonical_bytes(
 ) -> None:
     run = ManifestRun(first, last, status, message, compaction, line, pin)
     assert run_bytes(run) == canonical_bytes(run.to_json())
+
+
+small = st.integers(0, 3)
+manifest_run = st.builds(
+    lambda first, length, status, message, compaction, line, pin: ManifestRun(
+        first, first + length, status, message, compaction, line, pin
+    ),
+    st.integers(0, 12),
+    small,
+    st.sampled_from(STATUSES),
+    st.none() | small,
+    st.none() | small,
+    st.none() | small,
+    st.none() | st.sampled_from(["pin-1", "é"]),
+)
+
+
+@given(st.lists(manifest_run, max_size=12))
+def test_runs_merged_as_tuples_are_the_runs_project_merges(runs: list[ManifestRun]) -> None:
+    """The parts' run merging (fields as tuples) writes the manifest ``project`` writes
+    (its ``_push``, by ``run_continues``), run for run."""
+    merged: list[ManifestRun] = []
+    for run in runs:
+        project_push(merged, run)
+    pending = None
+    done: list[bytes] = []
+    for run in runs:
+        fields = (run.first, run.last, run.status, run.message, run.compaction, run.line, run.pin)
+        pending = _push(pending, fields, done)
+    if pending is not None:
+        done.append(_run_bytes(pending))
+    assert done == [run_bytes(run) for run in merged]
