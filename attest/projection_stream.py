@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Final
 
-from registre.attest.canonical import canonical_bytes
+from registre.attest.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from registre.attest.projection import (
     REGISTRE_SHAPE,
     block_version,
@@ -75,7 +75,7 @@ from registre.lifecycle.context.projection import PROJECTION_FORMAT
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 
-__all__ = ["ModelCallChecker", "call_digest", "message_bytes", "run_bytes"]
+__all__ = ["ModelCallChecker", "call_digest", "flat_json", "message_bytes", "run_bytes"]
 
 _COMMA: Final = b","
 _PARTS: Final = "registre.attest/projection-parts"
@@ -281,17 +281,18 @@ def _digest(
     budget: int,
     prefix_tokens: int,
     total: int,
-    block: tuple[dict[str, object], Message | None] | None,
+    block: tuple[str, bytes | None] | None,
     tail: bytes,
 ) -> str:
     """SHA-256 over the canonical bytes of the projection, streamed from ``parts``:
-    ``block`` the lifecycle block's JSON and message (if any), ``tail`` the last members."""
+    ``block`` the lifecycle block's canonical JSON text and its message's canonical bytes
+    (if any), ``tail`` the last members."""
     head = f'{{"at":{at},"budget_tokens":{budget},"format":"{PROJECTION_FORMAT}"'
     block_bytes = b""
     if block is not None:
-        head += ',"lifecycle_block":' + canonical_bytes(block[0]).decode()
+        head += ',"lifecycle_block":' + block[0]
         if block[1] is not None:
-            block_bytes = message_bytes(block[1])
+            block_bytes = block[1]
             if parts.messages:
                 block_bytes = _COMMA + block_bytes
     digest = hashlib.sha256(head.encode())
@@ -332,7 +333,8 @@ def call_digest(projection: Projection, state: ContextState, shape: str = REGIST
     block_parts = None
     if block is not None:
         shown_at = None if block.message is None else parts.messages
-        block_parts = (block.to_json(shown_at), block.message)
+        message = None if block.message is None else message_bytes(block.message)
+        block_parts = (flat_json(block.to_json(shown_at)), message)
     return _digest(
         parts,
         projection.at,
@@ -358,6 +360,7 @@ class ModelCallChecker:
         self._counters: dict[str, tuple[TokenCounter, TokenCounter]] = {}
         self._view: tuple[LifecycleState, LifecycleView] | None = None
         self._tails: dict[tuple[Policy, str], bytes] = {}
+        self._block_rest: tuple[str, bytes] | None = None
 
     def check(
         self,
@@ -401,14 +404,42 @@ class ModelCallChecker:
                 self._cached(counter),
                 block_version(body),
             )
-            shown = None
+            shown = message = None
             if block.message is not None:
                 shown = parts.messages
                 total += block.tokens
-            block_parts = (block.to_json(shown), block.message)
+                message = self._block_bytes(block.message)
+            block_parts = (flat_json(block.to_json(shown)), message)
         return _digest(
             parts, state.at, budget, prefix_tokens, total, block_parts, self._tail(policy, counter)
         )
+
+    def _block_bytes(self, message: Message) -> bytes:
+        """``message_bytes(message)`` for the lifecycle block's message, the bytes of its
+        text after the first line break kept from the call before when that text is the
+        same (the first line names ``at``; the rest changes with the lifecycle state and
+        the block's allowance): escaping and UTF-8 both map character by character, so the
+        bytes of a text are the bytes of its pieces, joined."""
+        content = message.content
+        cut = content.find("\n")
+        if cut < 0:
+            return message_bytes(message)
+        rest = content[cut:]
+        known = self._block_rest
+        try:
+            if known is None or known[0] != rest:
+                known = self._block_rest = (rest, _string(rest)[1:].encode())
+            out = "{"
+            if message.call_id is not None:
+                out += f'"call_id":{_string(message.call_id)},'
+            out += f'"content":{_string(content[:cut])[:-1]}'
+            after = ","
+            if message.name is not None:
+                after += f'"name":{_string(message.name)},'
+            after += f'"role":{_string(message.role)}}}'
+            return out.encode() + known[1] + after.encode()
+        except UnicodeEncodeError:
+            return message_bytes(message)  # a lone surrogate: refused there
 
     def _tail(self, policy: Policy, counter: TokenCounter) -> bytes:
         found = self._tails.get((policy, counter.name))
@@ -494,6 +525,25 @@ def _push(pending: _Run | None, run: _Run, done: list[bytes]) -> _Run:
             return (pending[0], run[1], status, pending[3], run[4], run[5], None)
         done.append(_run_bytes(pending))
     return run
+
+
+def flat_json(value: Mapping[str, object]) -> str:
+    """``canonical_bytes(value).decode()``, written directly when ``value`` is flat: ASCII
+    keys (RFC 8785 order is then their code point order), each value an integer within
+    +/-(2**53 - 1) or a plain string (ASCII letters, digits and ``-``, nothing to escape);
+    anything else goes through :func:`canonical_bytes` (the lifecycle block's JSON is flat)."""
+    members = []
+    for key in sorted(value) if all(type(key) is str and key.isascii() for key in value) else ():
+        item = value[key]
+        if type(item) is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            members.append(f"{_string(key)}:{item}")
+        elif type(item) is str and _plain(item):
+            members.append(f'{_string(key)}:"{item}"')
+        else:
+            break
+    if len(members) != len(value):
+        return canonical_bytes(value).decode()
+    return "{" + ",".join(members) + "}"
 
 
 def message_bytes(message: Message) -> bytes:
