@@ -265,12 +265,25 @@ class ContextState:
             raise ValueError(f"entry {entry.seq} folded after entry {self._at}; fold in order")
         self._fold(entry, decide=True)
 
-    def _fold(self, entry: ContextEntry, *, decide: bool) -> None:
+    def apply_compaction(self, entry: ContextEntry, record: CompactionRecord) -> None:
+        """:meth:`apply`, for an entry whose body the caller has just read as a compaction:
+        ``record`` must be ``parse_compaction(entry.seq, entry.body)`` (the body not changed
+        since), and a ``context.compaction`` entry's body is then not read again. Same
+        result, same errors."""
+        if entry.seq != self._at + 1:
+            raise ValueError(f"entry {entry.seq} folded after entry {self._at}; fold in order")
+        self._fold(entry, decide=True, record=record)
+
+    def _fold(
+        self, entry: ContextEntry, *, decide: bool, record: CompactionRecord | None = None
+    ) -> None:
         """Fold ``entry``; without ``decide`` its effect on pins, header and summaries is
-        already in the state (a restored state rebuilding its tail)."""
+        already in the state (a restored state rebuilding its tail). ``record``: the
+        compaction ``entry`` records, read already (:meth:`apply_compaction`)."""
         kind, body = entry.kind, entry.body
         if kind == "context.compaction":
-            record = parse_compaction(entry.seq, body)
+            if record is None:
+                record = parse_compaction(entry.seq, body)
             item = TailItem(entry.seq, kind, entry.actor, body, entry_text(kind, body), None)
             if decide:
                 self._apply_compaction(record)
