@@ -48,11 +48,12 @@ from registre.lifecycle.context.errors import (
 from registre.lifecycle.context.model import ContextEntry
 from registre.lifecycle.context.record import CompactionRecord, parse_compaction
 from registre.lifecycle.context.render import (
+    CONTROL_KINDS,
     elided_message,
     entry_text,
+    message_of,
     pin_message,
     stub_message,
-    tail_message,
     unpin_message,
 )
 from registre.lifecycle.context.stable_prefix import HeaderPin, LiveSummary, SummaryRun
@@ -292,13 +293,14 @@ class ContextState:
         elif kind in ("context.pin", "context.unpin"):
             item = self._pin_item(entry, decide=decide)
         else:
+            text = entry_text(kind, body)
             item = TailItem(
                 entry.seq,
                 kind,
                 entry.actor,
                 body,
-                entry_text(kind, body),
-                tail_message(kind, body),
+                text,
+                None if kind in CONTROL_KINDS else message_of(kind, body, text),
                 begins_turn=kind in ("turn", "tool.call"),
             )
             if kind in ("tool.call", "tool.result"):
