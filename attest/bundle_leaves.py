@@ -252,14 +252,15 @@ class ReadAhead:
 class _Reader(LeafView):
     """One reader of a :class:`ReadAhead`."""
 
-    __slots__ = ("_read", "_shared")
+    __slots__ = ("_length", "_read", "_shared")
 
     def __init__(self, shared: ReadAhead, read: Callable[[int], bytes]) -> None:
         self._shared = shared
         self._read = read
+        self._length = len(shared)  # the lines step 1 recorded: fixed
 
     def __len__(self) -> int:
-        return len(self._shared)
+        return self._length
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self._shared)
