@@ -18,6 +18,7 @@ bytes the manifest vouches for, even if the file changes while it is verified.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from registre.attest.errors import VerificationError
@@ -25,7 +26,14 @@ from registre.attest.leaf_view import LeafView
 from registre.attest.line_groups import LineGroups, group_digest
 from registre.attest.merkle import leaf_hash
 
-__all__ = ["BundleLeaves", "EntriesChangedError", "LeafHashes", "LeafRange"]
+__all__ = [
+    "HELD_BYTES",
+    "BundleLeaves",
+    "EntriesChangedError",
+    "LeafHashes",
+    "LeafRange",
+    "ReadAhead",
+]
 
 
 class EntriesChangedError(VerificationError):
@@ -175,3 +183,87 @@ class LeafRange(LeafView):
 
     def __iter__(self) -> Iterator[bytes]:
         return self._leaves.iterate(self._start, self._stop)
+
+
+HELD_BYTES = 4 * 2**20
+"""The most bytes of lines :class:`ReadAhead` holds for its reader behind (one line more)."""
+
+
+class ReadAhead:
+    """Two readers of one :class:`BundleLeaves` moving forward through a single pass of it:
+    :attr:`ahead` reads line ``s`` before :attr:`behind` reads the lines up to ``s`` (step 6:
+    the body of a compaction or model call at ``s``, then the context fold up to it).
+
+    A line ``ahead`` asks for past the shared cursor moves the cursor there, and the lines
+    it passes are held for ``behind`` (which drops them as it moves past them), at most
+    :data:`HELD_BYTES` of them: beyond that, or for a line the cursor has already passed,
+    ``ahead`` reads from a cursor of its own (``BundleLeaves.fork``, made once), as it always
+    did before. The lines are the cursor's, each checked against step 1 before it is handed
+    out; either reader gets exactly the line the member holds at that index. Iterating
+    either view is a pass of its own, as iterating the leaves is.
+    """
+
+    def __init__(self, leaves: BundleLeaves, held_bytes: int = HELD_BYTES) -> None:
+        self._leaves = leaves
+        self._held: deque[bytes] = deque()
+        self._base = 0  # the index of _held[0]
+        self._size = 0  # bytes held
+        self._limit = held_bytes
+        self._fork: BundleLeaves | None = None
+        self.ahead: LeafView = _Reader(self, self._read_ahead)
+        self.behind: LeafView = _Reader(self, self._read_behind)
+
+    def __len__(self) -> int:
+        return len(self._leaves)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._leaves)
+
+    def _read_behind(self, index: int) -> bytes:
+        held = self._held
+        if self._base <= index < self._base + len(held):
+            while self._base < index:  # lines behind this one are not asked for again
+                self._size -= len(held.popleft())
+                self._base += 1
+            return held[0]
+        return self._leaves[index]
+
+    def _read_ahead(self, index: int) -> bytes:
+        held, leaves = self._held, self._leaves
+        end = self._base + len(held)
+        if self._base <= index < end:
+            return held[index - self._base]
+        cursor = leaves._next if leaves._cursor is not None else 0
+        if end != cursor:  # the cursor moved on its own (a reader went back): start again
+            held.clear()
+            self._base, self._size = cursor, 0
+        while cursor <= index and self._size <= self._limit:
+            line = leaves[cursor]
+            held.append(line)
+            self._size += len(line)
+            cursor += 1
+        if cursor > index and index >= self._base:
+            return held[index - self._base]
+        if self._fork is None:
+            self._fork = leaves.fork()
+        return self._fork[index]
+
+
+class _Reader(LeafView):
+    """One reader of a :class:`ReadAhead`."""
+
+    __slots__ = ("_length", "_read", "_shared")
+
+    def __init__(self, shared: ReadAhead, read: Callable[[int], bytes]) -> None:
+        self._shared = shared
+        self._read = read
+        self._length = len(shared)  # the lines step 1 recorded: fixed
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._shared)
+
+    def _leaf(self, index: int) -> bytes:
+        return self._read(index)

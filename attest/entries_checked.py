@@ -9,13 +9,13 @@ step 3 did not keep, read again from verified bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.entry_records import EntryRecord, PackedRecords, RereadLines
+from registre.attest.leaf_open import load_leaf
 from registre.attest.lifecycle_chain import ChainMark
 
 __all__ = ["SEMANTIC_KINDS", "EntriesChecked", "EntryRecord", "RecordsWithBodies", "thin_marks"]
@@ -81,7 +81,7 @@ class RecordsWithBodies(Sequence[EntryRecord]):
         line = self._reread.get(record.seq)
         if line is None:
             return record
-        body = json.loads(self._leaves[line])["entry"]["body"]
+        body = load_leaf(self._leaves[line])["entry"]["body"]
         return EntryRecord(record.seq, record.kind, record.actor, body)
 
     def __iter__(self) -> Iterator[EntryRecord]:

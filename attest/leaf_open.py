@@ -79,7 +79,7 @@ from registre.attest.lifecycle_chain import LifecycleHead
 from registre.attest.merkle import HASH_SIZE, leaf_hash
 from registre.attest.strict_json import MAX_SAFE_INTEGER
 
-__all__ = ["LeafOpener", "body_rules_hold", "open_leaf"]
+__all__ = ["LeafOpener", "body_rules_hold", "load_leaf", "open_leaf"]
 
 _LEAF_HEAD: Final = len(b'{"entry":')
 _LEAF_TAIL: Final = len(b',"sig":"') + 88 + len(b'"}')  # 64-byte signature in base64: 88
@@ -112,6 +112,9 @@ _SCAN: Final = make_scanner(
     cast(Any, json.JSONDecoder(parse_float=_refuse_float, parse_int=_short_int))
 )  # the C scanner: what JSONDecoder.decode runs, without its whitespace steps
 _ENCODE: Final = _FAST_JSON.encode
+_LOAD: Final = make_scanner(
+    cast(Any, json.JSONDecoder())
+)  # json.loads's scanner, its hooks as they are
 _TO_B64: Final = binascii.b2a_base64
 _FROM_B64: Final = binascii.a2b_base64
 
@@ -283,3 +286,19 @@ def open_leaf(leaf: bytes, keys: Sequence[Verifier]) -> Entry:
     See the module docstring for why the fast path accepts only what open_entry accepts.
     """
     return LeafOpener(keys).open(leaf)
+
+
+def load_leaf(leaf: bytes) -> Any:
+    """``json.loads(leaf)``: the same value, the same errors. For the leaves step 3 verified
+    (canonical JSON: UTF-8, nothing around the value) the C scanner is run on the text
+    directly, without json.loads's encoding detection and whitespace steps; anything else
+    (and any failure) goes through json.loads itself."""
+    try:
+        text = leaf.decode("utf-8")
+        if text[:1] == "{":
+            value, end = _LOAD(text, 0)
+            if end == len(text):
+                return value
+    except (ValueError, RecursionError, StopIteration):
+        pass
+    return json.loads(leaf)

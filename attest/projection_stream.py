@@ -41,11 +41,12 @@ call rebuilds the parts, once. Two users:
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Final
 
-from registre.attest.canonical import canonical_bytes
+from registre.attest.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from registre.attest.projection import (
     REGISTRE_SHAPE,
     block_version,
@@ -69,20 +70,21 @@ from registre.lifecycle.context import (
 from registre.lifecycle.context.fold import TailItem
 from registre.lifecycle.context.lifecycle_block import LifecycleView, block_allowance
 from registre.lifecycle.context.line_counts import line_counter
-from registre.lifecycle.context.projection import (
-    PROJECTION_FORMAT,
-    run_continues,
-    summarized_run,
-)
+from registre.lifecycle.context.projection import PROJECTION_FORMAT
 
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 
-__all__ = ["ModelCallChecker", "call_digest", "message_bytes", "run_bytes"]
+__all__ = ["ModelCallChecker", "call_digest", "flat_json", "message_bytes", "run_bytes"]
 
 _COMMA: Final = b","
 _PARTS: Final = "registre.attest/projection-parts"
 _string: Final = encode_basestring
+
+_Run = tuple[int, int, str, int | None, int | None, int | None, str | None]
+"""A manifest run as its fields, in :class:`ManifestRun`'s order: ``(first, last, status,
+message, compaction, line, pin)`` (the parts build and merge runs as tuples, a
+:class:`ManifestRun` only for the one left open)."""
 
 
 class _Parts:
@@ -160,67 +162,81 @@ class _Parts:
         self.message_bytes += found[1]
         self.messages += 1
 
-    def _push(self, run: ManifestRun) -> None:
-        last = self.last_run
-        if last is not None and run_continues(last, run):
-            self.last_run = ManifestRun(
-                last.first, run.last, run.status, last.message, run.compaction, run.line
-            )
-            return
-        if last is not None:
-            if self.runs_bytes:
-                self.runs_bytes += _COMMA
-            self.runs_bytes += run_bytes(last)
-        self.last_run = run
-
     def _summary_runs(self, state: ContextState) -> None:
+        """The runs of the live summaries, the header's pinned entries cut out of them (as
+        ``project`` writes them: :func:`~registre.lifecycle.context.projection.summarized_run`
+        pieces merged by ``run_continues``)."""
         pinned = self.header_pins
         pinned_seqs = sorted(pinned)
+        count = len(pinned_seqs)
+        pending = _fields(self.last_run)
+        done: list[bytes] = []
         message = len(state.header)
         for summary in state.summaries:
+            compaction = summary.seq
             for first, last, line in summary.runs:
                 start = first
-                for seq in (s for s in pinned_seqs if first <= s <= last):
+                low = bisect_left(pinned_seqs, first)
+                while low < count and pinned_seqs[low] <= last:
+                    seq = pinned_seqs[low]
+                    low += 1
                     if seq > start:
-                        self._push(summarized_run(start, seq - 1, summary.seq, line, message))
+                        run = _summarized(start, seq - 1, compaction, line, message)
+                        pending = _push(pending, run, done)
                     pin_id, index = pinned[seq]
-                    self._push(ManifestRun(seq, seq, "pinned", index, pin=pin_id))
+                    pending = _push(pending, (seq, seq, "pinned", index, None, None, pin_id), done)
                     start = seq + 1
                 if start <= last:
-                    self._push(summarized_run(start, last, summary.seq, line, message))
+                    pending = _push(
+                        pending, _summarized(start, last, compaction, line, message), done
+                    )
             message += 1
+        self._finish(pending, done)
 
     def advance(self, state: ContextState) -> None:
         """Take in the tail entries of ``state`` folded since the last call."""
         tail = state.tail
-        if len(tail) > self.tail_len and self.shared:
-            self.message_bytes = bytearray(self.message_bytes)
-            self.runs_bytes = bytearray(self.runs_bytes)
-            self.cache = dict(self.cache)
-            self.shared = False
-        header_seq = state.header_seq
-        pinned = self.header_pins
-        for index in range(self.tail_len, len(tail)):
-            item = tail[index]
-            shown = item.shown(header_seq)
-            if shown is not None:
-                if item.pin_id is not None:
-                    run = ManifestRun(item.seq, item.seq, "pinned", self.messages, pin=item.pin_id)
-                else:
-                    status = "stubbed" if item.stubbed else "verbatim"
-                    run = ManifestRun(item.seq, item.seq, status, self.messages)
-                self._message(shown)
-            elif item.seq in pinned:
-                pin_id, at = pinned[item.seq]
-                run = ManifestRun(item.seq, item.seq, "pinned", at, pin=pin_id)
-            else:
-                run = ManifestRun(item.seq, item.seq, "folded")
-            self._push(run)
         if len(tail) > self.tail_len:
+            if self.shared:
+                self.message_bytes = bytearray(self.message_bytes)
+                self.runs_bytes = bytearray(self.runs_bytes)
+                self.cache = dict(self.cache)
+                self.shared = False
+            header_seq = state.header_seq
+            pinned = self.header_pins
+            pending = _fields(self.last_run)
+            done: list[bytes] = []
+            run: _Run
+            for index in range(self.tail_len, len(tail)):
+                item = tail[index]
+                seq = item.seq
+                shown = item.shown(header_seq)
+                if shown is not None:
+                    if item.pin_id is not None:
+                        run = (seq, seq, "pinned", self.messages, None, None, item.pin_id)
+                    else:
+                        status = "stubbed" if item.stubbed else "verbatim"
+                        run = (seq, seq, status, self.messages, None, None, None)
+                    self._message(shown)
+                elif seq in pinned:
+                    pin_id, at = pinned[seq]
+                    run = (seq, seq, "pinned", at, None, None, pin_id)
+                else:
+                    run = (seq, seq, "folded", None, None, None, None)
+                pending = _push(pending, run, done)
+            self._finish(pending, done)
             self.tail_len = len(tail)
             self.last_item = tail[-1]
         self.at = state.at
         self.previous = {}
+
+    def _finish(self, pending: _Run | None, done: list[bytes]) -> None:
+        """Append the runs ``done`` to the bytes; ``pending`` (still open) becomes the last."""
+        if done:
+            if self.runs_bytes:
+                self.runs_bytes += _COMMA
+            self.runs_bytes += _COMMA.join(done)
+        self.last_run = None if pending is None else ManifestRun(*pending)
 
     def tokens_for(self, state: ContextState, counter: TokenCounter) -> tuple[int, int]:
         """(stable prefix tokens, total tokens) of the messages, for ``counter``."""
@@ -265,17 +281,18 @@ def _digest(
     budget: int,
     prefix_tokens: int,
     total: int,
-    block: tuple[dict[str, object], Message | None] | None,
+    block: tuple[str, bytes | None] | None,
     tail: bytes,
 ) -> str:
     """SHA-256 over the canonical bytes of the projection, streamed from ``parts``:
-    ``block`` the lifecycle block's JSON and message (if any), ``tail`` the last members."""
+    ``block`` the lifecycle block's canonical JSON text and its message's canonical bytes
+    (if any), ``tail`` the last members."""
     head = f'{{"at":{at},"budget_tokens":{budget},"format":"{PROJECTION_FORMAT}"'
     block_bytes = b""
     if block is not None:
-        head += ',"lifecycle_block":' + canonical_bytes(block[0]).decode()
+        head += ',"lifecycle_block":' + block[0]
         if block[1] is not None:
-            block_bytes = message_bytes(block[1])
+            block_bytes = block[1]
             if parts.messages:
                 block_bytes = _COMMA + block_bytes
     digest = hashlib.sha256(head.encode())
@@ -316,7 +333,8 @@ def call_digest(projection: Projection, state: ContextState, shape: str = REGIST
     block_parts = None
     if block is not None:
         shown_at = None if block.message is None else parts.messages
-        block_parts = (block.to_json(shown_at), block.message)
+        message = None if block.message is None else message_bytes(block.message)
+        block_parts = (flat_json(block.to_json(shown_at)), message)
     return _digest(
         parts,
         projection.at,
@@ -342,6 +360,7 @@ class ModelCallChecker:
         self._counters: dict[str, tuple[TokenCounter, TokenCounter]] = {}
         self._view: tuple[LifecycleState, LifecycleView] | None = None
         self._tails: dict[tuple[Policy, str], bytes] = {}
+        self._block_rest: tuple[str, bytes] | None = None
 
     def check(
         self,
@@ -385,14 +404,42 @@ class ModelCallChecker:
                 self._cached(counter),
                 block_version(body),
             )
-            shown = None
+            shown = message = None
             if block.message is not None:
                 shown = parts.messages
                 total += block.tokens
-            block_parts = (block.to_json(shown), block.message)
+                message = self._block_bytes(block.message)
+            block_parts = (flat_json(block.to_json(shown)), message)
         return _digest(
             parts, state.at, budget, prefix_tokens, total, block_parts, self._tail(policy, counter)
         )
+
+    def _block_bytes(self, message: Message) -> bytes:
+        """``message_bytes(message)`` for the lifecycle block's message, the bytes of its
+        text after the first line break kept from the call before when that text is the
+        same (the first line names ``at``; the rest changes with the lifecycle state and
+        the block's allowance): escaping and UTF-8 both map character by character, so the
+        bytes of a text are the bytes of its pieces, joined."""
+        content = message.content
+        cut = content.find("\n")
+        if cut < 0:
+            return message_bytes(message)
+        rest = content[cut:]
+        known = self._block_rest
+        try:
+            if known is None or known[0] != rest:
+                known = self._block_rest = (rest, _string(rest)[1:].encode())
+            out = "{"
+            if message.call_id is not None:
+                out += f'"call_id":{_string(message.call_id)},'
+            out += f'"content":{_string(content[:cut])[:-1]}'
+            after = ","
+            if message.name is not None:
+                after += f'"name":{_string(message.name)},'
+            after += f'"role":{_string(message.role)}}}'
+            return out.encode() + known[1] + after.encode()
+        except UnicodeEncodeError:
+            return message_bytes(message)  # a lone surrogate: refused there
 
     def _tail(self, policy: Policy, counter: TokenCounter) -> bytes:
         found = self._tails.get((policy, counter.name))
@@ -420,20 +467,83 @@ def run_bytes(run: ManifestRun) -> bytes:
     (``compaction``, ``from``, ``line``, ``message``, ``pin``, ``status``, ``to``; all keys
     ASCII), integers in decimal; a status outside :data:`STATUSES` or a pin id that is not
     plain ASCII letters, digits and ``-`` goes through :func:`canonical_bytes`."""
-    pin = run.pin
-    if run.status not in _RUN_STATUSES or not (pin is None or _plain(pin)):
-        return canonical_bytes(run.to_json())
+    return _run_bytes(
+        (run.first, run.last, run.status, run.message, run.compaction, run.line, run.pin)
+    )
+
+
+def _run_bytes(run: _Run) -> bytes:
+    """:func:`run_bytes` of the run with these fields."""
+    first, last, status, message, compaction, line, pin = run
+    if status not in _RUN_STATUSES or not (pin is None or _plain(pin)):
+        return canonical_bytes(ManifestRun(*run).to_json())
     out = "{"
-    if run.compaction is not None:
-        out += f'"compaction":{run.compaction},'
-    out += f'"from":{run.first},'
-    if run.line is not None:
-        out += f'"line":{run.line},'
-    if run.message is not None:
-        out += f'"message":{run.message},'
+    if compaction is not None:
+        out += f'"compaction":{compaction},'
+    out += f'"from":{first},'
+    if line is not None:
+        out += f'"line":{line},'
+    if message is not None:
+        out += f'"message":{message},'
     if pin is not None:
         out += f'"pin":"{pin}",'
-    return f'{out}"status":"{run.status}","to":{run.last}}}'.encode("ascii")
+    return f'{out}"status":"{status}","to":{last}}}'.encode("ascii")
+
+
+def _fields(run: ManifestRun | None) -> _Run | None:
+    if run is None:
+        return None
+    return (run.first, run.last, run.status, run.message, run.compaction, run.line, run.pin)
+
+
+def _summarized(first: int, last: int, compaction: int, line: int | None, message: int) -> _Run:
+    """:func:`~registre.lifecycle.context.projection.summarized_run` as fields."""
+    if line is None:
+        return (first, last, "folded", None, None, None, None)
+    return (first, last, "summarized", message, compaction, line, None)
+
+
+def _push(pending: _Run | None, run: _Run, done: list[bytes]) -> _Run:
+    """The run left open once ``run`` follows ``pending``: the two merged when the manifest
+    merges them (:func:`~registre.lifecycle.context.projection.run_continues`, into the
+    run ``_push`` of ``project`` writes), else ``run``, ``pending`` closed into ``done``."""
+    if pending is not None:
+        status = run[2]
+        if (
+            pending[1] + 1 == run[0]
+            and pending[2] == status
+            and (
+                status == "folded"
+                or (status == "summarized" and pending[4] == run[4] and pending[5] == run[5])
+                or (
+                    (status == "verbatim" or status == "stubbed")
+                    and pending[3] is not None
+                    and pending[3] + (pending[1] - pending[0] + 1) == run[3]
+                )
+            )
+        ):
+            return (pending[0], run[1], status, pending[3], run[4], run[5], None)
+        done.append(_run_bytes(pending))
+    return run
+
+
+def flat_json(value: Mapping[str, object]) -> str:
+    """``canonical_bytes(value).decode()``, written directly when ``value`` is flat: ASCII
+    keys (RFC 8785 order is then their code point order), each value an integer within
+    +/-(2**53 - 1) or a plain string (ASCII letters, digits and ``-``, nothing to escape);
+    anything else goes through :func:`canonical_bytes` (the lifecycle block's JSON is flat)."""
+    members = []
+    for key in sorted(value) if all(type(key) is str and key.isascii() for key in value) else ():
+        item = value[key]
+        if type(item) is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            members.append(f"{_string(key)}:{item}")
+        elif type(item) is str and _plain(item):
+            members.append(f'{_string(key)}:"{item}"')
+        else:
+            break
+    if len(members) != len(value):
+        return canonical_bytes(value).decode()
+    return "{" + ",".join(members) + "}"
 
 
 def message_bytes(message: Message) -> bytes:

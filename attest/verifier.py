@@ -65,6 +65,7 @@ from itertools import islice
 from typing import Final
 
 from registre.attest.bundle import Bundle, BundleLeaves, open_bundle
+from registre.attest.bundle_leaves import ReadAhead
 from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
 from registre.attest.checkpoint import Checkpoint, check_origin, open_checkpoint
 from registre.attest.cosignature import CosignatureVerifier
@@ -482,12 +483,15 @@ class _Verification:
     def _step6_semantics(self, result: StepResult) -> None:
         progress = SemanticsProgress()
         try:
-            leaves = self.bundle.leaves
-            second = leaves.fork() if isinstance(leaves, BundleLeaves) else leaves
+            leaves: Sequence[bytes] = self.bundle.leaves
+            bodies = leaves
+            if isinstance(leaves, BundleLeaves):  # one pass for the bodies and the prefixes
+                shared = ReadAhead(leaves)
+                bodies, leaves = shared.ahead, shared.behind
             self.semantics = check_semantics(
-                RecordsWithBodies(self.entries.records, self.entries.reread, second),
+                RecordsWithBodies(self.entries.records, self.entries.reread, bodies),
                 full=self.full,
-                leaves=self.bundle.leaves,  # the hooks' prefixes are views read from the zip
+                leaves=leaves,  # the hooks' prefixes are views read from the zip
                 hooks=self.hooks,
                 progress=progress,
                 lifecycle_complete=self.lifecycle_complete,

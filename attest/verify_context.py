@@ -29,10 +29,10 @@ registre, others must be given (``counters``). One replay serves one bundle.
 from __future__ import annotations
 
 import itertools
-import json
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from registre.attest.leaf_open import load_leaf
 from registre.attest.projection import claims_block
 from registre.attest.projection_stream import ModelCallChecker
 from registre.attest.verify_semantics import Compaction, ModelCall, SemanticHooks
@@ -66,7 +66,7 @@ class QuoteTexts(Mapping[int, str]):
             return text
         if not isinstance(seq, int) or not 0 <= seq < len(self.leaves):
             raise KeyError(seq)
-        envelope = json.loads(self.leaves[seq])["entry"]
+        envelope = load_leaf(self.leaves[seq])["entry"]
         return entry_text(envelope["kind"], envelope["body"])
 
     def __iter__(self) -> Iterator[int]:
@@ -137,7 +137,7 @@ class ContextReplay:
         if self._state.at > seq:
             self._state, self._texts = ContextState(), QuoteTexts()
         for position in range(self._state.at + 1, seq + 1):
-            envelope = json.loads(leaves[position])["entry"]
+            envelope = load_leaf(leaves[position])["entry"]
             self._state.apply(
                 ContextEntry(position, envelope["kind"], envelope["actor"], envelope["body"])
             )
@@ -157,7 +157,7 @@ def _replay_lifecycle(leaves: Sequence[bytes]) -> LifecycleState:
     they apply): for a model call whose ``at_seq`` lies before later lifecycle entries."""
     state = LifecycleState.empty()
     for leaf in leaves:
-        envelope = json.loads(leaf)["entry"]
+        envelope = load_leaf(leaf)["entry"]
         if envelope["kind"] in LIFECYCLE_KINDS:
             state = apply(state, parse_body(envelope["kind"], envelope["body"]))
     return state

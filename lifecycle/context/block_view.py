@@ -99,6 +99,19 @@ class LifecycleView:
     ranges: IdRanges | None = field(default=None, compare=False, repr=False, hash=False)
     id_costs: tuple[int, ...] | None = field(default=None, compare=False, repr=False, hash=False)
     """Set by a kept view: per id of ``ids``, its ``registre.default/1`` count plus 2."""
+    _statements: dict[int, str] = field(default_factory=dict, compare=False, repr=False, hash=False)
+    """Per number ``s`` of statements shown, the first ``s`` statement lines joined by line
+    breaks (the block is laid out at every model call, mostly from the same view)."""
+
+    def statements_text(self, shown: int) -> str:
+        """``"\\n".join(statement_line(item) for item in active[:shown])``, kept."""
+        text = self._statements.get(shown)
+        if text is None:
+            if len(self._statements) >= 8:
+                self._statements.clear()
+            text = "\n".join([statement_line(item) for item in self.active[:shown]])
+            self._statements[shown] = text
+        return text
 
     @property
     def empty(self) -> bool:

@@ -177,7 +177,7 @@ def validate_compaction(
     record = parse_compaction(entry.seq, entry.body)  # step 1
     counter = resolve_counter(record.token_counter, counters)  # step 2
     after = state.copy()
-    after.apply(entry)  # step 3: the fold refuses ranges and stubs it cannot apply
+    after.apply_compaction(entry, record)  # step 3: the fold refuses what it cannot apply
     _check_tail_rules(state, record, counter, where)  # steps 4-6
     if record.folded is not None:  # steps 7-8
         _check_lines(state, after, record, counter, entries_text_by_seq, where)

@@ -48,11 +48,12 @@ from registre.lifecycle.context.errors import (
 from registre.lifecycle.context.model import ContextEntry
 from registre.lifecycle.context.record import CompactionRecord, parse_compaction
 from registre.lifecycle.context.render import (
+    CONTROL_KINDS,
     elided_message,
     entry_text,
+    message_of,
     pin_message,
     stub_message,
-    tail_message,
     unpin_message,
 )
 from registre.lifecycle.context.stable_prefix import HeaderPin, LiveSummary, SummaryRun
@@ -265,12 +266,25 @@ class ContextState:
             raise ValueError(f"entry {entry.seq} folded after entry {self._at}; fold in order")
         self._fold(entry, decide=True)
 
-    def _fold(self, entry: ContextEntry, *, decide: bool) -> None:
+    def apply_compaction(self, entry: ContextEntry, record: CompactionRecord) -> None:
+        """:meth:`apply`, for an entry whose body the caller has just read as a compaction:
+        ``record`` must be ``parse_compaction(entry.seq, entry.body)`` (the body not changed
+        since), and a ``context.compaction`` entry's body is then not read again. Same
+        result, same errors."""
+        if entry.seq != self._at + 1:
+            raise ValueError(f"entry {entry.seq} folded after entry {self._at}; fold in order")
+        self._fold(entry, decide=True, record=record)
+
+    def _fold(
+        self, entry: ContextEntry, *, decide: bool, record: CompactionRecord | None = None
+    ) -> None:
         """Fold ``entry``; without ``decide`` its effect on pins, header and summaries is
-        already in the state (a restored state rebuilding its tail)."""
+        already in the state (a restored state rebuilding its tail). ``record``: the
+        compaction ``entry`` records, read already (:meth:`apply_compaction`)."""
         kind, body = entry.kind, entry.body
         if kind == "context.compaction":
-            record = parse_compaction(entry.seq, body)
+            if record is None:
+                record = parse_compaction(entry.seq, body)
             item = TailItem(entry.seq, kind, entry.actor, body, entry_text(kind, body), None)
             if decide:
                 self._apply_compaction(record)
@@ -279,13 +293,14 @@ class ContextState:
         elif kind in ("context.pin", "context.unpin"):
             item = self._pin_item(entry, decide=decide)
         else:
+            text = entry_text(kind, body)
             item = TailItem(
                 entry.seq,
                 kind,
                 entry.actor,
                 body,
-                entry_text(kind, body),
-                tail_message(kind, body),
+                text,
+                None if kind in CONTROL_KINDS else message_of(kind, body, text),
                 begins_turn=kind in ("turn", "tool.call"),
             )
             if kind in ("tool.call", "tool.result"):

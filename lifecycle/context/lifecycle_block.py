@@ -447,12 +447,12 @@ def _block_v2(
     _grow_until(lines, view, counter, room)
     shown = max(bisect_right(lines.sums, room) - 1, 0)
     while shown > 0:
-        statements = [_statement_line(item) for item in active[:shown]]
+        statements = view.statements_text(shown)  # the lines joined: the same text
         if summed and lines.clean >= shown:
             tokens = used + lines.sums[shown]
-            message = Message("system", "\n".join([*frame, _STATEMENTS, *statements, *after]))
+            message = Message("system", "\n".join([*frame, _STATEMENTS, statements, *after]))
         else:
-            message, tokens = sized([*frame, _STATEMENTS, *statements, *after])
+            message, tokens = sized([*frame, _STATEMENTS, statements, *after])
         if tokens <= allowance:
             return LifecycleBlock("statements", message, tokens, shown, 2)
         shown -= 1

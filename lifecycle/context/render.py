@@ -33,6 +33,7 @@ __all__ = [
     "MIRROR_KINDS",
     "elided_message",
     "entry_text",
+    "message_of",
     "message_tokens",
     "pin_message",
     "stub_message",
@@ -108,7 +109,13 @@ def tail_message(kind: str, body: Mapping[str, object]) -> Message | None:
     """
     if kind in CONTROL_KINDS:
         return None
-    text = entry_text(kind, body)
+    return message_of(kind, body, entry_text(kind, body))
+
+
+def message_of(kind: str, body: Mapping[str, object], text: str) -> Message:
+    """:func:`tail_message` of an entry of a content kind whose
+    :func:`entry_text` is ``text`` (computed already: the fold keeps it too). Raises as
+    tail_message does."""
     if kind == "turn":
         role = _string(body, "role")
         if role not in ("user", "assistant", "system"):

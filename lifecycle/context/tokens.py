@@ -114,8 +114,13 @@ _PATTERNS: Final = (_LETTERS, _DIGITS, _PUNCT, _SPACE, _NON_ASCII, _WIDE, _CONTR
 # run. So one scan with their alternation (the two whitespace alternatives in their order)
 # finds exactly the matches of the six scans, and _WIDE (a subset of _NON_ASCII) adds its
 # own, none in an ASCII text. ``subn`` counts the matches without building their list.
+# A single space after a letter, digit or punctuation mark and before no whitespace (a
+# whitespace run of one space: no match, no charge) is taken into the match before it, so
+# the scan does not stop at it to try every alternative and fail (a third of the time on
+# prose); the count is the same. The runs are matched possessively (nothing to give back).
 _PIECES: Final = re.compile(
-    r"[A-Za-z]{1,7}|[0-9]{1,3}|[!-/:-@\[-`{-~]{1,2}|[\t\n\v\f\r ]{2,}|[\t\n\v\f\r]"
+    r"[A-Za-z]{1,7}+(?: (?![\t\n\v\f\r ]))?|[0-9]{1,3}+(?: (?![\t\n\v\f\r ]))?"
+    r"|[!-/:-@\[-`{-~]{1,2}+(?: (?![\t\n\v\f\r ]))?|[\t\n\v\f\r ]{2,}|[\t\n\v\f\r]"
     r"|[^\x00-\x7f]|[\x00-\x08\x0e-\x1f\x7f]"
 )
 _count_pieces: Final = _PIECES.subn

@@ -31,6 +31,7 @@ from registre.attest.bundle import (
     read_bundle,
     write_bundle,
 )
+from registre.attest.bundle_leaves import ReadAhead
 from registre.attest.bundle_zip import ZipStreamWriter, deterministic_zip
 from registre.attest.canonical import canonical_bytes
 from registre.attest.checkpoint import Checkpoint, sign_checkpoint
@@ -268,6 +269,54 @@ def test_bundle_leaves_give_every_range_whatever_the_chunking(
     assert list(leaves) == lines
     assert list(leaves.iterate(start, min(stop, len(lines)))) == lines[start:stop]
     assert [leaves[i] for i in reversed(range(len(lines)))] == lines[::-1]
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=30).filter(lambda b: b"\n" not in b), max_size=40),
+    st.integers(1, 50),
+    st.integers(0, 120),
+    st.lists(st.tuples(st.booleans(), st.integers(0, 39)), max_size=30),
+)
+def test_read_ahead_readers_get_every_line_as_it_is(
+    lines: list[bytes], chunk: int, held: int, reads: list[tuple[bool, int]]
+) -> None:
+    """Whatever the order of reads and the bytes held, both readers of a ReadAhead give
+    the line at the index asked for (held, from the shared cursor, or from a fork)."""
+    data = b"".join(line + b"\n" for line in lines)
+    shared = ReadAhead(BundleLeaves(lambda: _chunked(data, chunk), LineGroups(lines)), held)
+    for ahead, index in reads:
+        if index < len(lines):
+            reader = shared.ahead if ahead else shared.behind
+            assert reader[index] == lines[index]
+    assert list(shared.ahead) == list(shared.behind) == lines
+
+
+def test_read_ahead_reads_the_member_once_when_the_reader_behind_follows() -> None:
+    """Step 6's pattern -- a body at s, then the lines up to s -- inflates the member once."""
+    lines = [b"line %d" % i for i in range(500)]
+    data = b"".join(line + b"\n" for line in lines)
+    passes = []
+
+    def chunks() -> list[bytes]:
+        passes.append(1)
+        return _chunked(data, 64)
+
+    shared = ReadAhead(BundleLeaves(chunks, LineGroups(lines)))
+    behind = 0
+    for seq in range(3, 500, 7):
+        assert shared.ahead[seq] == lines[seq]
+        while behind < seq:
+            assert shared.behind[behind] == lines[behind]
+            behind += 1
+    assert len(passes) == 1
+
+
+def test_read_ahead_refuses_bytes_that_changed_since_step_1() -> None:
+    lines = [b"one", b"two", b"three"]
+    for read in ("ahead", "behind"):
+        changed = BundleLeaves(lambda: [b"one\ntwo\nthree!\n"], LineGroups(lines))
+        with pytest.raises(EntriesChangedError, match=r"lines 1\.\.3"):
+            getattr(ReadAhead(changed), read)[1]
 
 
 def test_bundle_leaves_refuse_bytes_that_changed_since_step_1() -> None:

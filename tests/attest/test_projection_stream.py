@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from registre.attest.canonical import LoneSurrogateError, canonical_bytes
 from registre.attest.errors import RegistreError
 from registre.attest.projection import projection_digest, verify_model_call
-from registre.attest.projection_stream import ModelCallChecker, message_bytes, run_bytes
+from registre.attest.projection_stream import (
+    ModelCallChecker,
+    _push,
+    _run_bytes,
+    flat_json,
+    message_bytes,
+    run_bytes,
+)
 from registre.lifecycle import PinRequest, ReadRequest, Statement, UnpinRequest, UpsertRequest
 from registre.lifecycle.context import (
     DEFAULT_COUNTER_NAME,
@@ -31,6 +38,7 @@ from registre.lifecycle.context import (
     prepare_compaction,
     project,
 )
+from registre.lifecycle.context.projection import _push as project_push
 from tests.bundles import Thread, ref
 
 COMPACT_POLICY = Policy(
@@ -195,3 +203,87 @@ def test_run_bytes_are_canonical_bytes(
 ) -> None:
     run = ManifestRun(first, last, status, message, compaction, line, pin)
     assert run_bytes(run) == canonical_bytes(run.to_json())
+
+
+small = st.integers(0, 3)
+manifest_run = st.builds(
+    lambda first, length, status, message, compaction, line, pin: ManifestRun(
+        first, first + length, status, message, compaction, line, pin
+    ),
+    st.integers(0, 12),
+    small,
+    st.sampled_from(STATUSES),
+    st.none() | small,
+    st.none() | small,
+    st.none() | small,
+    st.none() | st.sampled_from(["pin-1", "é"]),
+)
+
+
+@given(st.lists(manifest_run, max_size=12))
+def test_runs_merged_as_tuples_are_the_runs_project_merges(runs: list[ManifestRun]) -> None:
+    """The parts' run merging (fields as tuples) writes the manifest ``project`` writes
+    (its ``_push``, by ``run_continues``), run for run."""
+    merged: list[ManifestRun] = []
+    for run in runs:
+        project_push(merged, run)
+    pending = None
+    done: list[bytes] = []
+    for run in runs:
+        fields = (run.first, run.last, run.status, run.message, run.compaction, run.line, run.pin)
+        pending = _push(pending, fields, done)
+    if pending is not None:
+        done.append(_run_bytes(pending))
+    assert done == [run_bytes(run) for run in merged]
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["version", "form", "tokens", "message", "é", "a\nb", 'q"']),
+        st.integers(-(2**54), 2**54)
+        | st.booleans()
+        | st.none()
+        | st.sampled_from(["statements", "ids", "none", "", "x y", "é", "a-1"]),
+        max_size=5,
+    )
+)
+def test_flat_json_is_canonical_bytes(value: dict[str, object]) -> None:
+    try:
+        expected = canonical_bytes(value).decode()
+    except RegistreError as error:
+        with pytest.raises(type(error)):
+            flat_json(value)
+        return
+    assert flat_json(value) == expected
+
+
+block_text = st.text(st.sampled_from(["a", "\n", "–", '"', "\\", "\t", "漢", "\ud83d"]), max_size=8)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["system", "user"]),
+            block_text,
+            st.sampled_from(["", '\nsame rest – "x"', "\nother\n"]),
+            st.none() | st.just("n"),
+            st.none() | st.just("c1"),
+        ),
+        max_size=6,
+    )
+)
+def test_block_message_bytes_kept_from_the_call_before_are_message_bytes(
+    messages: list[tuple[str, str, str, str | None, str | None]],
+) -> None:
+    """The lifecycle block's message bytes, their text after the first line break kept
+    from one call to the next, are message_bytes's (or its refusal) every time."""
+    checker = ModelCallChecker(counter_registry(()))
+    for role, head, rest, name, call_id in messages:
+        message = Message(role, head + rest, name, call_id)
+        try:
+            expected = message_bytes(message)
+        except LoneSurrogateError:
+            with pytest.raises(LoneSurrogateError):
+                checker._block_bytes(message)
+            continue
+        assert checker._block_bytes(message) == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 from typing import Any
 
 import pytest
@@ -384,3 +385,34 @@ def test_marks_are_thinned_as_thin_marks_would(monkeypatch: pytest.MonkeyPatch, 
     assert checked.marks == expected
     assert any(mark.lifecycle for mark in expected)
     assert len(expected) < len(lines) or chunk == 1  # one line a chunk: each is the last
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    st.one_of(
+        json_values.map(lambda value: json.dumps({"entry": value}, ensure_ascii=False).encode()),
+        json_values.map(lambda value: json.dumps(value, separators=(",", ":")).encode()),
+        st.binary(max_size=20),
+        st.binary(max_size=6).map(lambda tail: b'{"a":1}' + tail),
+        st.sampled_from(
+            [b"{\x00\x00\x00", b'{"a":"\xed\xa0\x80"}', b' {"a":1}', b"\xef\xbb\xbf{}"]
+        ),
+    )
+)
+def test_load_leaf_reads_what_json_loads_reads(data: bytes) -> None:
+    """The verifier's reader of verified leaves is json.loads: same value, same error."""
+    try:
+        expected = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        with pytest.raises(type(error)):
+            leaf_open.load_leaf(data)
+        return
+    assert repr(leaf_open.load_leaf(data)) == repr(expected)  # NaN is not equal to itself

@@ -35,6 +35,7 @@ from registre.lifecycle.context.block_view import (
     build_lifecycle_view,
     id_ranges,
     lifecycle_view,
+    statement_line,
 )
 from registre.lifecycle.context.lifecycle_block import _ids_line, _ids_line_tokens
 from registre.lifecycle.context.line_counts import block_counter
@@ -219,3 +220,23 @@ def test_the_kept_order_key_orders_as_the_pair_it_packs(entries: list[tuple[int,
     assert by_int == by_pair
     for key, (citers, number) in zip(keys, entries, strict=True):
         assert (_citers_of(key), _number_of(key)) == (citers, number)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ev-1", "ev-2", "ev-30"]), st.text(max_size=12), st.integers(0, 3)
+        ),
+        max_size=12,
+    ),
+    st.lists(st.integers(0, 13), max_size=20),
+)
+def test_statement_texts_kept_by_a_view_are_its_lines_joined(
+    active: list[tuple[str, str, int]], asked: list[int]
+) -> None:
+    """The text a view keeps per number of statements shown is those statement lines,
+    joined by line breaks, however often and in whatever order it is asked for."""
+    view = LifecycleView(tuple(active), (), ())
+    for shown in asked:
+        lines = [statement_line(item) for item in active[:shown]]
+        assert view.statements_text(shown) == "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -207,3 +208,38 @@ def test_a_failing_summarizer_leaves_nothing_written() -> None:
     with pytest.raises(RuntimeError, match="model unavailable"):
         prepare_compaction(builder.state, POLICY, COUNTER, Broken())  # type: ignore[arg-type]
     assert builder.state.at == before - 1
+
+
+def _fold_view(state: ContextState) -> tuple[object, ...]:
+    from registre.lifecycle.context.snapshot import state_snapshot
+
+    tail = [(item.seq, item.message, item.stub, item.elision, item.partner) for item in state.tail]
+    return state_snapshot(state), tail
+
+
+def test_a_compaction_read_once_folds_as_the_entry_read_again() -> None:
+    """apply_compaction with the record validate_compaction read gives the state apply
+    gives (and refuses what it refuses)."""
+    from registre.lifecycle.context.record import parse_compaction
+    from tests.long_threads import long_thread
+
+    thread = long_thread(600, 8_000)
+    state = ContextState()
+    compactions = 0
+    for entry in thread.entries:
+        folded = ContextEntry(entry.seq, entry.kind, entry.actor, entry.body)
+        if entry.kind == "context.compaction":
+            compactions += 1
+            again, once = state.copy(), state.copy()
+            again.apply(folded)
+            once.apply_compaction(folded, parse_compaction(entry.seq, entry.body))
+            assert _fold_view(once) == _fold_view(again)
+            forged = copy.deepcopy(dict(entry.body))
+            forged["stubbed"] = [entry.seq - 1]
+            bad = ContextEntry(entry.seq, entry.kind, entry.actor, forged)
+            with pytest.raises(CompactionVerificationError) as refused:
+                state.copy().apply(bad)
+            with pytest.raises(type(refused.value), match=re.escape(str(refused.value))):
+                state.copy().apply_compaction(bad, parse_compaction(entry.seq, forged))
+        state.apply(folded)
+    assert compactions >= 3
