@@ -40,6 +40,9 @@ _BLOCK = (
     .order_by(_entry.c.seq)
 )
 _BLOCK_LEAVES = 1 << LOWEST_STORED_LEVEL
+_BLOCKS_KEPT = 64
+"""Blocks of leaf hashes a source keeps (32 KiB): a proof reads at most three, a claim
+export's proofs one per claimed entry."""
 
 
 class StoredHashSource:
@@ -85,6 +88,8 @@ class StoredHashSource:
         block = first >> LOWEST_STORED_LEVEL
         leaves = self._blocks.get(block)
         if leaves is None:
+            if len(self._blocks) >= _BLOCKS_KEPT:
+                self._blocks.clear()
             leaves = self._blocks[block] = self._read_block(block)
         offset = first - (block << LOWEST_STORED_LEVEL)
         hashes = leaves[offset : offset + (1 << level)]
