@@ -64,6 +64,11 @@ class BundleLeaves(LeafView):
         """The digests of the lines, a group at a time, in line order."""
         return self._groups
 
+    @property
+    def position(self) -> int:
+        """The index of the line the cursor reads next (0 before the first read)."""
+        return self._next
+
     def fork(self) -> BundleLeaves:
         """The same lines with a cursor of their own (for a second reader moving forward)."""
         return BundleLeaves(self._chunks, self._groups)
@@ -233,7 +238,7 @@ class ReadAhead:
         end = self._base + len(held)
         if self._base <= index < end:
             return held[index - self._base]
-        cursor = leaves._next if leaves._cursor is not None else 0
+        cursor = leaves.position
         if end != cursor:  # the cursor moved on its own (a reader went back): start again
             held.clear()
             self._base, self._size = cursor, 0

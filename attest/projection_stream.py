@@ -429,15 +429,7 @@ class ModelCallChecker:
         try:
             if known is None or known[0] != rest:
                 known = self._block_rest = (rest, _string(rest)[1:].encode())
-            out = "{"
-            if message.call_id is not None:
-                out += f'"call_id":{_string(message.call_id)},'
-            out += f'"content":{_string(content[:cut])[:-1]}'
-            after = ","
-            if message.name is not None:
-                after += f'"name":{_string(message.name)},'
-            after += f'"role":{_string(message.role)}}}'
-            return out.encode() + known[1] + after.encode()
+            return _message_with(message, _string(content[:cut])[:-1].encode() + known[1])
         except UnicodeEncodeError:
             return message_bytes(message)  # a lone surrogate: refused there
 
@@ -554,15 +546,23 @@ def message_bytes(message: Message) -> bytes:
     ``ensure_ascii``). A text with a lone surrogate goes through :func:`canonical_bytes`,
     which refuses it."""
     try:
-        out = "{"
-        if message.call_id is not None:
-            out += f'"call_id":{_string(message.call_id)},'
-        out += f'"content":{_string(message.content)},'
-        if message.name is not None:
-            out += f'"name":{_string(message.name)},'
-        return f'{out}"role":{_string(message.role)}}}'.encode()
+        return _message_with(message, _string(message.content).encode())
     except UnicodeEncodeError:
         return canonical_bytes(message.to_json())
+
+
+def _message_with(message: Message, content: bytes) -> bytes:
+    """:func:`message_bytes` of ``message`` with ``content`` the bytes of its ``content``
+    member's JSON string, already escaped. UnicodeEncodeError for a lone surrogate in
+    another member."""
+    out = "{"
+    if message.call_id is not None:
+        out += f'"call_id":{_string(message.call_id)},'
+    after = ","
+    if message.name is not None:
+        after += f'"name":{_string(message.name)},'
+    after += f'"role":{_string(message.role)}}}'
+    return out.encode() + b'"content":' + content + after.encode()
 
 
 def _plain(text: str) -> bool:
