@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from registre.attest.entry import Entry
+    from registre.context import Projection
     from registre.ledger import Thread
-    from registre.lifecycle.context import Projection
 
 __all__ = ["TelemetryUnavailableError", "emit_thread", "model_call_span"]
 

@@ -36,6 +36,19 @@ from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
 from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
 from registre.attest.projection import projection_digest
 from registre.attest.verifier import TrustPolicy
+from registre.context import (
+    DEFAULT_COUNTER_NAME,
+    LIFECYCLE_BLOCK_VERSION,
+    ContextEntry,
+    ContextState,
+    ExtractiveSummarizer,
+    Policy,
+    default_counter,
+    entry_text,
+    prepare_compaction,
+    project,
+)
+from registre.context.events import COMPACTION_ACTOR
 from registre.lifecycle import (
     ComputeRequest,
     FinalRequest,
@@ -49,19 +62,6 @@ from registre.lifecycle import (
     event_to_body,
     step,
 )
-from registre.lifecycle.context import (
-    DEFAULT_COUNTER_NAME,
-    LIFECYCLE_BLOCK_VERSION,
-    ContextEntry,
-    ContextState,
-    ExtractiveSummarizer,
-    Policy,
-    default_counter,
-    entry_text,
-    prepare_compaction,
-    project,
-)
-from registre.lifecycle.context.events import COMPACTION_ACTOR
 
 __all__ = [
     "ATTACKER",

@@ -14,8 +14,7 @@ from typing import Any
 
 from registre.attest.projection import projection_digest
 from registre.attest.projection_stream import ModelCallChecker
-from registre.lifecycle import PinRequest, ReadRequest, Statement, UpsertRequest
-from registre.lifecycle.context import (
+from registre.context import (
     DEFAULT_COUNTER_NAME,
     LIFECYCLE_BLOCK_VERSION,
     Policy,
@@ -24,6 +23,7 @@ from registre.lifecycle.context import (
     default_counter,
     project,
 )
+from registre.lifecycle import PinRequest, ReadRequest, Statement, UpsertRequest
 from tests.bundles import Thread, ref
 
 WORDS = [

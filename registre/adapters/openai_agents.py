@@ -45,9 +45,9 @@ from agents.run_config import CallModelData, ModelInputData
 from registre.adapters.records import tool_call_body
 from registre.attest import parse_strict
 from registre.attest.bodies import LIFECYCLE_KINDS
+from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
 from registre.ledger import Ledger, Thread
-from registre.lifecycle.context import Policy, Summarizer
 
 __all__ = [
     "CONTINUED_PREFIX",

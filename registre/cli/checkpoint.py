@@ -68,9 +68,9 @@ def checkpoint_command(
         _print(stored.thread, stored.size, stored.root, stored.note, as_json)
         return
     # The HTTP client (aiohttp) is imported only when witnesses are asked.
-    from registre.ledger.witness.client import WitnessEndpoint
-    from registre.ledger.witness.errors import WitnessQuorumError
     from registre.ledger.witnessing import witness_checkpoint
+    from registre.witness.client import WitnessEndpoint
+    from registre.witness.errors import WitnessQuorumError
 
     endpoints = [WitnessEndpoint.parse(spec) for spec in witnesses]
     with open_ledger(db, key_file) as ledger:

@@ -27,8 +27,8 @@ from registre.cli.options import (
     open_ledger,
     read_body,
 )
-from registre.lifecycle.context import Policy, context_tokens, default_counter, parse_policy
-from registre.lifecycle.context.events import COMPACTION_ACTOR
+from registre.context import Policy, context_tokens, default_counter, parse_policy
+from registre.context.events import COMPACTION_ACTOR
 
 __all__ = ["compact_command"]
 

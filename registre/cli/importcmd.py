@@ -1,6 +1,6 @@
 """`registre import THREAD FILE... [--format auto|NAME]`, `import --thread-per-file FILE...`.
 
-Records agent transcripts (:mod:`registre.ledger.exchange.importers`; formats and the mapping:
+Records agent transcripts (:mod:`registre.importers`; formats and the mapping:
 ``specs/entries.md`` section 6). ``--format auto`` (the default) detects each file's format
 and says which it chose; a named format that the file does not look like is refused, saying
 what it looks like. Several files into one THREAD are read in order, so a file may start with
@@ -22,8 +22,8 @@ from pathlib import Path
 import click
 
 from registre.cli.options import echo_json, ledger_options, open_ledger
+from registre.importers import FORMAT_NAMES
 from registre.ledger.exchange.import_run import ImportJob, ImportReport, run_import
-from registre.ledger.exchange.importers import FORMAT_NAMES
 
 __all__ = ["import_transcript"]
 

@@ -3,7 +3,7 @@
 State lives in one directory (``--state-dir``, env ``REGISTRE_WITNESS_DIR``, default
 ``.registre/witness``): ``witness.key`` (the Ed25519 ``cosignature/v1`` key, mode 0600,
 encrypted if ``REGISTRE_WITNESS_KEY_PASSPHRASE`` is set) and ``witness.db`` (SQLite; see
-:mod:`registre.ledger.witness.state`). ``specs/witness.md`` describes the protocol.
+:mod:`registre.witness.state`). ``specs/witness.md`` describes the protocol.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import CheckpointFormatError
 from registre.attest.keys import Verifier
 from registre.attest.merkle import empty_root
-from registre.ledger.witness.errors import WitnessStateError
-from registre.ledger.witness.state import WitnessState
-from registre.ledger.witness.witness import Witness
+from registre.witness.errors import WitnessStateError
+from registre.witness.state import WitnessState
+from registre.witness.witness import Witness
 
 __all__ = ["DEFAULT_STATE_DIR", "STATE_DIR_ENV", "WITNESS_PASSPHRASE_ENV", "witness_group"]
 
@@ -169,7 +169,7 @@ def show_command(state_dir: Path, origin: str | None) -> None:
 def serve_command(state_dir: Path, listen: str, workers: int) -> None:
     """Serve C2SP tlog-witness POST /add-checkpoint until SIGTERM or SIGINT."""
     # The HTTP stack (aiohttp) is imported only by the command that serves.
-    from registre.ledger.witness.server import ACCESS_LOGGER, parse_listen, serve
+    from registre.witness.server import ACCESS_LOGGER, parse_listen, serve
 
     try:
         host, port = parse_listen(listen)

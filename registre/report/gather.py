@@ -36,10 +36,10 @@ from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.attest.verify_context import ContextReplay
 from registre.attest.verify_report import VerifyReport, report_of
 from registre.attest.verify_semantics import ModelCall, SemanticHooks
+from registre.context import TokenCounter
+from registre.context.projection import Projection
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
-from registre.lifecycle.context import TokenCounter
-from registre.lifecycle.context.projection import Projection
 
 __all__ = ["CallContext", "Chain", "ReportData", "conclusion_chains", "gather"]
 

@@ -20,7 +20,7 @@ import html
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
-from registre.lifecycle.context.model import format_spans
+from registre.context.model import format_spans
 from registre.report.gather import conclusion_chains
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ and nothing is written.
 
 This package sits on the application floor beside :mod:`registre.cli` (it does network I/O
 through the caller's client, which the pure :mod:`registre.lifecycle` must not), and imports
-only :mod:`registre.lifecycle.context`.
+only :mod:`registre.context`.
 """
 
 from __future__ import annotations

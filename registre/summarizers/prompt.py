@@ -3,11 +3,11 @@
 The request is two parts: :data:`SYSTEM_PROMPT`, the same for every compaction (so a
 provider's prompt cache keeps it), and :func:`user_prompt`, the plan's folded range, its
 token allowance and the folded items. The reply is the ``SECTION | SEQS | TEXT`` lines of
-:func:`registre.lifecycle.context.summarize.parse_reply`; :func:`read_reply` also takes them
+:func:`registre.context.summarize.parse_reply`; :func:`read_reply` also takes them
 inside a Markdown code fence, which models add unasked.
 
 Nothing here is checked against the ledger: the controller does that
-(:func:`registre.lifecycle.context.check_summary`, inside ``Thread.compact``) and refuses a
+(:func:`registre.context.check_summary`, inside ``Thread.compact``) and refuses a
 summary that points outside the fold, quotes words no pointed entry holds, or overruns the
 allowance, with nothing written.
 """
@@ -17,15 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from registre.lifecycle.context import (
+from registre.context import (
     SUMMARY_LINE_KIND,
     CompactionPlan,
     FoldItem,
     Summary,
     SummaryRefusedError,
 )
-from registre.lifecycle.context.model import format_spans
-from registre.lifecycle.context.summarize import parse_reply
+from registre.context.model import format_spans
+from registre.context.summarize import parse_reply
 
 __all__ = [
     "ITEM_CHARS",

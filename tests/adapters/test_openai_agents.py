@@ -19,8 +19,8 @@ from registre.adapters.openai_agents import (
 )
 from registre.attest import Signer
 from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.context import Policy
 from registre.ledger import Ledger, export_thread
-from registre.lifecycle.context import Policy
 from tests.adapters.scripted_model import ScriptedModel, call, say
 
 

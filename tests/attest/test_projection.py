@@ -15,14 +15,14 @@ from registre.attest.projection import (
     projection_digest,
     verify_model_call,
 )
-from registre.lifecycle.context import (
+from registre.context import (
     ContextState,
     UnknownTokenCounterError,
     counter_registry,
     default_counter,
     project,
 )
-from tests.lifecycle.context.example import POLICY, worked_example
+from tests.context.example import POLICY, worked_example
 
 COUNTER = default_counter()
 

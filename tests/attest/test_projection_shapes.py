@@ -21,7 +21,7 @@ from registre.attest.projection import (
     shape_json,
     verify_model_call,
 )
-from registre.lifecycle.context import (
+from registre.context import (
     PROVIDER_SHAPES,
     ContextBudgetError,
     ContextState,
@@ -33,8 +33,8 @@ from registre.lifecycle.context import (
 )
 from tests.bundles import STORY_POLICY, story_prefix
 from tests.bundles import Thread as BundleThread
-from tests.lifecycle.context.example import POLICY, worked_example
-from tests.lifecycle.context.strategies import policies, run_script, scripts
+from tests.context.example import POLICY, worked_example
+from tests.context.strategies import policies, run_script, scripts
 from tests.tamper.helpers import fails, passes
 
 COUNTER = default_counter()

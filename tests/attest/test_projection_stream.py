@@ -21,8 +21,7 @@ from registre.attest.projection_stream import (
     message_bytes,
     run_bytes,
 )
-from registre.lifecycle import PinRequest, ReadRequest, Statement, UnpinRequest, UpsertRequest
-from registre.lifecycle.context import (
+from registre.context import (
     DEFAULT_COUNTER_NAME,
     LIFECYCLE_BLOCK_VERSION,
     STATUSES,
@@ -38,7 +37,8 @@ from registre.lifecycle.context import (
     prepare_compaction,
     project,
 )
-from registre.lifecycle.context.projection import _push as project_push
+from registre.context.projection import _push as project_push
+from registre.lifecycle import PinRequest, ReadRequest, Statement, UnpinRequest, UpsertRequest
 from tests.bundles import Thread, ref
 
 COMPACT_POLICY = Policy(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from registre.attest.projection import projection_digest
 from registre.attest.verify_context import ContextReplay, QuoteTexts, context_hooks
-from registre.lifecycle.context import (
+from registre.context import (
     DEFAULT_COUNTER_NAME,
     ContextEntry,
     ContextState,

@@ -13,6 +13,19 @@ from hypothesis import strategies as st
 
 from registre.attest.bodies import BodySchemaError, validate_body
 from registre.attest.projection import ContextDigestMismatchError, projection_digest
+from registre.context import (
+    BLOCK_SHARE_PERMILLE,
+    LIFECYCLE_BLOCK_VERSION,
+    ContextBudgetError,
+    ContextEntry,
+    ContextState,
+    ExtractiveSummarizer,
+    Policy,
+    default_counter,
+    prepare_compaction,
+    project,
+)
+from registre.context.events import COMPACTION_ACTOR
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import (
     ComputeRequest,
@@ -25,19 +38,6 @@ from registre.lifecycle import (
     parse_body,
 )
 from registre.lifecycle import apply as apply_event
-from registre.lifecycle.context import (
-    BLOCK_SHARE_PERMILLE,
-    LIFECYCLE_BLOCK_VERSION,
-    ContextBudgetError,
-    ContextEntry,
-    ContextState,
-    ExtractiveSummarizer,
-    Policy,
-    default_counter,
-    prepare_compaction,
-    project,
-)
-from registre.lifecycle.context.events import COMPACTION_ACTOR
 from tests.bundles import Thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
 

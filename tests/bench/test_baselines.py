@@ -21,10 +21,10 @@ from registre.bench.baselines import (
 from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
 from registre.bench.measure import sample_points
 from registre.bench.summary import percentile
+from registre.context import ContextEntry, Message, default_counter
+from registre.context.render import message_tokens
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
-from registre.lifecycle.context import ContextEntry, Message, default_counter
-from registre.lifecycle.context.render import message_tokens
 
 COUNTER = default_counter()
 BUDGET = 8000

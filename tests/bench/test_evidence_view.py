@@ -4,7 +4,7 @@ statements shown whole or as the lifecycle block shows them."""
 from __future__ import annotations
 
 from registre.bench.evidence_view import EvidenceInView, evidence_in_view, named_ids
-from registre.lifecycle.context.lifecycle_block import STATEMENT_CHARS, statement_text
+from registre.context.lifecycle_block import STATEMENT_CHARS, statement_text
 
 
 def test_an_id_is_named_as_a_word_not_inside_a_longer_one() -> None:

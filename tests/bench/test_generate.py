@@ -22,9 +22,9 @@ from registre.bench.generate import (
     storyline_counts,
 )
 from registre.bench.textgen import MAX_OUTPUT_BYTES
+from registre.context import entry_text
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import TASK_PIN_ACTOR, Thread
-from registre.lifecycle.context import entry_text
 
 SIGNER = Signer.from_seed("bench.test", bytes(range(32)))
 

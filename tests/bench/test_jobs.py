@@ -15,8 +15,8 @@ from registre.bench.readme_table import header_line
 from registre.bench.report import render_report
 from registre.bench.schema import ResultsSchemaError, check_results
 from registre.cli import main
+from registre.context import ExtractiveSummarizer, Summarizer
 from registre.errors import RefusedError
-from registre.lifecycle.context import ExtractiveSummarizer, Summarizer
 
 _TIMED_ENDS = ("_s", "_ms", "seconds", "per_second", "_vs_raw", "_vs_sign", "_rss_mb")
 _TIMED = {"created", "at_largest", "bytes"}  # bytes: the zip of entries stamped with times

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from registre.bench.facts import Fact, FactBook, definition_keys, figure_fact, instruction_fact
 from registre.bench.quality import ContextView, MethodTally, common_prefix, count_only, span_sizes
-from registre.lifecycle.context import Message
+from registre.context import Message
 
 OFFICES = Fact(
     "fact-1",

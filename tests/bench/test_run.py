@@ -15,8 +15,8 @@ from registre.bench.report import METRICS
 from registre.bench.run import parse_quantity, resolve_summarizer
 from registre.bench.schema import SCHEMA, check_results
 from registre.cli import main
+from registre.context import ExtractiveSummarizer
 from registre.ledger.ledger import Ledger
-from registre.lifecycle.context import ExtractiveSummarizer
 
 
 def test_results_follow_the_schema(smoke: tuple[Path, dict[str, Any]]) -> None:
@@ -114,7 +114,7 @@ def test_bad_input_is_one_line_exit_2(
 
 
 def test_a_summarizer_is_one_callable_away() -> None:
-    summarizer = resolve_summarizer("registre.lifecycle.context:ExtractiveSummarizer")
+    summarizer = resolve_summarizer("registre.context:ExtractiveSummarizer")
     assert summarizer.name == "registre.extractive"
 
 

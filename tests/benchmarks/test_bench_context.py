@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from registre.lifecycle.context import ContextState, Policy, Projection, default_counter, project
+from registre.context import ContextState, Policy, Projection, default_counter, project
 from tests.benchmarks.conftest import bench_sizes
-from tests.lifecycle.context.strategies import WORDS
-from tests.lifecycle.context.threads import ThreadBuilder
+from tests.context.strategies import WORDS
+from tests.context.threads import ThreadBuilder
 
 POLICY = Policy(budget_tokens=8000, keep_recent_turns=6, bulky_tool_output_tokens=400)
 COUNTER = default_counter()

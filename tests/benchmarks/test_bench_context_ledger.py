@@ -27,14 +27,14 @@ import pytest
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.keys import Signer
+from registre.context import ContextState, Projection, project
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_snapshots import context_entries
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.thread import Thread
-from registre.lifecycle.context import ContextState, Projection, project
 from tests.benchmarks.conftest import bench_sizes
 from tests.benchmarks.test_bench_context import COUNTER, POLICY, thread_of
-from tests.lifecycle.context.threads import ThreadBuilder
+from tests.context.threads import ThreadBuilder
 
 BUDGET = POLICY.budget_tokens
 LARGEST = 100_000

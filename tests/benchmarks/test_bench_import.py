@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from registre.attest.keys import Signer
+from registre.importers import parse_bytes
 from registre.ledger.exchange.import_run import ImportJob, run_import
-from registre.ledger.exchange.importers import parse_bytes
 from registre.ledger.ledger import Ledger
 from tests.benchmarks.conftest import bench_sizes
 

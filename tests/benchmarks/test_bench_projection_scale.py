@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
+from registre.context import ContextState, Policy, Projection, default_counter, project
 from registre.ledger.store.context_snapshots import context_entries
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.thread import Thread
-from registre.lifecycle.context import ContextState, Policy, Projection, default_counter, project
 from tests.benchmarks.conftest import bench_sizes
 from tests.benchmarks.test_bench_context import agent_loop
 from tests.benchmarks.test_bench_context_ledger import written

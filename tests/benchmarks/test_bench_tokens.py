@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from registre.lifecycle.context import (
+from registre.context import (
     BpeCounter,
     ContextState,
     Policy,
@@ -30,8 +30,8 @@ from registre.lifecycle.context import (
     TokenCounter,
     project,
 )
-from tests.lifecycle.context.strategies import WORDS
-from tests.lifecycle.context.threads import ThreadBuilder
+from tests.context.strategies import WORDS
+from tests.context.threads import ThreadBuilder
 
 pytest.importorskip("bpe_openai")
 

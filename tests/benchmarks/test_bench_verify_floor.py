@@ -40,8 +40,8 @@ from registre.attest.projection import verify_model_call
 from registre.attest.projection_stream import ModelCallChecker
 from registre.attest.verifier import verify_bundle
 from registre.attest.verify_context import ContextReplay
+from registre.context import ContextState
 from registre.lifecycle import LifecycleState
-from registre.lifecycle.context import ContextState
 from tests.benchmarks.conftest import bench_sizes
 from tests.bundles import Thread, policy
 from tests.long_threads import long_thread

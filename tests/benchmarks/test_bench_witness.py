@@ -40,11 +40,11 @@ from registre.attest.keys import Signer
 from registre.attest.merkle import MemoryHashSource, leaf_hash, root_at
 from registre.attest.note import open_note
 from registre.attest.proofs import consistency_proof, verify_consistency
-from registre.ledger.witness.protocol import AddCheckpointRequest
-from registre.ledger.witness.state import WitnessState
-from registre.ledger.witness.witness import Witness
+from registre.witness.protocol import AddCheckpointRequest
+from registre.witness.state import WitnessState
+from registre.witness.witness import Witness
 from tests.benchmarks.conftest import bench_sizes
-from tests.ledger.witness.conftest import SERVE, make_witness_state
+from tests.witness.conftest import SERVE, make_witness_state
 
 LOG = Signer.from_seed("registre.bench/log", bytes(range(32)))
 COSIGNER = CosignatureSigner.from_seed("witness.bench/w", bytes(range(1, 33)))

@@ -12,7 +12,7 @@ from sqlalchemy import create_engine
 
 from registre.ledger.ledger import Ledger
 from tests.cli.conftest import Run, one_line_error
-from tests.ledger.exchange.importers.helpers import FIXTURES, REAL, STEM, values
+from tests.importers.helpers import FIXTURES, REAL, STEM, values
 from tests.ledger.helpers import dump
 
 

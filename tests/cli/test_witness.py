@@ -1,5 +1,5 @@
 """`registre witness init|follow|show|serve` and the witness options of `registre checkpoint`
-(the server itself is tested as a real process in tests/ledger/witness/)."""
+(the server itself is tested as a real process in tests/witness/)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from registre.attest.checkpoint import Checkpoint
 from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
 from registre.attest.keys import Signer
-from registre.ledger.witness.state import WitnessState
+from registre.witness.state import WitnessState
 from tests.cli.conftest import Run, error_and_hint, one_line_error
-from tests.ledger.witness.conftest import read_only_file
+from tests.witness.conftest import read_only_file
 
 LOG = Signer.from_seed("example.org/log", bytes(range(32)))
 

@@ -7,11 +7,11 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from registre.attest.keys import Signer
+from registre.context import ContextState, Policy
 from registre.ledger.core.append import append_entries
 from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, context_entries
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.thread import Thread
-from registre.lifecycle.context import ContextState, Policy
 
 SMALL = Policy(
     budget_tokens=600,

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from registre.attest.keys import Signer
-from registre.ledger.ledger import Ledger
-from registre.ledger.thread import Thread
-from registre.ledger.verify.database import verify_database
-from registre.lifecycle.context import (
+from registre.context import (
     InventedQuoteError,
     Summarizer,
     SummaryPointerOutsideRangeError,
 )
+from registre.ledger.ledger import Ledger
+from registre.ledger.thread import Thread
+from registre.ledger.verify.database import verify_database
 from registre.summarizers import (
     PROMPT_VERSION,
     SYSTEM_PROMPT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from registre.lifecycle.context import (
+from registre.context import (
     SECTIONS,
     SUMMARY_LINE_KIND,
     FoldItem,
@@ -22,7 +22,7 @@ from registre.summarizers import (
     render_item,
     user_prompt,
 )
-from tests.lifecycle.context.threads import ThreadBuilder
+from tests.context.threads import ThreadBuilder
 
 
 def test_the_system_prompt_asks_for_the_format() -> None:

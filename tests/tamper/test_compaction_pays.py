@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from registre.lifecycle.context.errors import CompactionDoesNotReduceError
-from registre.lifecycle.context.events import COMPACTION_ACTOR
-from registre.lifecycle.context.model import SummaryLine
+from registre.context.errors import CompactionDoesNotReduceError
+from registre.context.events import COMPACTION_ACTOR
+from registre.context.model import SummaryLine
 from tests.bundles import STORY_POLICY, story_prefix
-from tests.lifecycle.context.threads import honest_body
+from tests.context.threads import honest_body
 from tests.tamper.helpers import fails, passes
 
 

@@ -23,6 +23,14 @@ from registre.attest.verify_semantics import (
     PinSetDigestError,
     PinSourceError,
 )
+from registre.context import (
+    LIFECYCLE_BLOCK_VERSION,
+    CompactionTokensError,
+    Policy,
+    default_counter,
+    project,
+)
+from registre.context.events import COMPACTION_ACTOR
 from registre.lifecycle import (
     Accepted,
     Event,
@@ -38,14 +46,6 @@ from registre.lifecycle import (
     pin_set_sha256,
     step,
 )
-from registre.lifecycle.context import (
-    LIFECYCLE_BLOCK_VERSION,
-    CompactionTokensError,
-    Policy,
-    default_counter,
-    project,
-)
-from registre.lifecycle.context.events import COMPACTION_ACTOR
 from tests.bundles import LOG, Thread, build_thread, ref, story_prefix
 from tests.tamper.helpers import fails, passes
 

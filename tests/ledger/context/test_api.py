@@ -13,6 +13,21 @@ from registre.attest.checkpoint import open_checkpoint
 from registre.attest.keys import Signer
 from registre.attest.projection import ContextDigestMismatchError, projection_digest
 from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.context import (
+    CompactionPinSetError,
+    CompactionPlan,
+    CompactionQuoteError,
+    EmptySummaryError,
+    FoldItem,
+    InventedQuoteError,
+    ProjectionOverBudgetError,
+    StalePlanError,
+    Summary,
+    SummaryLine,
+    SummaryPointerOutsideRangeError,
+    default_counter,
+    project,
+)
 from registre.ledger.context.api import NotAModelCallError
 from registre.ledger.context.store import (
     ContextEntryRefusedError,
@@ -31,22 +46,8 @@ from registre.ledger.verify.errors import (
     ContextSnapshotMismatchError,
     ModelCallDigestError,
 )
-from registre.lifecycle.context import (
-    CompactionPinSetError,
-    CompactionPlan,
-    CompactionQuoteError,
-    EmptySummaryError,
-    FoldItem,
-    InventedQuoteError,
-    ProjectionOverBudgetError,
-    StalePlanError,
-    Summary,
-    SummaryLine,
-    SummaryPointerOutsideRangeError,
-    default_counter,
-    project,
-)
 from registre.lifecycle.pins import PIN_DIGEST_PREFIX
+from tests.context.threads import honest_body
 from tests.ledger.context_helpers import (
     MODEL,
     SMALL,
@@ -58,7 +59,6 @@ from tests.ledger.context_helpers import (
     step,
 )
 from tests.ledger.helpers import dump, execute
-from tests.lifecycle.context.threads import honest_body
 
 PIN_MESSAGE = "[pinned task_parameter pin-1] Do not modify tests."
 

@@ -26,13 +26,7 @@ from hypothesis import strategies as st
 
 from registre.attest.projection import shape_digest
 from registre.attest.projection_stream import call_digest
-from registre.ledger.context.store import LeafTexts, engine_reader
-from registre.ledger.ledger import Ledger
-from registre.ledger.store.context_cache import fold_cache, text_cache
-from registre.ledger.store.context_snapshots import fold_context
-from registre.ledger.store.engine import read_transaction
-from registre.ledger.thread import Thread
-from registre.lifecycle.context import (
+from registre.context import (
     ContextBudgetError,
     ContextState,
     Policy,
@@ -40,6 +34,12 @@ from registre.lifecycle.context import (
     default_counter,
     project,
 )
+from registre.ledger.context.store import LeafTexts, engine_reader
+from registre.ledger.ledger import Ledger
+from registre.ledger.store.context_cache import fold_cache, text_cache
+from registre.ledger.store.context_snapshots import fold_context
+from registre.ledger.store.engine import read_transaction
+from registre.ledger.thread import Thread
 from tests.ledger.context.test_properties import act, policies, steps
 from tests.ledger.helpers import drop_triggers, execute
 

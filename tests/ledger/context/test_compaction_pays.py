@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 
 from registre.attest.keys import Signer
+from registre.context import Policy, SummaryLine, context_tokens, default_counter
+from registre.context.errors import CompactionDoesNotReduceError
 from registre.ledger.context.store import ContextEntryRefusedError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import CompactionInvalidError
-from registre.lifecycle.context import Policy, SummaryLine, context_tokens, default_counter
-from registre.lifecycle.context.errors import CompactionDoesNotReduceError
+from tests.context.threads import honest_body
 from tests.ledger.context_helpers import MODEL, SMALL, forge, opened, snapshot_rows, step
-from tests.lifecycle.context.threads import honest_body
 
 COUNTER = default_counter()
 

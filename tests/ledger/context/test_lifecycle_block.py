@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from registre.attest.keys import Signer
 from registre.attest.projection import ContextDigestMismatchError, projection_digest
+from registre.context import BLOCK_SHARE_PERMILLE, LIFECYCLE_BLOCK_VERSION, Policy
 from registre.ledger.context.store import ContextEntryRefusedError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import ModelCallDigestError
-from registre.lifecycle.context import BLOCK_SHARE_PERMILLE, LIFECYCLE_BLOCK_VERSION, Policy
 from tests.ledger.context_helpers import MODEL, SMALL, forge, opened, step
 
 WIDE = Policy(budget_tokens=4000)

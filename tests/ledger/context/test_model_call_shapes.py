@@ -17,13 +17,13 @@ from registre.attest.projection import (
     projection_digest,
     shape_digest,
 )
+from registre.context import Projection
 from registre.ledger.context.store import ContextEntryRefusedError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import ModelCallDigestError
 from registre.lifecycle import LifecycleFormatError
-from registre.lifecycle.context import Projection
 from tests.ledger.context_helpers import MODEL, SMALL, forge, opened, step
 
 SENT = {

@@ -3,11 +3,11 @@ it was planned, never once the thread moved on (the head is folded and planned a
 
 from __future__ import annotations
 
+from registre.context import ExtractiveSummarizer, default_counter, plan_compaction
 from registre.ledger.context.store import PlannedCompaction, record_compaction
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
-from registre.lifecycle.context import ExtractiveSummarizer, default_counter, plan_compaction
 from tests.ledger.context_helpers import SMALL, step
 
 

@@ -30,13 +30,13 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from registre.context import ContextBudgetError, Policy, Projection
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import PinRefusedError
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
-from registre.lifecycle.context import ContextBudgetError, Policy, Projection
+from tests.context.strategies import WORDS
 from tests.examples_budget import examples
-from tests.lifecycle.context.strategies import WORDS
 
 _THREADS = itertools.count()
 MODEL = "test/model-1"

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from registre.context import ContextEntry, ContextState, Policy, default_counter
+from registre.context.task_pin import TASK_PIN_SCAN, task_pins_due
 from registre.ledger.context.task_turns import first_task_turns, task_turns
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
-from registre.lifecycle.context import ContextEntry, ContextState, Policy, default_counter
-from registre.lifecycle.context.task_pin import TASK_PIN_SCAN, task_pins_due
 
 _KINDS = st.sampled_from(["turn", "turn", "turn", "tool.call", "decision"])
 _ROLES = st.sampled_from(["system", "user", "assistant", None])

@@ -25,6 +25,7 @@ from registre.attest.merkle import MemoryHashSource, leaf_hash
 from registre.attest.verifier import TrustPolicy, verify_bundle
 from registre.attest.verify_entries import EntryOriginMismatchError
 from registre.attest.verify_history import RollbackError
+from registre.context import Policy
 from registre.ledger.core import append as append_module
 from registre.ledger.errors import StoreCorruptError, UnknownThreadError
 from registre.ledger.exchange import export as export_module
@@ -38,7 +39,6 @@ from registre.ledger.exchange.export import (
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.views import UnknownItemError
 from registre.ledger.thread import Thread
-from registre.lifecycle.context import Policy
 from tests.bundles import members, rezip
 from tests.examples_budget import examples
 from tests.ledger.helpers import drop_triggers

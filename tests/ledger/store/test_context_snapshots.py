@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import text
 
 from registre.attest.keys import Signer
+from registre.context import Policy, SummaryLine, default_counter, project
 from registre.ledger.context.store import rebuild_context
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_snapshots import ContextHistoryError, fold_context
@@ -15,10 +16,9 @@ from registre.ledger.store.schema import SCHEMA_VERSION
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import CompactionInvalidError
-from registre.lifecycle.context import Policy, SummaryLine, default_counter, project
+from tests.context.threads import honest_body
 from tests.ledger.context_helpers import agent_loop, forge, opened, replayed, snapshot_rows, step
 from tests.ledger.helpers import mark_older
-from tests.lifecycle.context.threads import honest_body
 
 COUNTER = default_counter()
 

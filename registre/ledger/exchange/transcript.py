@@ -1,0 +1,271 @@
+"""A thread's whole ledger as a readable transcript, in Markdown or HTML.
+
+Every entry is shown, in seq order, as a block: turns and decisions as messages, tool calls
+and results as code, pins and unpins highlighted, lifecycle requests with what the rules made
+of them (references registered, evidence admitted, superseded or retracted, conclusions and
+the ones a change left stale, every refusal with its reason), model calls with the digest of
+the context they were sent, and each ``context.compaction`` as a marker between the messages:
+the range it folded, the results it stubbed, its summary lines with their pointers.
+``imported`` entries (thinking, images, a source tool's own compaction) show their type, the
+format they came from, their text and the SHA-256 of the bytes they carry.
+
+The transcript is for reading; the ledger stays the record. Entries are read through
+:meth:`registre.ledger.thread.Thread.entries` (every signature checked) and rendered one at a time,
+so memory does not grow with the thread. All entry text is escaped: in HTML every ``<``,
+``>``, ``&`` and quote (nothing in a transcript runs as markup or script); in Markdown the
+HTML-special characters too, and code is fenced with more backticks than it contains.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from registre.attest.entry import Entry
+from registre.context import entry_text
+from registre.context.model import format_spans
+from registre.lifecycle import (
+    Accepted,
+    ComputeRequest,
+    ConclusionReviseRequest,
+    EvidenceReviseRequest,
+    FinalRequest,
+    LifecycleFormatError,
+    PinRequest,
+    ReadOutcome,
+    ReadRequest,
+    Registered,
+    Rejected,
+    Revised,
+    UnpinRequest,
+    UpsertOutcome,
+    UpsertRequest,
+    parse_body,
+)
+
+if TYPE_CHECKING:
+    from registre.ledger.thread import Thread
+
+__all__ = ["FORMATS", "Block", "describe", "render_transcript"]
+
+FORMATS: Final = ("md", "html")
+_BACKTICKS: Final = re.compile(r"`+")
+_CSS: Final = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto}
+.entry{border-left:3px solid #ccc;margin:.8rem 0;padding:.2rem .8rem}
+.title{font-weight:600}.meta{color:#666;font-size:.85em}
+.tool{border-color:#8aa}.pin{border-color:#d90;background:#fff8e6}
+.evidence{border-color:#393;background:#f0fff0}.record{border-color:#999;color:#555}
+.compaction{border:2px dashed #66c;background:#f3f3ff}
+pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}"""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One entry as the transcript shows it. ``style``: ``message``, ``tool``, ``pin``,
+    ``evidence``, ``compaction`` or ``record``; ``code`` is shown preformatted; ``items`` as
+    a list."""
+
+    seq: int
+    style: str
+    title: str
+    meta: str
+    text: str = ""
+    code: str | None = None
+    items: tuple[str, ...] = ()
+
+
+def render_transcript(thread: Thread, fmt: str) -> Iterator[str]:
+    """The transcript of ``thread`` in ``fmt`` (``md`` or ``html``), as chunks of text to
+    write in order. ValueError for another format (the CLI offers only these two)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    head = thread.head()
+    title = f"Transcript of thread {thread.id}"
+    about = f"origin {thread.origin}, {head.size} entries"
+    if fmt == "md":
+        yield f"# {_md_text(title)}\n\n_{_md_text(about)}_\n"
+        for entry in thread.entries():
+            yield _markdown(describe(entry))
+        return
+    yield (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>\n"
+        f'<h1>{html.escape(title)}</h1>\n<p class="meta">{html.escape(about)}</p>\n'
+    )
+    for entry in thread.entries():
+        yield _html(describe(entry))
+    yield "</body></html>\n"
+
+
+# --- what each entry says -------------------------------------------------------------------
+
+
+def describe(entry: Entry) -> Block:
+    """The block showing ``entry`` (module docstring)."""
+    kind, body, seq = entry.kind, entry.body, entry.seq
+    meta = f"{kind} · {entry.actor} · {entry.time}"
+    if kind == "turn":
+        return Block(seq, "message", f"#{seq} {body['role']}", meta, str(body["text"]))
+    if kind == "decision":
+        return Block(seq, "message", f"#{seq} decision", meta, str(body["text"]))
+    if kind in ("tool.call", "tool.result"):
+        return _tool(entry, meta)
+    if kind == "context.compaction":
+        return _compaction(entry, meta)
+    if kind == "imported":
+        source = body.get("source", {})
+        title = f"#{seq} imported {body['type']} (from {source.get('format', '?')})"
+        digest = f" · sha256 {body['sha256']}" if "sha256" in body else ""
+        return Block(seq, "record", title, meta + digest, str(body.get("text", "")))
+    if kind == "model.call":
+        title = f"#{seq} model call: {body['model']}"
+        meta += (
+            f" · context of entries 0-{body['at_seq']}, budget {body['budget_tokens']} tokens "
+            f"({body['token_counter']}), projection sha256 {body['projection_sha256']}"
+        )
+        return Block(seq, "record", title, meta)
+    return _lifecycle(entry, meta)
+
+
+def _tool(entry: Entry, meta: str) -> Block:
+    body, seq = entry.body, entry.seq
+    name = f" {body['name']}" if "name" in body else ""
+    if entry.kind == "tool.call":
+        title = f"#{seq} tool call{name} ({body['call_id']})"
+    else:
+        error = " — error" if body.get("is_error") is True else ""
+        title = f"#{seq} tool result{name} ({body['call_id']}){error}"
+    return Block(seq, "tool", title, meta, code=entry_text(entry.kind, body))
+
+
+def _compaction(entry: Entry, meta: str) -> Block:
+    body, seq = entry.body, entry.seq
+    parts = []
+    if "folded" in body:
+        parts.append(f"folded entries {body['folded']['from']}-{body['folded']['to']}")
+    if body.get("stubbed"):
+        parts.append("stubbed " + ", ".join(str(s) for s in body["stubbed"]))
+    summarizer = body["summarizer"]
+    meta += (
+        f" · summarizer {summarizer['name']} {summarizer['version']} · "
+        f"{body['tokens_before']} → {body['tokens_after']} tokens ({body['token_counter']}), "
+        f"budget {body['policy']['budget_tokens']}"
+    )
+    items = tuple(
+        f"{line['section']}: {line['text']} (seq "
+        f"{format_spans(tuple(span) for span in line['pointers'])})"
+        for line in body["summary"]
+    )
+    return Block(seq, "compaction", f"#{seq} compaction: {', '.join(parts)}", meta, items=items)
+
+
+def _lifecycle(entry: Entry, meta: str) -> Block:
+    seq = entry.seq
+    try:
+        event = parse_body(entry.kind, entry.body)
+    except LifecycleFormatError:
+        return Block(seq, "record", f"#{seq} {entry.kind}", meta, code=str(entry.body))
+    request, outcome = event.request, event.outcome
+    if isinstance(request, PinRequest):
+        if isinstance(outcome, Accepted):
+            title = f"#{seq} pinned {request.pin_kind} {outcome.id}"
+            return Block(seq, "pin", title, f"{meta} · text from entry {request.seq}", request.text)
+        return Block(seq, "pin", f"#{seq} pin refused{_why(outcome)}", meta, request.text)
+    if isinstance(request, UnpinRequest):
+        if isinstance(outcome, Accepted):
+            return Block(seq, "pin", f"#{seq} unpinned {request.id}", meta, request.reason)
+        return Block(seq, "pin", f"#{seq} unpin of {request.id} refused{_why(outcome)}", meta)
+    if isinstance(request, ReadRequest) and isinstance(outcome, ReadOutcome):
+        items = tuple(
+            f"{ref.ref} ({ref.source}, {ref.location}): "
+            + ("registered" if isinstance(result, Registered) else f"rejected{_why(result)}")
+            for ref, result in zip(request.refs, outcome.results, strict=False)
+        )
+        return Block(seq, "evidence", f"#{seq} source read", meta, items=items)
+    if isinstance(request, UpsertRequest) and isinstance(outcome, UpsertOutcome):
+        items = tuple(
+            (f"{result.id} admitted" if isinstance(result, Accepted) else f"rejected{_why(result)}")
+            + f": {statement.text} (cites {', '.join(statement.cites) or 'nothing'})"
+            for statement, result in zip(request.statements, outcome.results, strict=False)
+        )
+        return Block(seq, "evidence", f"#{seq} evidence proposed", meta, items=items)
+    if isinstance(request, (EvidenceReviseRequest, ConclusionReviseRequest)):
+        return Block(seq, "evidence", _revision(seq, request, outcome), meta, _replacement(request))
+    if isinstance(request, (ComputeRequest, FinalRequest)):
+        what = "compute" if isinstance(request, ComputeRequest) else "final conclusion"
+        if isinstance(outcome, Accepted):
+            title = f"#{seq} {what} {outcome.id} (cites {', '.join(request.cites)})"
+        else:
+            title = f"#{seq} {what} refused{_why(outcome)}"
+        return Block(seq, "evidence", title, meta, request.text)
+    return Block(seq, "record", f"#{seq} {entry.kind}", meta)
+
+
+def _revision(seq: int, request: Any, outcome: object) -> str:
+    if not isinstance(outcome, Revised):
+        return f"#{seq} revision of {request.id} refused{_why(outcome)}"
+    if outcome.successor is None:
+        title = f"#{seq} {outcome.id} retracted"
+    else:
+        title = f"#{seq} {outcome.id} superseded by {outcome.successor}"
+    if outcome.stale:
+        title += f"; left stale: {', '.join(outcome.stale)}"
+    return title
+
+
+def _replacement(request: Any) -> str:
+    replacement = request.replacement
+    if replacement is None:
+        return ""
+    return f"{replacement.text} (cites {', '.join(replacement.cites)})"
+
+
+def _why(outcome: object) -> str:
+    return f" ({outcome.reason}: {outcome.message})" if isinstance(outcome, Rejected) else ""
+
+
+# --- formats ---------------------------------------------------------------------------------
+
+
+def _markdown(block: Block) -> str:
+    quote = "> " if block.style in ("compaction", "pin", "evidence") else ""
+    lines = [f"**{_md_text(block.title)}**  ", f"_{_md_text(block.meta)}_"]
+    if block.text:
+        lines += ["", *(_md_text(line) for line in block.text.split("\n"))]
+    lines += [f"- {_md_text(item)}" for item in block.items]
+    body = [f"{quote}{line}".rstrip() if line else quote.rstrip() for line in lines]
+    if block.style == "compaction":
+        body = ["---", *body, "", "---"]
+    if block.code is not None:
+        fence = "`" * max(
+            3, 1 + max((len(run) for run in _BACKTICKS.findall(block.code)), default=0)
+        )
+        body += ["", f"{fence}text", block.code, fence]
+    return "\n" + "\n".join(body) + "\n"
+
+
+def _md_text(text: str) -> str:
+    """Text safe in a Markdown paragraph: HTML-special characters as entities, Markdown
+    emphasis and link characters escaped."""
+    escaped = html.escape(text, quote=False)
+    return re.sub(r"([\\`*_\[\]#|])", r"\\\1", escaped)
+
+
+def _html(block: Block) -> str:
+    parts = [
+        f'<div class="entry {block.style}" id="seq-{block.seq}">',
+        f'<div class="title">{html.escape(block.title)}</div>',
+        f'<div class="meta">{html.escape(block.meta)}</div>',
+    ]
+    if block.text:
+        paragraphs = html.escape(block.text).split("\n")
+        parts.append("<p>" + "<br>".join(paragraphs) + "</p>")
+    if block.items:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block.items) + "</ul>")
+    if block.code is not None:
+        parts.append(f"<pre>{html.escape(block.code)}</pre>")
+    parts.append("</div>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,79 @@
+"""A thread of the ledger: the thread core with its lifecycle and working-context wings.
+
+:class:`Thread` is what :meth:`registre.ledger.Ledger.thread` returns. Its calls come from
+three classes, each with one job:
+
+* :class:`~registre.ledger.core.thread_core.ThreadCore` -- append, read, checkpoint, prove;
+* :class:`~registre.ledger.lifecycle.api.LifecycleThread` -- sources, evidence, conclusions,
+  pins (``read_source``, ``evidence``, ``conclude``, ``pin``, ...);
+* :class:`~registre.ledger.context.api.ContextThread` -- the working context (``project``,
+  ``compact``, ``model_call``, ``replay_context``, ``expand``).
+
+The one thing only the whole thread knows is which rules a raw append must keep, so
+:meth:`Thread.append_many` is defined here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from registre.attest.bodies import LIFECYCLE_KINDS
+from registre.attest.entry import Entry
+from registre.context import TASK_PIN_KIND
+from registre.ledger.context.api import ContextThread
+from registre.ledger.context.store import CONTEXT_WRITE_KINDS, append_context_checked
+from registre.ledger.core.append import AppendItem, batch_kinds
+from registre.ledger.core.thread_core import (
+    StoredCheckpoint,
+    ThreadConsistencyProof,
+    ThreadInclusionProof,
+    TreeHead,
+)
+from registre.ledger.lifecycle.api import LifecycleThread, PinRefusedError
+from registre.ledger.lifecycle.store import append_checked
+
+__all__ = [
+    "StoredCheckpoint",
+    "Thread",
+    "ThreadConsistencyProof",
+    "ThreadInclusionProof",
+    "TreeHead",
+]
+
+
+TASK_PIN_ACTOR = "registre"
+"""The actor of an automatic task pin."""
+
+
+class Thread(LifecycleThread, ContextThread):
+    """Handle on thread ``id`` of a ledger; ``origin`` is ``LOGNAME/id`` (module docstring)."""
+
+    def _pin_task(self, seq: int, text: str) -> None:
+        """The automatic task pin (``specs/context.md`` section 5.1): ``text`` of entry
+        ``seq`` pinned as a task parameter, unless a pin of that text was ever made (the
+        stored context fold forgets unpinned pins, the pin table does not); a pin the rules
+        refuse is left out."""
+        if any(pin.source_seq == seq and pin.text == text for pin in self.pins()):
+            return
+        try:
+            self.pin(TASK_PIN_KIND, text, seq, actor=TASK_PIN_ACTOR)
+        except PinRefusedError:
+            return
+
+    def append_many(self, items: Iterable[AppendItem]) -> list[Entry]:
+        """Sign and store every ``(kind, body, actor)`` in one transaction: all or nothing.
+
+        Every item is validated before anything is written; consecutive sequence numbers.
+        Lifecycle items must record exactly the rules' decision
+        (:func:`registre.ledger.lifecycle.store.append_checked`; UndecidedOutcomeError
+        otherwise); compactions and model calls must keep the context rules
+        (:func:`registre.ledger.context.store.append_context_checked`;
+        ContextEntryRefusedError).
+        """
+        batch = list(items)
+        kinds = batch_kinds(batch)
+        if not kinds.isdisjoint(CONTEXT_WRITE_KINDS):
+            return append_context_checked(self._db, self.id, batch)
+        if not kinds.isdisjoint(LIFECYCLE_KINDS):
+            return append_checked(self._db, self.id, batch)
+        return super().append_many(batch)
