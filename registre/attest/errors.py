@@ -12,14 +12,15 @@ Three families, kept apart because callers react to them differently:
 Every check raises its own subclass with a message a person can act on; nothing in registre
 returns a boolean that a caller could forget to look at. The classes shared across modules are
 here; a check that only one module makes defines its class next to it (e.g.
-``registre.attest.strict_json.DuplicateKeyError``, ``registre.attest.entry.EntrySignatureError``),
+``registre.attest.canonical_json.strict_json.DuplicateKeyError``,
+``registre.attest.entries.entry.EntrySignatureError``),
 always under one of these families.
 """
 
 from __future__ import annotations
 
 # The roots live on the ground floor (registre.errors), shared with lifecycle.
-from registre.errors import MalformedError, RefusedError, RegistreError, VerificationError
+from registre.errors import MalformedError, VerificationError
 
 __all__ = [
     "BadKeyError",
@@ -28,18 +29,14 @@ __all__ = [
     "CosignatureError",
     "InclusionProofError",
     "KnownSignerFailedError",
-    "MalformedError",
     "NoTrustedSignatureError",
     "NoteFormatError",
     "OriginMismatchError",
     "ProofBoundsError",
     "ProofLengthError",
     "QuorumNotMetError",
-    "RefusedError",
-    "RegistreError",
     "RootMismatchError",
     "TooManySignaturesError",
-    "VerificationError",
     "WeakKeyError",
 ]
 

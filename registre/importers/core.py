@@ -13,7 +13,8 @@ holds non-integer numbers), rebuilds the message from the entries (:func:`rebuil
 and checks it equals the original; if it does not, the whole message is kept instead, so
 import is lossless by check, not by hope. ``specs/entries.md`` section 6 is the normative text.
 
-Every body is validated with :func:`registre.attest.bodies.validate_body` before it is handed
+Every body is validated with :func:`registre.attest.entries.bodies.validate_body` before it is
+handed
 on; anything that cannot be recorded raises :class:`TranscriptError` naming the line or
 JSON path and why. Nothing else is raised for any input.
 """
@@ -28,10 +29,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
-from registre.attest.bodies import validate_body
-from registre.attest.canonical import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical
-from registre.attest.entry import check_actor
-from registre.attest.errors import MalformedError
+from registre.attest.canonical_json import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical
+from registre.attest.entries import check_actor, validate_body
+from registre.errors import MalformedError
 from registre.importers.pairing import Pairing
 
 __all__ = [

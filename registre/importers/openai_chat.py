@@ -19,8 +19,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from registre.attest.canonical import parse_strict
-from registre.attest.errors import MalformedError
+from registre.attest.canonical_json import parse_strict
+from registre.errors import MalformedError
 from registre.importers.core import (
     At,
     Conversation,

@@ -10,6 +10,12 @@ that the floors above (``registre.bench``, the command line, adapters) use.
 
 from __future__ import annotations
 
+from registre.ledger.core.thread_core import (
+    StoredCheckpoint,
+    ThreadConsistencyProof,
+    ThreadInclusionProof,
+    TreeHead,
+)
 from registre.ledger.exchange.export import ExportResult, export_claim, export_thread
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import (
@@ -21,14 +27,9 @@ from registre.ledger.lifecycle.api import (
     StepResult,
     source_ref,
 )
-from registre.ledger.thread import (
-    StoredCheckpoint,
-    Thread,
-    ThreadConsistencyProof,
-    ThreadInclusionProof,
-    TreeHead,
-)
-from registre.ledger.verify.database import ThreadReport, verify_database
+from registre.ledger.thread import Thread
+from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.thread import ThreadReport
 
 __all__ = [
     "BatchResult",

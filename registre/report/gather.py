@@ -27,17 +27,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from registre.attest.bundle import read_bundle
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.entry import Entry, open_entry
-from registre.attest.errors import RegistreError
-from registre.attest.projection import claims_block, rebuild_projection
-from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.attest.verify_context import ContextReplay
-from registre.attest.verify_report import VerifyReport, report_of
-from registre.attest.verify_semantics import ModelCall, SemanticHooks
+from registre.attest.bundles import read_bundle
+from registre.attest.entries import Entry, open_entry
+from registre.attest.notes import open_checkpoint
+from registre.attest.projection_digest import claims_block, rebuild_projection
+from registre.attest.verify import (
+    ContextReplay,
+    ModelCall,
+    SemanticHooks,
+    TrustPolicy,
+    VerifyReport,
+    report_of,
+    verify_bundle,
+)
 from registre.context import TokenCounter
 from registre.context.projection import Projection
+from registre.errors import RegistreError
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
 

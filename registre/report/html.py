@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, Final
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.ledger.exchange.transcript import describe
 from registre.report.gather import ReportData, format_timestamp, json_script
 

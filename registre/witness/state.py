@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.merkle import empty_root
+from registre.attest.notes import Checkpoint
+from registre.attest.tree import empty_root
 from registre.witness.errors import WitnessStateError
 
 __all__ = [
