@@ -4,7 +4,8 @@
 tree size, the entry count, the checkpoint sizes, and the byte size and SHA-256 of every other
 member; the member names are fixed (:data:`ENTRIES_MEMBER`, :func:`checkpoint_member`).
 :func:`parse_manifest` reads it under the limits below and returns a
-:class:`Manifest`; :meth:`Manifest.to_json` is what the writer serialises (canonically). Keys
+:class:`BundleManifest`; :meth:`BundleManifest.to_json` is what the writer serialises
+(canonically). Keys
 under ``informational`` are for people: verifiers never trust them.
 """
 
@@ -29,8 +30,8 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_MANIFEST_STRING",
     "MAX_MANIFEST_VALUES",
+    "BundleManifest",
     "Disclosure",
-    "Manifest",
     "ManifestFormatError",
     "checkpoint_member",
     "parse_manifest",
@@ -72,7 +73,7 @@ def checkpoint_member(size: int) -> str:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class BundleManifest:
     """The parsed ``manifest.json``. ``members`` maps each other member to (bytes, sha256 hex);
     ``informational`` holds keys the exporter named, which the verifier never trusts."""
 
@@ -102,7 +103,7 @@ class Manifest:
         return document
 
 
-def parse_manifest(data: bytes, max_values: int = MAX_MANIFEST_VALUES) -> Manifest:
+def parse_manifest(data: bytes, max_values: int = MAX_MANIFEST_VALUES) -> BundleManifest:
     """The manifest in ``data``, strict JSON of at most ``max_values`` values
     (:data:`MAX_MANIFEST_VALUES` at most) following the schema; raises a JSONFormatError
     subclass or :class:`ManifestFormatError`."""
@@ -145,7 +146,7 @@ def parse_manifest(data: bytes, max_values: int = MAX_MANIFEST_VALUES) -> Manife
     informational = value.get("informational", {})
     if not isinstance(informational, dict):
         raise ManifestFormatError("manifest informational must be an object")
-    return Manifest(
+    return BundleManifest(
         origin=origin,
         disclosure=disclosure,
         tree_size=tree_size,

@@ -45,7 +45,7 @@ from registre.attest.bundles.manifest import (
     MANIFEST_MEMBER,
     MANIFEST_VALUES_PER_MEMBER,
     MAX_MANIFEST_BYTES,
-    Manifest,
+    BundleManifest,
     checkpoint_member,
     parse_manifest,
 )
@@ -131,7 +131,7 @@ class Bundle:
     verified beyond the container: signatures, proofs and sizes are the verifier's steps 2 to 7.
     """
 
-    manifest: Manifest
+    manifest: BundleManifest
     leaves: Sequence[bytes]
     checkpoints: dict[int, bytes]
     proofs: BundleProofs | None
@@ -214,7 +214,7 @@ def read_bundle(
 
 
 def _bundle(
-    manifest: Manifest,
+    manifest: BundleManifest,
     members: dict[str, bytes],
     leaves: Sequence[bytes],
     hashes: LineGroups,
@@ -235,7 +235,7 @@ def _bundle(
 
 def _read_members(
     archive: ZipArchive, keep: list[bytes] | None
-) -> tuple[Manifest, dict[str, bytes], LineGroups, int]:
+) -> tuple[BundleManifest, dict[str, bytes], LineGroups, int]:
     """Steps 1.4-1.8 on an opened zip: the manifest first, then every member it lists,
     refused before inflating when its declared size is not the manifest's. Returns the
     manifest, the members but ``entries.jsonl``, the digests of its lines (the

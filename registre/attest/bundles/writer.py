@@ -27,8 +27,8 @@ from typing import Any, BinaryIO
 from registre.attest.bundles.manifest import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
+    BundleManifest,
     Disclosure,
-    Manifest,
     checkpoint_member,
 )
 from registre.attest.bundles.proofs import PROOFS_MEMBER, BundleProofs
@@ -195,7 +195,7 @@ def _write_members(stream: BinaryIO, plan: _Plan, leaves: Iterable[bytes], zip64
         members[ENTRIES_MEMBER] = (size, digest)
         if plan.proofs is not None:
             members[PROOFS_MEMBER] = (len(plan.proofs), hashlib.sha256(plan.proofs).hexdigest())
-        manifest = Manifest(
+        manifest = BundleManifest(
             origin=plan.origin,
             disclosure=plan.disclosure,
             tree_size=max(plan.notes),

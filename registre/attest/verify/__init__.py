@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from registre.attest.verify.report import (
         STEP_NAMES,
         Failure,
-        StepResult,
+        StepReport,
         StepStatus,
         VerifyReport,
         attach,
@@ -165,7 +165,7 @@ __all__ = [
     "SeqMismatchError",
     "SeqOrderError",
     "StateFileError",
-    "StepResult",
+    "StepReport",
     "StepStatus",
     "TreeProgress",
     "TreeRootMismatchError",
@@ -258,7 +258,7 @@ __getattr__, __dir__ = lazy_face(
         "report": (
             "Failure",
             "STEP_NAMES",
-            "StepResult",
+            "StepReport",
             "StepStatus",
             "VerifyReport",
             "attach",

@@ -18,7 +18,7 @@ from registre.errors import RegistreError
 __all__ = [
     "STEP_NAMES",
     "Failure",
-    "StepResult",
+    "StepReport",
     "StepStatus",
     "VerifyReport",
     "report_of",
@@ -40,7 +40,7 @@ StepStatus = Literal["passed", "stale", "failed", "skipped", "not run"]
 
 
 @dataclass
-class StepResult:
+class StepReport:
     """One step: its status, what it checked, and what it could not check."""
 
     number: int
@@ -92,7 +92,7 @@ class VerifyReport:
     entries: int | None = None
     checkpoints: int | None = None
     kinds: dict[str, int] = field(default_factory=dict)
-    steps: list[StepResult] = field(default_factory=lambda: [StepResult(n) for n in STEP_NAMES])
+    steps: list[StepReport] = field(default_factory=lambda: [StepReport(n) for n in STEP_NAMES])
     failure: Failure | None = None
     notes: list[str] = field(default_factory=list)
     cosignature_age: int | None = None
@@ -126,7 +126,7 @@ class VerifyReport:
             words.append("STALE (at the checkpoint: " + ", ".join(self.stale_finals) + ")")
         return ", ".join(words)
 
-    def step(self, number: int) -> StepResult:
+    def step(self, number: int) -> StepReport:
         return self.steps[number - 1]
 
     def to_json(self) -> dict[str, Any]:

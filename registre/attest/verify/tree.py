@@ -35,7 +35,7 @@ from registre.attest.notes import Checkpoint
 from registre.attest.tree import verify_consistency, verify_inclusion
 from registre.attest.verify.entries import PrevRootMismatchError
 from registre.attest.verify.history import MissingProofError
-from registre.attest.verify.report import StepResult
+from registre.attest.verify.report import StepReport
 from registre.errors import VerificationError
 
 __all__ = [
@@ -73,7 +73,7 @@ class TreeProgress:
 
 
 def check_tree_full(
-    result: StepResult,
+    result: StepReport,
     head: Checkpoint,
     checkpoints: Mapping[int, Checkpoint],
     count: int,
@@ -105,7 +105,7 @@ def check_tree_full(
 
 
 def check_tree_partial(
-    result: StepResult,
+    result: StepReport,
     head: Checkpoint,
     checkpoints: Mapping[int, Checkpoint],
     proofs: BundleProofs,

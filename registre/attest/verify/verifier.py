@@ -91,7 +91,7 @@ from registre.attest.verify.freshness import (
     check_freshness,
 )
 from registre.attest.verify.history import TrustedHead, check_history, load_state, update_state
-from registre.attest.verify.report import Failure, StepResult, VerifyReport, attach
+from registre.attest.verify.report import Failure, StepReport, VerifyReport, attach
 from registre.attest.verify.semantics import (
     SemanticHooks,
     SemanticsChecked,
@@ -174,7 +174,7 @@ def verify_bundle(
 
 
 class _Verification:
-    """One run of the seven steps; each ``_stepN`` fills its :class:`StepResult` or raises."""
+    """One run of the seven steps; each ``_stepN`` fills its :class:`StepReport` or raises."""
 
     def __init__(
         self,
@@ -208,7 +208,7 @@ class _Verification:
 
     def run(self, name: str) -> VerifyReport:
         self.report = VerifyReport(bundle=name)
-        steps: Sequence[Callable[[StepResult], None]] = (
+        steps: Sequence[Callable[[StepReport], None]] = (
             self._step1_container,
             self._step2_checkpoints,
             self._step3_entries,
@@ -277,7 +277,7 @@ class _Verification:
 
     # 1. container ----------------------------------------------------------------------
 
-    def _step1_container(self, result: StepResult) -> None:
+    def _step1_container(self, result: StepReport) -> None:
         bundle = self.bundle = self.open.enter_context(open_bundle(self.source, self.limits))
         manifest = bundle.manifest
         report = self.report
@@ -315,7 +315,7 @@ class _Verification:
 
     # 2. checkpoints --------------------------------------------------------------------
 
-    def _step2_checkpoints(self, result: StepResult) -> None:
+    def _step2_checkpoints(self, result: StepReport) -> None:
         bundle, policy = self.bundle, self.policy
         head_size = bundle.manifest.tree_size
         cosigners: list[str] = []
@@ -356,7 +356,7 @@ class _Verification:
         # 2.5 how recent the head is, by its newest pinned-witness cosignature
         self._freshness(result, times)
 
-    def _freshness(self, result: StepResult, times: Sequence[int]) -> None:
+    def _freshness(self, result: StepReport, times: Sequence[int]) -> None:
         """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``.
         The age goes into the report before a refusal, so a failed report states it too."""
         if times:
@@ -367,7 +367,7 @@ class _Verification:
 
     # 3. entries ------------------------------------------------------------------------
 
-    def _step3_entries(self, result: StepResult) -> None:
+    def _step3_entries(self, result: StepReport) -> None:
         bundle = self.bundle
         leaves = bundle.leaves
         full = self.full
@@ -416,17 +416,17 @@ class _Verification:
 
     # 4. tree ---------------------------------------------------------------------------
 
-    def _step4_tree(self, result: StepResult) -> None:
+    def _step4_tree(self, result: StepReport) -> None:
         if self.full:
             self._tree_full(result)
         else:
             self._tree_partial(result)
 
-    def _tree_full(self, result: StepResult) -> None:
+    def _tree_full(self, result: StepReport) -> None:
         count, roots = len(self.bundle.leaves), self.entries.roots
         check_tree_full(result, self.head, self.checkpoints, count, roots)  # 4.0-4.2
 
-    def _tree_partial(self, result: StepResult) -> None:
+    def _tree_partial(self, result: StepReport) -> None:
         bundle, entries = self.bundle, self.entries
         assert bundle.proofs is not None
         progress = TreeProgress()
@@ -447,7 +447,7 @@ class _Verification:
 
     # 5. history ------------------------------------------------------------------------
 
-    def _step5_history(self, result: StepResult) -> None:
+    def _step5_history(self, result: StepReport) -> None:
         if self.state_file is None:
             result.status = "skipped"
             result.not_checked.append("rollback and fork protection: no state file given (--state)")
@@ -466,7 +466,7 @@ class _Verification:
 
     # 6. semantics ----------------------------------------------------------------------
 
-    def _step6_semantics(self, result: StepResult) -> None:
+    def _step6_semantics(self, result: StepReport) -> None:
         progress = SemanticsProgress()
         try:
             leaves: Sequence[bytes] = self.bundle.leaves
@@ -490,7 +490,7 @@ class _Verification:
 
     # 7. claims -------------------------------------------------------------------------
 
-    def _step7_claims(self, result: StepResult) -> None:
+    def _step7_claims(self, result: StepReport) -> None:
         progress = SemanticsProgress()
         try:
             claims = check_claims(self.semantics.claims, progress)

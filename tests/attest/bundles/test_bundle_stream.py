@@ -21,10 +21,10 @@ from registre.attest.bundles import (
     PROOFS_MEMBER,
     WRITE_BUFFER,
     BundleLeaves,
+    BundleManifest,
     BundleWriteError,
     EntriesChangedError,
     LineGroups,
-    Manifest,
     ReadAhead,
     ZipStreamWriter,
     build_proofs,
@@ -63,7 +63,7 @@ def reference_bundle(
     contents.update({checkpoint_member(size): note for size, note in notes.items()})
     if proofs is not None:
         contents[PROOFS_MEMBER] = canonical_bytes(proofs.to_json())
-    manifest = Manifest(
+    manifest = BundleManifest(
         origin=origin,
         disclosure="full" if seqs is None else "partial",
         tree_size=max(notes),
