@@ -18,7 +18,8 @@ An error's message is one plain sentence of what is wrong. Advice on what to do 
 which command to run, which flag to pass -- is not part of the message: it goes in ``hint``,
 which the command line prints on a line of its own and a Python caller may ignore. Both
 :mod:`registre.lifecycle` and :mod:`registre.attest` import these roots from here, so neither
-needs the other for them.
+needs the other for them; this is their one address. ``specs/errors.md`` draws the whole tree
+of error classes, each with its one address (``tests/test_error_map.py`` holds it to the code).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from registre.errors import RefusedError
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from registre.attest.entry import Entry
+    from registre.attest.entries import Entry
     from registre.context import Projection
     from registre.ledger import Thread
 

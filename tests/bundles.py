@@ -1,10 +1,11 @@
 """Build valid audit bundles in memory for the tests: no database, only attest and lifecycle.
 
-A :class:`Thread` signs entries with :func:`registre.attest.entry.sign_entry`, keeps the RFC 9162
-tree with :mod:`registre.attest.merkle`, decides lifecycle events with
+A :class:`Thread` signs entries with :func:`registre.attest.entries.entry.sign_entry`, keeps the
+RFC 9162
+tree with :mod:`registre.attest.tree.merkle`, decides lifecycle events with
 :func:`registre.lifecycle.step` (so every recorded outcome is the one the rules give) and signs
-checkpoints with :mod:`registre.attest.checkpoint`. Bundles come out of
-:func:`registre.attest.bundle.bundle_bytes`,
+checkpoints with :mod:`registre.attest.notes.checkpoint`. Bundles come out of
+:func:`registre.attest.bundles.writer.bundle_bytes`,
 exactly as an exporter would write them. Tamper helpers (:func:`rezip`, :meth:`Thread.forge`)
 change a bundle the way an attacker could.
 """
@@ -18,24 +19,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from registre.attest.bodies import BodySchemaError
-from registre.attest.bundle import (
+from registre.attest.bundles import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
     build_proofs,
     bundle_bytes,
+    deterministic_zip,
+    read_zip,
 )
-from registre.attest.bundle_zip import deterministic_zip, read_zip
-from registre.attest.canonical import canonical_bytes
-from registre.attest.checkpoint import Checkpoint, cosign_checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.entry import ENTRY_SIGNATURE_PREFIX, Entry, open_entry, sign_entry
-from registre.attest.errors import RegistreError
-from registre.attest.keys import Signer
-from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
-from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
-from registre.attest.projection import projection_digest
-from registre.attest.verifier import TrustPolicy
+from registre.attest.canonical_json import canonical_bytes
+from registre.attest.entries import (
+    EMPTY_LIFECYCLE,
+    ENTRY_SIGNATURE_PREFIX,
+    BodySchemaError,
+    Entry,
+    LifecycleHead,
+    open_entry,
+    sign_entry,
+)
+from registre.attest.notes import (
+    Checkpoint,
+    CosignatureSigner,
+    Signer,
+    cosign_checkpoint,
+    sign_checkpoint,
+)
+from registre.attest.projection_digest import projection_digest
+from registre.attest.tree import CompactRange, MemoryHashSource, leaf_hash, root_at
+from registre.attest.verify import TrustPolicy
 from registre.context import (
     DEFAULT_COUNTER_NAME,
     LIFECYCLE_BLOCK_VERSION,
@@ -49,6 +60,7 @@ from registre.context import (
     project,
 )
 from registre.context.events import COMPACTION_ACTOR
+from registre.errors import RegistreError
 from registre.lifecycle import (
     ComputeRequest,
     FinalRequest,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 

@@ -2,8 +2,10 @@
 lifecycle events, a ``model.call`` (with the lifecycle block) after every round and a
 compaction whenever one is due -- what the verifier's step 6 spends its time on.
 
-The model calls' digests come from :class:`registre.attest.projection_stream.ModelCallChecker`
-(fast enough to build 10,000-entry threads at large budgets); tests/attest/test_projection_stream.py
+The model calls' digests come from
+:class:`registre.attest.projection_digest.stream.ModelCallChecker`
+(fast enough to build 10,000-entry threads at large budgets);
+tests/attest/projection_digest/test_projection_stream.py
 holds that digest against the full rebuild, and ``reference=True`` builds with the rebuild.
 """
 
@@ -12,8 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from registre.attest.projection import projection_digest
-from registre.attest.projection_stream import ModelCallChecker
+from registre.attest.projection_digest import ModelCallChecker, projection_digest
 from registre.context import (
     DEFAULT_COUNTER_NAME,
     LIFECYCLE_BLOCK_VERSION,

@@ -50,7 +50,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
-from registre.attest import canonical_bytes
+from registre.attest.canonical_json import canonical_bytes
 from registre.errors import RefusedError
 from registre.ledger import Ledger, Thread
 

@@ -43,8 +43,8 @@ from agents.memory.session_settings import SessionSettings
 from agents.run_config import CallModelData, ModelInputData
 
 from registre.adapters.records import tool_call_body
-from registre.attest import parse_strict
-from registre.attest.bodies import LIFECYCLE_KINDS
+from registre.attest.canonical_json import parse_strict
+from registre.attest.entries import LIFECYCLE_KINDS
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
 from registre.ledger import Ledger, Thread

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from registre.attest import canonical_bytes
+from registre.attest.canonical_json import canonical_bytes
 
 __all__ = ["holds_float", "tool_call_body"]
 

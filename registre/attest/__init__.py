@@ -1,70 +1,21 @@
-"""attest: the cryptographic ground floor of registre.
+"""attest: the cryptographic ground floor of registre, one subpackage per concept.
 
-Canonical bytes (RFC 8785), the RFC 9162 Merkle tree and its proofs, Ed25519 keys in the
-C2SP/sumdb note formats, signed notes, checkpoints and witness cosignatures, signed ledger
-entries, audit bundles and the offline verifier. Imports no storage and nothing above it
-(it may import :mod:`lifecycle` to replay a bundle's events).
+=====================================  ==========================================================
+:mod:`registre.attest.canonical_json`  RFC 8785 canonical bytes and the strict JSON parser
+:mod:`registre.attest.tree`            the RFC 9162 Merkle tree, inclusion and consistency proofs
+:mod:`registre.attest.notes`           Ed25519 keys, C2SP signed notes, checkpoints, cosignatures
+:mod:`registre.attest.entries`         signed ledger entries, their leaves and body schemas
+:mod:`registre.attest.bundles`         audit bundles: the zip container, manifest, proofs, leaves
+:mod:`registre.attest.projection_digest`  digests of working-context projections
+:mod:`registre.attest.verify`          the offline verifier, its steps and its report
+:mod:`registre.attest.errors`          the errors the subpackages share
+=====================================  ==========================================================
 
-The names below are the public API; each module's ``__all__`` lists its specific errors and
-helpers.
+Each subpackage's face (its ``__init__``) is the one public path of its names, e.g.
+``from registre.attest.tree import leaf_hash``; faces load their modules lazily. The
+floors inside attest, top down: verify; bundles and projection_digest; entries; notes;
+tree; canonical_json; errors. attest imports no storage and nothing above it (it may import
+:mod:`registre.lifecycle` and :mod:`registre.context` to replay a bundle's events).
 """
 
-from registre.attest.bundle import read_bundle, write_bundle
-from registre.attest.canonical import canonical_bytes, parse_canonical, parse_strict
-from registre.attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
-from registre.attest.entry import Entry, open_entry, sign_entry
-from registre.attest.errors import MalformedError, RefusedError, RegistreError, VerificationError
-from registre.attest.keys import Signer, Verifier
-from registre.attest.merkle import (
-    CompactRange,
-    HashSource,
-    MemoryHashSource,
-    leaf_hash,
-    node_hash,
-    root_at,
-)
-from registre.attest.note import open_note, sign_note
-from registre.attest.proofs import (
-    consistency_proof,
-    inclusion_proof,
-    verify_consistency,
-    verify_inclusion,
-)
-from registre.attest.verifier import TrustPolicy, verify_bundle
-
-__all__ = [
-    "Checkpoint",
-    "CompactRange",
-    "CosignatureSigner",
-    "CosignatureVerifier",
-    "Entry",
-    "HashSource",
-    "MalformedError",
-    "MemoryHashSource",
-    "RefusedError",
-    "RegistreError",
-    "Signer",
-    "TrustPolicy",
-    "VerificationError",
-    "Verifier",
-    "canonical_bytes",
-    "consistency_proof",
-    "inclusion_proof",
-    "leaf_hash",
-    "node_hash",
-    "open_checkpoint",
-    "open_entry",
-    "open_note",
-    "parse_canonical",
-    "parse_strict",
-    "read_bundle",
-    "root_at",
-    "sign_checkpoint",
-    "sign_entry",
-    "sign_note",
-    "verify_bundle",
-    "verify_consistency",
-    "verify_inclusion",
-    "write_bundle",
-]
+__all__: list[str] = []

@@ -19,12 +19,11 @@ from typing import Any, TypeVar
 
 import click
 
-from registre.attest.bundle_zip import DEFAULT_LIMITS
-from registre.attest.cosignature import CosignatureVerifier
-from registre.attest.errors import BadKeyError, RegistreError
-from registre.attest.keys import Verifier
-from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.attest.verify_report import VerifyReport, report_of
+from registre.attest.bundles import DEFAULT_LIMITS
+from registre.attest.errors import BadKeyError
+from registre.attest.notes import CosignatureVerifier, Verifier
+from registre.attest.verify import TrustPolicy, VerifyReport, report_of, verify_bundle
+from registre.errors import RegistreError
 
 __all__ = [
     "ReportedFailure",

@@ -1,25 +1,21 @@
-"""The one error hierarchy of registre.
+"""The errors that attest's subpackages share.
 
-Three families, kept apart because callers react to them differently:
-
-* :class:`MalformedError` -- the input could not even be read as what it claims to be
-  (bad JSON, a bad key string, a note with control characters). CLI exit code 2.
-* :class:`VerificationError` -- the input was well formed but a cryptographic or structural
-  check failed (a signature, a proof, a root, an origin). CLI exit code 1.
-* :class:`RefusedError` -- a well-formed request that the rules refuse (a lifecycle step, an
-  append that would break the ledger). CLI exit code 2.
+They stand under the roots of the one hierarchy, :mod:`registre.errors` (four families:
+malformed input, failed verification, a refused request, an unavailable resource), and are
+imported from here only; ``specs/errors.md`` draws the whole tree.
 
 Every check raises its own subclass with a message a person can act on; nothing in registre
 returns a boolean that a caller could forget to look at. The classes shared across modules are
 here; a check that only one module makes defines its class next to it (e.g.
-``registre.attest.strict_json.DuplicateKeyError``, ``registre.attest.entry.EntrySignatureError``),
+``registre.attest.canonical_json.strict_json.DuplicateKeyError``,
+``registre.attest.entries.entry.EntrySignatureError``),
 always under one of these families.
 """
 
 from __future__ import annotations
 
 # The roots live on the ground floor (registre.errors), shared with lifecycle.
-from registre.errors import MalformedError, RefusedError, RegistreError, VerificationError
+from registre.errors import MalformedError, VerificationError
 
 __all__ = [
     "BadKeyError",
@@ -28,18 +24,14 @@ __all__ = [
     "CosignatureError",
     "InclusionProofError",
     "KnownSignerFailedError",
-    "MalformedError",
     "NoTrustedSignatureError",
     "NoteFormatError",
     "OriginMismatchError",
     "ProofBoundsError",
     "ProofLengthError",
     "QuorumNotMetError",
-    "RefusedError",
-    "RegistreError",
     "RootMismatchError",
     "TooManySignaturesError",
-    "VerificationError",
     "WeakKeyError",
 ]
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.bench.quality import ContextView
 from registre.context import (
     ContextEntry,

@@ -92,7 +92,7 @@ def record_investigation(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m registre.bench.generate``: see the module docstring."""
-    from registre.attest.keys import Signer
+    from registre.attest.notes import Signer
     from registre.ledger import Ledger
 
     parser = argparse.ArgumentParser(prog="python -m registre.bench.generate")

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from registre.attest.errors import VerificationError
-from registre.attest.merkle import MemoryHashSource, leaf_hash
-from registre.attest.proofs import consistency_proof, inclusion_proof
+from registre.attest.tree import MemoryHashSource, consistency_proof, inclusion_proof, leaf_hash
+from registre.errors import VerificationError
 
 if TYPE_CHECKING:
     from registre.ledger import Thread

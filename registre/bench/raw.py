@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger import Ledger
 from registre.ledger.thread import Thread
 

@@ -48,7 +48,8 @@ investigation, and only compactions and model calls differ.
 - **conclusions left stale / repaired**: hypotheses flagged stale by an evidence change, and
   revised afterwards; *stale at end* counts active conclusions still stale after the final.
 - **bundle size, export time, verify time**: `registre.ledger.exchange.export.export_thread` to a
-  zip, then `registre.attest.verifier.verify_bundle` with only the operator's verifier key (steps
+  zip, then `registre.attest.verify.verifier.verify_bundle` with only the operator's verifier key
+  (steps
   1-7, the working context replayed).
 - **pymerkle**: the thread's own leaves (from the exported bundle) in both trees, in
   memory; proofs at the same seeded indices; both roots checked against the signed head.

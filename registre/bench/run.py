@@ -36,8 +36,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from registre.attest.errors import MalformedError, RegistreError
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.bench.generate import investigation_steps, policy_for
 from registre.bench.investigation import InvestigationConfig
 from registre.bench.measure import RunRecorder, even_points, sample_points
@@ -51,6 +50,7 @@ from registre.bench.schema import SCHEMA, check_results
 from registre.bench.stepproc import bundle_leaves, run_export, run_verify
 from registre.bench.summary import summarize_run
 from registre.context import ExtractiveSummarizer, Summarizer, default_counter
+from registre.errors import MalformedError, RegistreError
 from registre.ledger import Ledger, Thread
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from registre.attest.errors import MalformedError
+from registre.errors import MalformedError
 
 __all__ = ["RESULTS", "SCHEMA", "MapOf", "Nullable", "ResultsSchemaError", "check_results"]
 

@@ -30,10 +30,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from registre.attest.entry import ENTRY_SIGNATURE_PREFIX
-from registre.attest.errors import RegistreError
-from registre.attest.keys import Verifier
+from registre.attest.entries import ENTRY_SIGNATURE_PREFIX
+from registre.attest.notes import Verifier
 from registre.bench.memory import current_rss_mb, peak_rss_mb
+from registre.errors import RegistreError
 
 __all__ = [
     "BenchStepError",
@@ -127,7 +127,7 @@ def _export(url: str, thread_id: str, path: str) -> dict[str, Any]:
 
 
 def _verify(path: str, vkey_file: str, jobs: int) -> dict[str, Any]:
-    from registre.attest.verifier import TrustPolicy, verify_bundle
+    from registre.attest.verify import TrustPolicy, verify_bundle
 
     verifier = Verifier.from_vkey(Path(vkey_file).read_text(encoding="utf-8").strip())
     start_mb = current_rss_mb()

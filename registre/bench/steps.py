@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.bench.facts import Fact
 from registre.context import (
     ContextBudgetError,
@@ -80,7 +80,8 @@ class StepOutcome:
     ``compact_seconds``: for a model call step, the time ``thread.compact`` took whether it
     compacted or found nothing to do (None if it was refused);
     ``projection``: the context a model call was sent; ``result``: the API's return value
-    (an :class:`~registre.attest.entry.Entry`, :class:`~registre.ledger.lifecycle.api.BatchResult`
+    (an :class:`~registre.attest.entries.entry.Entry`,
+    :class:`~registre.ledger.lifecycle.api.BatchResult`
     or :class:`~registre.ledger.lifecycle.api.StepResult`); ``refused``: the refusal's class name,
     if the API refused (``refusal`` its message).
     """

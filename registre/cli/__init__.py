@@ -24,7 +24,7 @@ import click
 from registre.cli.commands import cli
 from registre.errors import EXIT_INTERNAL, RegistreError, UnavailableError
 
-__all__ = ["COMMANDS", "DEBUG_ENV", "cli", "main"]
+__all__ = ["COMMANDS", "DEBUG_ENV", "main"]
 
 COMMANDS: tuple[click.Command, ...]  # loaded on first use, by __getattr__ below
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from registre.attest.projection import projection_digest
+from registre.attest.projection_digest import projection_digest
 from registre.cli.files import terminal_text
 from registre.cli.options import ledger_options, open_ledger
 from registre.context import Policy, Projection, context_tokens, default_counter, project

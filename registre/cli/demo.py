@@ -10,7 +10,7 @@ and a final answer) the way an agent platform records it, then does what an audi
 3. replay the context of the last model call from the ledger and prove its digest;
 4. expand a summary pointer to its entry, with an inclusion proof checked against the
    signed checkpoint using the pinned verifier key only;
-5. export the signed audit bundle and verify it offline (``registre.attest.verifier``);
+5. export the signed audit bundle and verify it offline (``registre.attest.verify.verifier``);
 6. write the benchmark report of the run (``report.md``, ``results.json``, plots);
 7. write the audit report of the bundle (``audit.html``), the thread as a notebook
    (``thread.ipynb``) and as slides (``slides.html``).
@@ -29,10 +29,9 @@ from typing import Any
 
 import click
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.keys import Signer
-from registre.attest.proofs import verify_inclusion
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.notes import Signer, open_checkpoint
+from registre.attest.tree import verify_inclusion
+from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.cli.files import write_atomically
 from registre.errors import RefusedError, RegistreError
 from registre.ledger.ledger import Ledger

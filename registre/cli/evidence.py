@@ -20,7 +20,6 @@ from typing import Any
 
 import click
 
-from registre.attest.errors import MalformedError
 from registre.cli.files import terminal_text
 from registre.cli.options import (
     actor_option,
@@ -34,6 +33,7 @@ from registre.cli.options import (
     refusal,
     report_batch,
 )
+from registre.errors import MalformedError
 from registre.ledger.lifecycle.api import LifecycleRefusedError
 from registre.ledger.lifecycle.views import EvidenceRecord
 from registre.lifecycle import (

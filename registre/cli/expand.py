@@ -16,9 +16,9 @@ from pathlib import Path
 
 import click
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
-from registre.attest.proofs import verify_inclusion
+from registre.attest.errors import NoTrustedSignatureError, RootMismatchError
+from registre.attest.notes import open_checkpoint
+from registre.attest.tree import verify_inclusion
 from registre.cli.options import (
     b64,
     echo_json,
@@ -27,6 +27,7 @@ from registre.cli.options import (
     open_ledger,
     stored_checkpoint,
 )
+from registre.errors import RegistreError
 from registre.ledger.exchange.proof_text import format_inclusion_proof
 
 __all__ = ["expand_command"]

@@ -12,7 +12,8 @@ piped output and files keep the text verbatim.
 then renames it into place, so the target is either the whole output or what it was before.
 The file gets the permissions a plainly created file would (``0o666`` less the umask), not
 the private ``0o600`` of a temporary file: transcripts and verifier keys are meant to be
-shared. Key files are written elsewhere (``registre.attest.keys``), 0600 from the first instant.
+shared. Key files are written elsewhere (``registre.attest.notes.keys``), 0600 from the first
+instant.
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import click
 
-from registre.attest.errors import RefusedError
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.cli.options import (
     DEFAULT_LOG_NAME,
     echo_json,
@@ -23,6 +22,7 @@ from registre.cli.options import (
     resolve_db,
     resolve_key_file,
 )
+from registre.errors import RefusedError
 from registre.ledger.ledger import Ledger
 
 __all__ = ["init_command"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from registre.attest.errors import RefusedError
 from registre.cli.files import write_atomically
 from registre.cli.options import key_file_option, key_passphrase, load_signer, resolve_key_file
+from registre.errors import RefusedError
 
 __all__ = ["key_group"]
 

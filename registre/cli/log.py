@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.cli.files import terminal_text
 from registre.cli.options import ledger_options, open_ledger
 

@@ -38,10 +38,11 @@ from typing import Any, TypeVar
 
 import click
 
-from registre.attest.bodies import MAX_BODY_BYTES
-from registre.attest.canonical import parse_strict
-from registre.attest.errors import BadKeyError, MalformedError, RefusedError
-from registre.attest.keys import KeyPassphraseError, LegacyKeyFileWarning, Signer
+from registre.attest.canonical_json import parse_strict
+from registre.attest.entries import MAX_BODY_BYTES
+from registre.attest.errors import BadKeyError
+from registre.attest.notes import KeyPassphraseError, LegacyKeyFileWarning, Signer
+from registre.errors import MalformedError, RefusedError
 from registre.ledger.core.thread_core import StoredCheckpoint
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import click
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.errors import NoTrustedSignatureError, RegistreError, RootMismatchError
-from registre.attest.keys import Verifier
-from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.attest.errors import NoTrustedSignatureError, RootMismatchError
+from registre.attest.notes import Verifier, open_checkpoint
+from registre.attest.tree import verify_consistency, verify_inclusion
 from registre.cli.options import (
     b64,
     echo_json,
@@ -26,6 +25,7 @@ from registre.cli.options import (
     open_ledger,
     stored_checkpoint,
 )
+from registre.errors import RegistreError
 from registre.ledger.exchange.proof_text import format_consistency_proof, format_inclusion_proof
 
 __all__ = ["prove_group"]

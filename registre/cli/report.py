@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 
 from registre.attest.__main__ import ReportedFailure, pinned_log_key
-from registre.attest.cosignature import CosignatureVerifier
-from registre.attest.verifier import TrustPolicy
+from registre.attest.notes import CosignatureVerifier
+from registre.attest.verify import TrustPolicy
 from registre.cli.files import write_atomically
 from registre.report import gather, render_report
 

@@ -28,7 +28,7 @@ import click
 from click.core import ParameterSource
 
 from registre.attest.__main__ import run_verify, verify_options
-from registre.attest.keys import Verifier
+from registre.attest.notes import Verifier
 from registre.cli.options import db_option, echo_json, resolve_db
 from registre.ledger.ledger import Ledger
 from registre.ledger.verify.database import verify_database

@@ -16,11 +16,9 @@ from pathlib import Path
 
 import click
 
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import CheckpointFormatError
-from registre.attest.keys import Verifier
-from registre.attest.merkle import empty_root
+from registre.attest.notes import Checkpoint, CosignatureSigner, Verifier
+from registre.attest.tree import empty_root
 from registre.witness.errors import WitnessStateError
 from registre.witness.state import WitnessState
 from registre.witness.witness import Witness

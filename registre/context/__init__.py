@@ -7,7 +7,8 @@ entry (persist it with :func:`state_snapshot`, load it with :func:`restore_state
 model call, ``body = prepare_compaction(state, policy, counter, summarizer)``
 and, if not ``None``, append it as a ``context.compaction`` entry (and apply it); then
 ``projection = project(state, budget, policy, counter)`` and record the ``model.call`` with
-the digest of what is sent (``registre.attest.projection.shape_digest``): the projection
+the digest of what is sent (``registre.attest.projection_digest.digest.shape_digest``): the
+projection
 itself, or the provider request ``projection.as_openai_chat()``, ``as_openai_responses()`` or
 ``as_anthropic()`` (:mod:`registre.context.provider`).
 """

@@ -2,12 +2,12 @@
 
 Three families, as everywhere in registre:
 
-* **refusals** (:class:`~registre.lifecycle.errors.RefusedError`, nothing was changed): a context
+* **refusals** (:class:`~registre.errors.RefusedError`, nothing was changed): a context
   that cannot fit its budget (:class:`ContextBudgetError` and its subclasses, each saying by how
   many tokens), a summary the controller will not record (:class:`SummaryRefusedError` and
   its subclasses), a plan used against a state that moved on (:class:`StalePlanError`), a token
   counter that cannot be loaded (:class:`TokenCounterUnavailableError`);
-* **failed verification** (:class:`~registre.lifecycle.errors.VerificationError`): a recorded
+* **failed verification** (:class:`~registre.errors.VerificationError`): a recorded
   ``context.compaction`` that breaks a rule when replayed (:class:`CompactionVerificationError`
   and its subclasses, one per rule), or a counter name the verifier does not have
   (:class:`UnknownTokenCounterError`);
@@ -19,7 +19,7 @@ Shape problems and refusals never leave a state half-changed.
 
 from __future__ import annotations
 
-from registre.lifecycle.errors import RefusedError, VerificationError
+from registre.errors import RefusedError, VerificationError
 
 __all__ = [
     "CompactionDoesNotReduceError",

@@ -5,7 +5,7 @@ simple: object members sorted by the UTF-16 code units of their names, no insign
 whitespace, integers in decimal, strings with only ``"``, ``\\`` and U+0000..U+001F escaped
 (``\\b \\t \\n \\f \\r`` short, the others ``\\u00xx`` in lowercase hex). lifecycle may not import
 attest, so this module writes that text itself; ``tests/context`` checks it against
-:func:`registre.attest.canonical.canonical_bytes`.
+:func:`registre.attest.canonical_json.jcs.canonical_bytes`.
 """
 
 from __future__ import annotations

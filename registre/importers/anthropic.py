@@ -19,14 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from registre.importers.core import (
-    At,
-    Conversation,
-    ImportedEntry,
-    Message,
-    Path,
-    describe,
-)
+from registre.importers.core import At, Conversation, ImportedEntry, Path, SourceMessage, describe
 
 __all__ = ["anthropic_content", "parse_anthropic_values"]
 
@@ -68,8 +61,8 @@ def _document(
 
 def anthropic_message(
     conversation: Conversation, value: object, at: At, fmt: str | None = None
-) -> Message:
-    """One ``{"role", "content"}`` message as a :class:`Message` to end."""
+) -> SourceMessage:
+    """One ``{"role", "content"}`` message as a :class:`SourceMessage` to end."""
     message = conversation.message(value, at, fmt)
     role = message.original.get("role")
     if role not in ("user", "assistant"):
@@ -78,7 +71,9 @@ def anthropic_message(
     return message
 
 
-def anthropic_content(message: Message, role: str, content: object, path: Path, at: At) -> None:
+def anthropic_content(
+    message: SourceMessage, role: str, content: object, path: Path, at: At
+) -> None:
     """A message's ``content`` (a string or blocks) at ``path`` inside the source message."""
     if isinstance(content, str):
         message.turn(role, content, path)
@@ -92,7 +87,7 @@ def anthropic_content(message: Message, role: str, content: object, path: Path, 
         _block(message, role, block, (*path, index), block_at)
 
 
-def _block(message: Message, role: str, block: dict[str, Any], path: Path, at: At) -> None:
+def _block(message: SourceMessage, role: str, block: dict[str, Any], path: Path, at: At) -> None:
     kind = block["type"]
     if kind == "text" and isinstance(block.get("text"), str):
         message.turn(role, block["text"], (*path, "text"))
@@ -120,7 +115,7 @@ def _base64(block: dict[str, Any]) -> str | None:
     return None
 
 
-def _tool_result(message: Message, block: dict[str, Any], path: Path, at: At) -> None:
+def _tool_result(message: SourceMessage, block: dict[str, Any], path: Path, at: At) -> None:
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str):
         at.key("tool_use_id").fail(f"expected the id of the call answered, got {describe(call_id)}")

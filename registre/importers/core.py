@@ -6,14 +6,15 @@ format's code then says which entries the message makes (``turn``, ``tool.call``
 ``tool.result``, or ``imported`` for everything registre has no entry kind of its own for:
 thinking, images, reasoning items, compaction records, ...) and, for each entry, which
 *leaves* of the message it supplies (``fill``: for each body field, the RFC 6901 JSON Pointer
-of the leaf of the message it holds). :meth:`Message.end` then keeps **the rest of the
+of the leaf of the message it holds). :meth:`SourceMessage.end` then keeps **the rest of the
 message verbatim** as the ``source`` member of the message's first entry (``message``: the
 message with the filled leaves removed, or ``message_json``, its RFC 8785 text, when it
 holds non-integer numbers), rebuilds the message from the entries (:func:`rebuild_message`)
 and checks it equals the original; if it does not, the whole message is kept instead, so
 import is lossless by check, not by hope. ``specs/entries.md`` section 6 is the normative text.
 
-Every body is validated with :func:`registre.attest.bodies.validate_body` before it is handed
+Every body is validated with :func:`registre.attest.entries.bodies.validate_body` before it is
+handed
 on; anything that cannot be recorded raises :class:`TranscriptError` naming the line or
 JSON path and why. Nothing else is raised for any input.
 """
@@ -28,17 +29,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
-from registre.attest.bodies import validate_body
-from registre.attest.canonical import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical
-from registre.attest.entry import check_actor
-from registre.attest.errors import MalformedError
+from registre.attest.canonical_json import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical
+from registre.attest.entries import check_actor, validate_body
+from registre.errors import MalformedError
 from registre.importers.pairing import Pairing
 
 __all__ = [
     "At",
     "Conversation",
     "ImportedEntry",
-    "Message",
+    "SourceMessage",
     "TranscriptError",
     "describe",
     "rebuild_message",
@@ -227,7 +227,7 @@ def rebuild_message(skeleton: dict[str, Any], bodies: Sequence[Mapping[str, Any]
 
 
 @dataclass
-class Message:
+class SourceMessage:
     """One source message being turned into entries (made by :meth:`Conversation.message`)."""
 
     conversation: Conversation
@@ -396,14 +396,14 @@ class Conversation:
         self.pairing = pairing if pairing is not None else Pairing()
         self.validate = validate
 
-    def message(self, original: object, at: At, fmt: str | None = None) -> Message:
+    def message(self, original: object, at: At, fmt: str | None = None) -> SourceMessage:
         """Start a source message (an object) at ``at``; ``fmt`` overrides the format name."""
         if not isinstance(original, dict):
             at.fail(f"expected a message (an object), got {describe(original)}")
-        return Message(self, original, at, fmt or self.fmt)
+        return SourceMessage(self, original, at, fmt or self.fmt)
 
 
-def entries_of(messages: Iterator[Message]) -> Iterator[ImportedEntry]:
+def entries_of(messages: Iterator[SourceMessage]) -> Iterator[ImportedEntry]:
     """Every entry of every message, in order."""
     for message in messages:
         yield from message.end()

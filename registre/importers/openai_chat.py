@@ -19,16 +19,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from registre.attest.canonical import parse_strict
-from registre.attest.errors import MalformedError
-from registre.importers.core import (
-    At,
-    Conversation,
-    ImportedEntry,
-    Message,
-    Path,
-    describe,
-)
+from registre.attest.canonical_json import parse_strict
+from registre.errors import MalformedError
+from registre.importers.core import At, Conversation, ImportedEntry, Path, SourceMessage, describe
 
 __all__ = ["chat_message", "content_parts", "parse_arguments", "parse_openai_values"]
 
@@ -49,8 +42,8 @@ def parse_openai_values(
 
 def chat_message(
     conversation: Conversation, value: object, at: At, prefix: Path = (), fmt: str | None = None
-) -> Message:
-    """One chat message (at ``prefix`` inside ``value``) as a :class:`Message` to end."""
+) -> SourceMessage:
+    """One chat message (at ``prefix`` inside ``value``) as a :class:`SourceMessage` to end."""
     message = conversation.message(value, at, fmt)
     fields: Any = message.original
     for step in prefix:
@@ -82,7 +75,7 @@ def chat_message(
     return message
 
 
-def content_parts(message: Message, role: str, content: object, path: Path, at: At) -> None:
+def content_parts(message: SourceMessage, role: str, content: object, path: Path, at: At) -> None:
     """A ``content`` field: null, a string, or a list of parts."""
     if content is None:
         return
@@ -121,7 +114,7 @@ def _data_url(part: dict[str, Any]) -> str | None:
     return None
 
 
-def _calls(message: Message, calls: object, path: Path, at: At) -> None:
+def _calls(message: SourceMessage, calls: object, path: Path, at: At) -> None:
     if calls is None:
         return
     if not isinstance(calls, list):
@@ -157,7 +150,7 @@ def parse_arguments(text: str, at: At) -> Any:
     return arguments
 
 
-def _tool(message: Message, fields: dict[str, Any], at: At, prefix: Path) -> None:
+def _tool(message: SourceMessage, fields: dict[str, Any], at: At, prefix: Path) -> None:
     content = fields.get("content")
     if isinstance(content, str):
         text, content_fill = content, [((*prefix, "content"), "content")]

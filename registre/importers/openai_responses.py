@@ -16,14 +16,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from registre.importers.core import (
-    At,
-    Conversation,
-    ImportedEntry,
-    Message,
-    Path,
-    describe,
-)
+from registre.importers.core import At, Conversation, ImportedEntry, Path, SourceMessage, describe
 from registre.importers.openai_chat import content_parts, parse_arguments
 
 __all__ = ["parse_responses_values"]
@@ -51,7 +44,7 @@ def parse_responses_values(
             yield from _item(conversation, value, at).end()
 
 
-def _item(conversation: Conversation, value: object, at: At) -> Message:
+def _item(conversation: Conversation, value: object, at: At) -> SourceMessage:
     message = conversation.message(value, at)
     item = message.original
     kind = item.get("type", "message" if "role" in item else None)

@@ -9,7 +9,8 @@ Three layouts, told apart by the first bytes:
 * **one JSON document** spread over several lines (the first line is not a whole value) --
   read whole (memory grows with the file); its place is ``$``.
 
-Every value is read with the strict reader (:func:`registre.attest.canonical.parse_strict`:
+Every value is read with the strict reader
+(:func:`registre.attest.canonical_json.strict_json.parse_strict`:
 no duplicate keys, NaN, unsafe integers, lone surrogates); a bad value raises
 :class:`~registre.importers.core.TranscriptError` naming its place.
 """
@@ -21,8 +22,8 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from registre.attest.canonical import parse_strict
-from registre.attest.errors import MalformedError
+from registre.attest.canonical_json import parse_strict
+from registre.errors import MalformedError
 from registre.importers.core import At
 
 __all__ = ["Layout", "read_values"]

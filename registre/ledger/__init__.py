@@ -10,25 +10,43 @@ that the floors above (``registre.bench``, the command line, adapters) use.
 
 from __future__ import annotations
 
-from registre.ledger.exchange.export import ExportResult, export_claim, export_thread
-from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle.api import (
-    BatchResult,
-    ConclusionRefusedError,
-    LifecycleRefusedError,
-    PinRefusedError,
-    RevisionRefusedError,
-    StepResult,
-    source_ref,
-)
-from registre.ledger.thread import (
-    StoredCheckpoint,
-    Thread,
-    ThreadConsistencyProof,
-    ThreadInclusionProof,
-    TreeHead,
-)
-from registre.ledger.verify.database import ThreadReport, verify_database
+from typing import TYPE_CHECKING
+
+from registre._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from registre.ledger.core.thread_core import (
+        StoredCheckpoint,
+        ThreadConsistencyProof,
+        ThreadInclusionProof,
+        TreeHead,
+    )
+    from registre.ledger.exchange.export import (
+        ExportResult,
+        export_claim,
+        export_thread,
+    )
+    from registre.ledger.ledger import (
+        Ledger,
+    )
+    from registre.ledger.lifecycle.api import (
+        BatchResult,
+        ConclusionRefusedError,
+        LifecycleRefusedError,
+        PinRefusedError,
+        RevisionRefusedError,
+        StepResult,
+        source_ref,
+    )
+    from registre.ledger.thread import (
+        Thread,
+    )
+    from registre.ledger.verify.database import (
+        verify_database,
+    )
+    from registre.ledger.verify.thread import (
+        ThreadReport,
+    )
 
 __all__ = [
     "BatchResult",
@@ -50,3 +68,33 @@ __all__ = [
     "source_ref",
     "verify_database",
 ]
+
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    {
+        "core.thread_core": (
+            "StoredCheckpoint",
+            "ThreadConsistencyProof",
+            "ThreadInclusionProof",
+            "TreeHead",
+        ),
+        "exchange.export": (
+            "ExportResult",
+            "export_claim",
+            "export_thread",
+        ),
+        "ledger": ("Ledger",),
+        "lifecycle.api": (
+            "BatchResult",
+            "ConclusionRefusedError",
+            "LifecycleRefusedError",
+            "PinRefusedError",
+            "RevisionRefusedError",
+            "StepResult",
+            "source_ref",
+        ),
+        "thread": ("Thread",),
+        "verify.database": ("verify_database",),
+        "verify.thread": ("ThreadReport",),
+    },
+)

@@ -6,7 +6,7 @@ failed check (exit 1): the store holds something its own invariants forbid.
 
 from __future__ import annotations
 
-from registre.attest.errors import RefusedError, VerificationError
+from registre.errors import RefusedError, VerificationError
 
 __all__ = [
     "EntryNotFoundError",

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
-from registre.attest.entry import check_thread_id
-from registre.attest.keys import Signer, Verifier
-from registre.attest.merkle import empty_root
+from registre.attest.entries import check_thread_id
+from registre.attest.notes import Signer, Verifier
+from registre.attest.tree import empty_root
 from registre.ledger.core.append import store_public_key
 from registre.ledger.core.database import Database, utc_now
 from registre.ledger.errors import ThreadExistsError, UnknownThreadError

@@ -17,27 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.entry import Entry
+from registre.attest.entries import LIFECYCLE_KINDS, Entry
 from registre.context import TASK_PIN_KIND
 from registre.ledger.context.api import ContextThread
 from registre.ledger.context.store import CONTEXT_WRITE_KINDS, append_context_checked
 from registre.ledger.core.append import AppendItem, batch_kinds
-from registre.ledger.core.thread_core import (
-    StoredCheckpoint,
-    ThreadConsistencyProof,
-    ThreadInclusionProof,
-    TreeHead,
-)
 from registre.ledger.lifecycle.api import LifecycleThread, PinRefusedError
 from registre.ledger.lifecycle.store import append_checked
 
 __all__ = [
-    "StoredCheckpoint",
     "Thread",
-    "ThreadConsistencyProof",
-    "ThreadInclusionProof",
-    "TreeHead",
 ]
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from registre.attest.errors import VerificationError
-from registre.attest.note import parse_note
-from registre.ledger.thread import StoredCheckpoint, Thread
+from registre.attest.notes import parse_note
+from registre.errors import VerificationError
+from registre.ledger.core.thread_core import StoredCheckpoint
+from registre.ledger.thread import Thread
 from registre.witness.client import (
     CollectedCosignatures,
     WitnessEndpoint,

@@ -11,25 +11,21 @@ Refusals are never exceptions: a request the rules refuse gets an outcome that s
   next state (:class:`StateRetiredError`, a programming error).
 
 The roots of the project's one error hierarchy (:class:`RegistreError` and its three
-families) live in :mod:`registre.errors`, below both lifecycle and attest; they are
-re-exported here. So a malformed lifecycle body is a :class:`MalformedError` and a forged
+families) live in :mod:`registre.errors`, below both lifecycle and attest, and are imported
+from there only. So a malformed lifecycle body is a :class:`MalformedError` and a forged
 lifecycle history a :class:`VerificationError`, like every other malformed input and failed
 check.
 """
 
 from __future__ import annotations
 
-from registre.errors import MalformedError, RefusedError, RegistreError, VerificationError
+from registre.errors import MalformedError, RegistreError, VerificationError
 
 __all__ = [
     "LifecycleError",
     "LifecycleFormatError",
-    "MalformedError",
-    "RefusedError",
-    "RegistreError",
     "ReplayMismatchError",
     "StateRetiredError",
-    "VerificationError",
 ]
 
 

@@ -38,7 +38,7 @@ T = TypeVar("T")
 # Size caps on strings, in UTF-8 bytes: each defined here once. Lifecycle bodies
 # (specs/lifecycle.md "Entry bodies") and the bodies registre defines itself
 # (specs/entries.md section 2: turn, tool.call, tool.result, decision, context.compaction,
-# model.call; checked by registre.attest.bodies) have different caps.
+# model.call; checked by registre.attest.entries.bodies) have different caps.
 MAX_LIFECYCLE_TEXT_BYTES: Final = 65536
 """Cap on a text of a lifecycle body: a statement, conclusion or pin text, an unpin reason, a
 rejection message (64 KiB). The default cap of :func:`read_text`."""

@@ -9,7 +9,45 @@ and the context tokens against the budget. A bundle that fails verification give
 that says so first and shows none of its content.
 """
 
-from registre.report.gather import CallContext, Chain, ReportData, gather
-from registre.report.html import PAGE_SIZE, render_report
+from __future__ import annotations
 
-__all__ = ["PAGE_SIZE", "CallContext", "Chain", "ReportData", "gather", "render_report"]
+from typing import TYPE_CHECKING
+
+from registre._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from registre.report.gathering import (
+        CallContext,
+        Chain,
+        ReportData,
+        gather,
+    )
+    from registre.report.html import (
+        PAGE_SIZE,
+        render_report,
+    )
+
+__all__ = [
+    "PAGE_SIZE",
+    "CallContext",
+    "Chain",
+    "ReportData",
+    "gather",
+    "render_report",
+]
+
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    {
+        "gathering": (
+            "CallContext",
+            "Chain",
+            "ReportData",
+            "gather",
+        ),
+        "html": (
+            "PAGE_SIZE",
+            "render_report",
+        ),
+    },
+)

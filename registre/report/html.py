@@ -27,9 +27,9 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, Final
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.ledger.exchange.transcript import describe
-from registre.report.gather import ReportData, format_timestamp, json_script
+from registre.report.gathering import ReportData, format_timestamp, json_script
 
 __all__ = ["CONTEXT_GROUP", "PAGE_SIZE", "render_report", "timeline_data", "unpack"]
 

@@ -27,7 +27,7 @@ import importlib
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.errors import RefusedError
 from registre.ledger.exchange.transcript import describe
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from registre.context.model import format_spans
-from registre.report.gather import conclusion_chains
+from registre.report.gathering import conclusion_chains
 
 if TYPE_CHECKING:
     from registre.ledger import Thread

@@ -23,17 +23,29 @@ only :mod:`registre.context`.
 
 from __future__ import annotations
 
-from registre.summarizers.anthropic import MAX_TOKENS, AnthropicClient, AnthropicSummarizer
-from registre.summarizers.openai import OpenAIClient, OpenAISummarizer
-from registre.summarizers.prompt import (
-    ITEM_CHARS,
-    PROMPT_VERSION,
-    SYSTEM_PROMPT,
-    UnusableReplyError,
-    read_reply,
-    render_item,
-    user_prompt,
-)
+from typing import TYPE_CHECKING
+
+from registre._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from registre.summarizers.anthropic import (
+        MAX_TOKENS,
+        AnthropicClient,
+        AnthropicSummarizer,
+    )
+    from registre.summarizers.openai import (
+        OpenAIClient,
+        OpenAISummarizer,
+    )
+    from registre.summarizers.prompt import (
+        ITEM_CHARS,
+        PROMPT_VERSION,
+        SYSTEM_PROMPT,
+        UnusableReplyError,
+        read_reply,
+        render_item,
+        user_prompt,
+    )
 
 __all__ = [
     "ITEM_CHARS",
@@ -49,3 +61,27 @@ __all__ = [
     "render_item",
     "user_prompt",
 ]
+
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    {
+        "anthropic": (
+            "AnthropicClient",
+            "AnthropicSummarizer",
+            "MAX_TOKENS",
+        ),
+        "openai": (
+            "OpenAIClient",
+            "OpenAISummarizer",
+        ),
+        "prompt": (
+            "ITEM_CHARS",
+            "PROMPT_VERSION",
+            "SYSTEM_PROMPT",
+            "UnusableReplyError",
+            "read_reply",
+            "render_item",
+            "user_prompt",
+        ),
+    },
+)

@@ -32,10 +32,14 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.cosignature import CosignatureVerifier
-from registre.attest.errors import RegistreError, VerificationError
-from registre.attest.note import DuplicateSignatureError, append_signature, parse_note
+from registre.attest.notes import (
+    Checkpoint,
+    CosignatureVerifier,
+    DuplicateSignatureError,
+    append_signature,
+    parse_note,
+)
+from registre.errors import RegistreError, VerificationError
 from registre.witness.errors import WitnessQuorumError, WitnessSpecError
 from registre.witness.protocol import (
     ADD_CHECKPOINT_PATH,

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from registre.attest.errors import (
-    MalformedError,
-    QuorumNotMetError,
-    RefusedError,
-    VerificationError,
-)
+from registre.attest.errors import QuorumNotMetError
+from registre.errors import MalformedError, RefusedError, VerificationError
 
 __all__ = [
     "EmptyTreeRootError",

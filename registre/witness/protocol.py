@@ -27,11 +27,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from registre.attest.checkpoint import Checkpoint
 from registre.attest.errors import CheckpointFormatError, NoteFormatError
-from registre.attest.merkle import HASH_SIZE, MAX_TREE_SIZE
-from registre.attest.note import NoteSignature, parse_note
-from registre.attest.proofs import MAX_PROOF_HASHES
+from registre.attest.notes import Checkpoint, NoteSignature, parse_note
+from registre.attest.tree import HASH_SIZE, MAX_PROOF_HASHES, MAX_TREE_SIZE
 from registre.witness.errors import (
     RequestFormatError,
     RequestTooLargeError,

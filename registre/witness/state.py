@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.merkle import empty_root
+from registre.attest.notes import Checkpoint
+from registre.attest.tree import empty_root
 from registre.witness.errors import WitnessStateError
 
 __all__ = [
@@ -47,9 +47,9 @@ __all__ = [
     "ORIGIN_RESCAN_SECONDS",
     "STATE_VERSION",
     "CosignedRecord",
-    "EvidenceRecord",
     "FollowedLog",
     "LatestCheckpoint",
+    "RefusedCheckpoint",
     "WitnessState",
 ]
 
@@ -126,7 +126,7 @@ class CosignedRecord:
 
 
 @dataclass(frozen=True)
-class EvidenceRecord:
+class RefusedCheckpoint:
     """A log-signed checkpoint the witness refused as inconsistent: ``kind`` (``split-view``
     or ``bad-proof``, see the module docstring) and why."""
 
@@ -338,7 +338,7 @@ class WitnessState:
             for o, s, r, n, c, t, when in rows
         ]
 
-    def evidence(self, origin: str | None = None) -> list[EvidenceRecord]:
+    def evidence(self, origin: str | None = None) -> list[RefusedCheckpoint]:
         """Refused inconsistent checkpoints (of ``origin``, or all), oldest first."""
         query = "SELECT origin, size, root, note, kind, reason, received FROM evidence"
         rows = (
@@ -347,7 +347,7 @@ class WitnessState:
             else self._conn().execute(query + " ORDER BY id")
         )
         return [
-            EvidenceRecord(str(o), int(s), bytes(r), str(n), str(k), str(why), str(when))
+            RefusedCheckpoint(str(o), int(s), bytes(r), str(n), str(k), str(why), str(when))
             for o, s, r, n, k, why, when in rows
         ]
 

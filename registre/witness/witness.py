@@ -38,12 +38,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.errors import RegistreError, VerificationError
-from registre.attest.keys import Verifier
-from registre.attest.merkle import empty_root
-from registre.attest.note import open_note, parse_note
-from registre.attest.proofs import verify_consistency
+from registre.attest.notes import CosignatureSigner, Verifier, open_note, parse_note
+from registre.attest.tree import empty_root, verify_consistency
+from registre.errors import RegistreError, VerificationError
 from registre.witness.errors import (
     EmptyTreeRootError,
     InconsistentCheckpointError,

@@ -15,8 +15,9 @@ import pytest
 from claude_agent_sdk.testing import run_session_store_conformance
 
 from registre.adapters.claude import DeleteRefusedError, RegistreSessionStore, precompact_hook
-from registre.attest import Signer, canonical_bytes
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.canonical_json import canonical_bytes
+from registre.attest.notes import Signer
+from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.ledger import Ledger, Thread, export_thread
 
 KEY: Any = {"project_key": "-home-dev-shop", "session_id": "b1f0c2d4-5e6f-4a70-8b91-c2d3e4f50617"}

@@ -15,8 +15,8 @@ from mcp.client._memory import InMemoryTransport
 from mcp.shared.exceptions import MCPError
 
 from registre.adapters.mcp_server import build_server
-from registre.attest import canonical_bytes
-from registre.attest.proofs import verify_inclusion
+from registre.attest.canonical_json import canonical_bytes
+from registre.attest.tree import verify_inclusion
 from registre.ledger import Ledger, Thread
 
 Session = Callable[[Client], Awaitable[None]]

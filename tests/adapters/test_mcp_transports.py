@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from registre.attest import Signer
+from registre.attest.notes import Signer
 from registre.ledger import Ledger
 
 REGISTRE = [sys.executable, "-m", "registre"]

@@ -17,8 +17,8 @@ from registre.adapters.openai_agents import (
     UnrecordedInputError,
     UnsupportedItemError,
 )
-from registre.attest import Signer
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.notes import Signer
+from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.context import Policy
 from registre.ledger import Ledger, export_thread
 from tests.adapters.scripted_model import ScriptedModel, call, say

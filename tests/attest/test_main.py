@@ -12,10 +12,10 @@ from typing import NoReturn
 
 import pytest
 
-from registre.attest import verifier as verifier_module
 from registre.attest.__main__ import main
-from registre.attest.bundle_zip import ZipFormatError
-from registre.attest.verifier import INACTIVE_LISTED
+from registre.attest.bundles import ZipFormatError
+from registre.attest.verify import INACTIVE_LISTED
+from registre.attest.verify import verifier as verifier_module
 from registre.lifecycle import (
     ComputeRequest,
     EvidenceReviseRequest,
@@ -37,8 +37,8 @@ class Blocker(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Blocker())
-import registre.attest.verify_entries  # spread even a small bundle over --jobs processes
-registre.attest.verify_entries.MIN_LEAVES_PER_PROCESS = 1
+import registre.attest.verify.entries  # spread even a small bundle over --jobs processes
+registre.attest.verify.entries.MIN_LEAVES_PER_PROCESS = 1
 sys.argv = ["registre.attest", *{args!r}]
 runpy.run_module("registre.attest", run_name="__main__", alter_sys=True)
 """
@@ -160,7 +160,7 @@ def test_hint_printed_on_its_own_line(
         raise ZipFormatError("not a readable zip file").with_hint("ask for the bundle again")
 
     # in the verifier's step 1 (a report is printed first), or before any report is started
-    where = "verifier.open_bundle" if reported else "__main__.verify_bundle"
+    where = "verify.verifier.open_bundle" if reported else "__main__.verify_bundle"
     monkeypatch.setattr(f"registre.attest.{where}", refuse)
     code, out, err = run(["verify", str(bundle_file(tmp_path)), "--key", LOG.vkey()], capsys)
     assert code == 2 and ("NOT VERIFIED" in out) == reported

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.bench.baselines import (
     MASK_AFTER_TURNS,
     MASK_PLACEHOLDER,

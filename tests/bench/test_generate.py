@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from registre.attest.entry import Entry
-from registre.attest.keys import Signer
+from registre.attest.entries import Entry
+from registre.attest.notes import Signer
 from registre.bench.facts import FACT_KINDS, Fact
 from registre.bench.generate import (
     InvestigationConfig,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.bench.memory import StepMeter
 from registre.bench.readme_table import main as readme_main
 from registre.bench.scale_report import STEP_NAMES

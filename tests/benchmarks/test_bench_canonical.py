@@ -15,7 +15,7 @@ from typing import Any
 
 import rfc8785
 
-from registre.attest.canonical import canonical_bytes, parse_canonical, parse_strict
+from registre.attest.canonical_json import canonical_bytes, parse_canonical, parse_strict
 
 
 def _typical_entry() -> dict[str, Any]:

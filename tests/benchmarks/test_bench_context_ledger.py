@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.keys import Signer
+from registre.attest.entries import LIFECYCLE_KINDS
+from registre.attest.notes import Signer
 from registre.context import ContextState, Projection, project
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_snapshots import context_entries

@@ -20,7 +20,8 @@ signed checkpoint at the head):
 
 ``extra_info`` records the bundle's bytes, its entries per second and, for the full export,
 the peak of Python allocations while exporting (tracemalloc, measured once outside the timed
-rounds): the writer of ``registre.attest.bundle`` builds the zip in memory, so the peak grows with
+rounds): the writer of ``registre.attest.bundles.reader`` builds the zip in memory, so the peak
+grows with
 n."""
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from typing import Any
 
 import pytest
 
-from registre.attest.bundle_zip import deterministic_zip
-from registre.attest.keys import Signer
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.bundles import deterministic_zip
+from registre.attest.notes import Signer
+from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.ledger.exchange.export import export_claim, export_thread
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import source_ref

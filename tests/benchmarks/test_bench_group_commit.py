@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 

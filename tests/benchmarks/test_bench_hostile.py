@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from registre.attest.bundle import ENTRIES_MEMBER
-from registre.attest.errors import RegistreError
-from registre.attest.verifier import verify_bundle
+from registre.attest.bundles import ENTRIES_MEMBER
+from registre.attest.verify import verify_bundle
+from registre.errors import RegistreError
 from tests.benchmarks.conftest import bench_sizes
 from tests.bundles import build_thread, policy, rezip
 from tests.tamper import hostile

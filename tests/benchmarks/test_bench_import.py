@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.importers import parse_bytes
 from registre.ledger.exchange.import_run import ImportJob, run_import
 from registre.ledger.ledger import Ledger

@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
-from registre.attest.merkle import CompactRange, leaf_hash
+from registre.attest.notes import Signer
+from registre.attest.tree import CompactRange, leaf_hash
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.schema import tables
 from registre.ledger.thread import Thread

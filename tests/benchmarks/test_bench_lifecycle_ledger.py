@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.lifecycle import (

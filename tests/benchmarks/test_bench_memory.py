@@ -37,8 +37,8 @@ size_params = pytest.mark.parametrize("n", SIZES, ids=[f"n={n}" for n in SIZES])
 
 CHILD = """
 import json, resource, sys
-from registre.attest.keys import Verifier
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.notes.keys import Verifier
+from registre.attest.verify.verifier import TrustPolicy, verify_bundle
 from registre.ledger.exchange.export import export_thread
 from registre.ledger.ledger import Ledger
 

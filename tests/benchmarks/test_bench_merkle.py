@@ -27,10 +27,13 @@ from typing import Any, TypeVar
 import pymerkle  # type: ignore[import-untyped]
 import pytest
 
-from registre.attest.merkle import CompactRange, MemoryHashSource, leaf_hash, root_at
-from registre.attest.proofs import (
+from registre.attest.tree import (
+    CompactRange,
+    MemoryHashSource,
     consistency_proof,
     inclusion_proof,
+    leaf_hash,
+    root_at,
     verify_consistency,
     verify_inclusion,
 )

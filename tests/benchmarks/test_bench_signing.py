@@ -17,15 +17,17 @@ from typing import Any
 
 import pytest
 
-from registre.attest.checkpoint import (
+from registre.attest.notes import (
     Checkpoint,
+    CosignatureSigner,
+    Signer,
+    Verifier,
     cosign_checkpoint,
     open_checkpoint,
+    open_note,
     sign_checkpoint,
+    sign_note,
 )
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer, Verifier
-from registre.attest.note import open_note, sign_note
 
 LOG = Signer.from_seed("example.com/bench-log", bytes(range(32)))
 WITNESS = CosignatureSigner.from_seed("witness.example/bench", bytes(range(1, 33)))

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from registre.attest.entry import ENTRY_SIGNATURE_PREFIX
-from registre.attest.verifier import verify_bundle
+from registre.attest.entries import ENTRY_SIGNATURE_PREFIX
+from registre.attest.verify import verify_bundle
 from tests.benchmarks.conftest import bench_sizes
 from tests.bundles import Thread, build_thread, policy
 

@@ -8,7 +8,7 @@ For each size n from ``bench_sizes()`` and each budget of :data:`BUDGETS`, group
   messages prepared in advance (the floor);
 * ``registre_verify``: ``verify_bundle`` on the full bundle (one process), every step, the
   working context replayed with the model-call check carried forward
-  (:mod:`registre.attest.projection_stream`); ``extra_info`` records the signature checks
+  (:mod:`registre.attest.projection_digest.stream`); ``extra_info`` records the signature checks
   timed in the same test, just before, and ``ratio`` = verify / signatures (goal: <= 1.3);
 * ``entry_checks_floor``: what any verifier of a signed canonical-JSON leaf does besides
   replaying it -- the signature, the leaf hash, the parse and the re-encoding that proves the
@@ -34,12 +34,10 @@ from typing import Any
 
 import pytest
 
-from registre.attest.canonical import canonical_bytes
-from registre.attest.entry import ENTRY_SIGNATURE_PREFIX
-from registre.attest.projection import verify_model_call
-from registre.attest.projection_stream import ModelCallChecker
-from registre.attest.verifier import verify_bundle
-from registre.attest.verify_context import ContextReplay
+from registre.attest.canonical_json import canonical_bytes
+from registre.attest.entries import ENTRY_SIGNATURE_PREFIX
+from registre.attest.projection_digest import ModelCallChecker, verify_model_call
+from registre.attest.verify import ContextReplay, verify_bundle
 from registre.context import ContextState
 from registre.lifecycle import LifecycleState
 from tests.benchmarks.conftest import bench_sizes

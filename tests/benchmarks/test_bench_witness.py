@@ -34,12 +34,14 @@ from typing import Any
 
 import pytest
 
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
-from registre.attest.merkle import MemoryHashSource, leaf_hash, root_at
-from registre.attest.note import open_note
-from registre.attest.proofs import consistency_proof, verify_consistency
+from registre.attest.notes import Checkpoint, CosignatureSigner, Signer, open_note, sign_checkpoint
+from registre.attest.tree import (
+    MemoryHashSource,
+    consistency_proof,
+    leaf_hash,
+    root_at,
+    verify_consistency,
+)
 from registre.witness.protocol import AddCheckpointRequest
 from registre.witness.state import WitnessState
 from registre.witness.witness import Witness

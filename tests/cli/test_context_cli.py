@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.keys import Verifier
-from registre.attest.proofs import verify_inclusion
+from registre.attest.notes import Verifier, open_checkpoint
+from registre.attest.tree import verify_inclusion
 from registre.ledger.exchange.proof_text import parse_inclusion_proof
 from registre.ledger.ledger import Ledger
 from tests.cli.conftest import Run, one_line_error

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from registre.attest.keys import Verifier
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.notes import Verifier
+from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.bench.schema import check_results
 
 

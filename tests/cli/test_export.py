@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from registre.attest.__main__ import main as attest_main
-from registre.attest.bundle import read_bundle
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
+from registre.attest.bundles import read_bundle
+from registre.attest.notes import CosignatureSigner, Signer
 from registre.ledger.ledger import Ledger
 from tests.bundles import members, rezip
 from tests.cli.conftest import Run, error_and_hint, one_line_error

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.keys import Verifier
+from registre.attest.notes import Verifier
 from tests.cli.conftest import Run, error_and_hint, one_line_error
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.store.engine import make_engine
 from tests.cli.conftest import Run, error_and_hint
 

@@ -11,7 +11,8 @@ import click
 import pytest
 
 import registre.cli
-from registre.cli import COMMANDS, cli
+from registre.cli import COMMANDS
+from registre.cli.commands import cli
 from registre.errors import MalformedError, RefusedError, RegistreError, VerificationError
 from tests.cli.conftest import Run, error_and_hint, one_line_error
 

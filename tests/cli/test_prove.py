@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.keys import Verifier
-from registre.attest.merkle import leaf_hash
-from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.attest.notes import Verifier, open_checkpoint
+from registre.attest.tree import leaf_hash, verify_consistency, verify_inclusion
 from registre.ledger.exchange.proof_text import parse_consistency_proof, parse_inclusion_proof
 from tests.cli.conftest import Run, error_and_hint, one_line_error
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.keys import Verifier
+from registre.attest.notes import Verifier, open_checkpoint
 from tests.cli.conftest import Run, one_line_error
 
 

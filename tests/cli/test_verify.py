@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from tests.cli.conftest import Run, one_line_error
 from tests.ledger.helpers import drop_triggers

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.cosignature import CosignatureSigner, CosignatureVerifier
-from registre.attest.keys import Signer
+from registre.attest.notes import Checkpoint, CosignatureSigner, CosignatureVerifier, Signer
 from registre.witness.state import WitnessState
 from tests.cli.conftest import Run, error_and_hint, one_line_error
 from tests.witness.conftest import read_only_file

@@ -32,7 +32,7 @@ from registre.context import (
     project,
     validate_compaction,
 )
-from registre.lifecycle.errors import VerificationError
+from registre.errors import VerificationError
 from tests.context.example import POLICY, before_compaction, worked_example
 from tests.context.threads import ThreadBuilder, honest_body
 

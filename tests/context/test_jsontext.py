@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from registre.attest.canonical import canonical_bytes
+from registre.attest.canonical_json import canonical_bytes
 from registre.context.jsontext import canonical_text
 from registre.lifecycle.errors import LifecycleFormatError
 

@@ -29,7 +29,7 @@ from registre.context import (
 )
 from registre.context import events as events_module
 from registre.context.errors import CompactionDoesNotReduceError
-from registre.lifecycle.errors import VerificationError
+from registre.errors import VerificationError
 from tests.context.example import POLICY, before_compaction
 from tests.context.strategies import policies, run_script, scripts
 from tests.context.threads import ThreadBuilder, honest_body

@@ -13,7 +13,7 @@ from itertools import pairwise
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
-from registre.attest.bodies import validate_body
+from registre.attest.entries import validate_body
 from registre.context import (
     STATUSES,
     ContextBudgetError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.projection import projection_digest
+from registre.attest.projection_digest import projection_digest
 from registre.context import ContextState, context_tokens, default_counter, project
 from registre.context.compaction import plan_compaction
 from tests.context.example import POLICY, before_compaction, worked_example

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from registre.attest.bodies import validate_body
+from registre.attest.entries import validate_body
 from registre.context import (
     CompactionFoldsRecentTurnsError,
     ContextBudgetError,
@@ -390,7 +390,7 @@ def test_malformed_elisions_fail(elided: list[object], where: str) -> None:
     ],
 )
 def test_malformed_elisions_fail_the_body_schema(elided: object, where: str) -> None:
-    from registre.attest.bodies import BodySchemaError
+    from registre.attest.entries import BodySchemaError
 
     builder = recent_output()
     body = body_of(builder, elided=((4, 40, 60),))

@@ -1,7 +1,8 @@
 """Building threads for the context tests and benchmarks: entries a ledger could hold, with
 compactions planned, summarized by the default summarizer and recorded as they fall due.
 
-Every body here passes ``registre.attest.bodies.validate_body`` (the tests check that), pins and
+Every body here passes ``registre.attest.entries.bodies.validate_body`` (the tests check that),
+pins and
 unpins carry the outcome the lifecycle rules give, and every compaction is the one
 ``prepare_compaction`` returns, so a thread built here is one a well-behaved writer produces.
 """

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from registre.attest.bodies import validate_body
+from registre.attest.entries import validate_body
 from registre.importers import (
     FORMATS,
     ImportedEntry,

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from registre.attest.canonical import canonical_bytes
+from registre.attest.canonical_json import canonical_bytes
 from registre.importers import TranscriptError, parse_bytes
 from registre.ledger.exchange.writeback import write_chunks
 from tests.importers.helpers import FIXTURE_FORMATS, fixture

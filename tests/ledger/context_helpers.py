@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.context import ContextState, Policy
 from registre.ledger.core.append import append_entries
 from registre.ledger.store.context_snapshots import CONTEXT_SNAPSHOT, context_entries

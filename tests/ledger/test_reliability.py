@@ -22,7 +22,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import text
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database

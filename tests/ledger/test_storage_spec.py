@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 import pytest
 
-import registre.attest.entry
-import registre.attest.entry_batch
-from registre.attest.entry import open_entry
-from registre.attest.keys import Signer, Verifier
-from registre.attest.merkle import node_hash
+import registre.attest.entries.batch
+import registre.attest.entries.entry
+from registre.attest.entries import open_entry
+from registre.attest.notes import Signer, Verifier
+from registre.attest.tree import node_hash
 from registre.ledger.ledger import Ledger
 from tests.ledger.helpers import dump
 
@@ -52,8 +52,8 @@ def fixed_times(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def fixed(moment: object = None) -> str:
         return next(times)
 
-    monkeypatch.setattr(registre.attest.entry, "format_time", fixed)
-    monkeypatch.setattr(registre.attest.entry_batch, "format_time", fixed)  # the append path
+    monkeypatch.setattr(registre.attest.entries.entry, "format_time", fixed)
+    monkeypatch.setattr(registre.attest.entries.batch, "format_time", fixed)  # the append path
     yield
 
 

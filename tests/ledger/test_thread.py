@@ -9,14 +9,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
 
-from registre.attest.bodies import BodySchemaError, UnknownKindError
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.entry import InvalidActorError, InvalidThreadIdError
-from registre.attest.keys import Signer
-from registre.attest.merkle import MemoryHashSource, empty_root, leaf_hash, root_at
-from registre.attest.proofs import (
+from registre.attest.entries import (
+    BodySchemaError,
+    InvalidActorError,
+    InvalidThreadIdError,
+    UnknownKindError,
+)
+from registre.attest.notes import Signer, open_checkpoint
+from registre.attest.tree import (
+    MemoryHashSource,
     consistency_proof,
+    empty_root,
     inclusion_proof,
+    leaf_hash,
+    root_at,
     verify_consistency,
     verify_inclusion,
 )

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import NoteFormatError
-from registre.attest.keys import Signer
+from registre.attest.notes import CosignatureSigner, Signer, open_checkpoint
 from registre.ledger.errors import EntryNotFoundError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store import engine as engine_module

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest import Signer
-from registre.attest.verifier import TrustPolicy
+from registre.attest.notes import Signer
+from registre.attest.verify import TrustPolicy
 from registre.ledger import Ledger, export_thread, source_ref
 
 

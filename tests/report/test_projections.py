@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 from click.testing import CliRunner
 
-from registre.cli import cli
+from registre.cli.commands import cli
 from registre.ledger import Ledger
 from registre.report.notebook import code_of, render_notebook
 from registre.report.slides import render_slides

@@ -11,7 +11,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from registre.cli import cli
+from registre.cli.commands import cli
 from registre.report import gather, render_report
 from registre.report.html import unpack
 from tests.report.conftest import Investigation, build

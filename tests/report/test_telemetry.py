@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from registre.attest import Signer
+from registre.attest.notes import Signer
 from registre.ledger import Ledger
 from registre.telemetry import emit_thread, model_call_span
 from tests.report.conftest import Investigation

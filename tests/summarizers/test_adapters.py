@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.context import (
     InventedQuoteError,
     Summarizer,

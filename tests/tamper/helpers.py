@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from registre.attest.bundle import ENTRIES_MEMBER
-from registre.attest.errors import RegistreError
-from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.attest.verify_report import VerifyReport, report_of
+from registre.attest.bundles import ENTRIES_MEMBER
+from registre.attest.verify import TrustPolicy, VerifyReport, report_of, verify_bundle
+from registre.errors import RegistreError
 from tests.bundles import members, policy, rezip
 
 __all__ = ["entry_lines", "fails", "passes", "with_entry_lines"]

@@ -14,8 +14,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from registre.attest.bundle import ENTRIES_MEMBER
-from registre.attest.zip_layout import ContainerError
+from registre.attest.bundles import ENTRIES_MEMBER, ContainerError
 from tests.bundles import build_thread, members, rezip
 from tests.tamper.zipcraft import EndRecord, RawMember, craft_zip
 

@@ -10,31 +10,29 @@ import zlib
 
 import pytest
 
-from registre.attest.bundle import (
+from registre.attest.bundles import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
-    ManifestMismatchError,
-    MemberDigestMismatchError,
-    MissingMemberError,
-    UnexpectedMemberError,
-    checkpoint_member,
-)
-from registre.attest.bundle_zip import (
     BundleTooLargeError,
     CompressionMethodError,
     DirectoryMemberError,
     DuplicateMemberError,
     LinkMemberError,
+    ManifestMismatchError,
     MemberCorruptError,
+    MemberDigestMismatchError,
     MemberSizeMismatchError,
     MemberTooLargeError,
+    MissingMemberError,
     TooManyMembersError,
+    UnexpectedMemberError,
     UnsafeMemberNameError,
     ZipFormatError,
     ZipLimits,
+    checkpoint_member,
     deterministic_zip,
 )
-from registre.attest.canonical import canonical_bytes
+from registre.attest.canonical_json import canonical_bytes
 from tests.bundles import build_thread, members, rezip
 from tests.tamper.helpers import fails, passes
 from tests.tamper.zipcraft import RawMember, craft_zip, symlink_mode

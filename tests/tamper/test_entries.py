@@ -7,20 +7,19 @@ import functools
 
 import pytest
 
-from registre.attest.bundle import checkpoint_member
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.entry import EntrySignatureError, UnknownEntryKeyError, sign_entry
+from registre.attest.bundles import checkpoint_member
+from registre.attest.entries import EntrySignatureError, UnknownEntryKeyError, sign_entry
 from registre.attest.errors import KnownSignerFailedError, NoTrustedSignatureError, WeakKeyError
-from registre.attest.keys import ALG_ED25519, Verifier, encode_vkey
-from registre.attest.merkle import root_at
-from registre.attest.note import NoteSignature
-from registre.attest.verifier import TreeRootMismatchError, TreeSizeMismatchError
-from registre.attest.verify_entries import (
+from registre.attest.notes import ALG_ED25519, Checkpoint, NoteSignature, Verifier, encode_vkey
+from registre.attest.tree import root_at
+from registre.attest.verify import (
     EntryOriginMismatchError,
     PrevRootMismatchError,
     SeqDuplicateError,
     SeqGapError,
     SeqOrderError,
+    TreeRootMismatchError,
+    TreeSizeMismatchError,
 )
 from tests.bundles import ATTACKER, LOG, TIME, build_thread, members, policy, rezip
 from tests.tamper.helpers import entry_lines, fails, passes, with_entry_lines

@@ -20,11 +20,10 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from registre.attest.bundle import ENTRIES_MEMBER, MANIFEST_MEMBER, read_bundle
-from registre.attest.bundle_zip import deterministic_zip
-from registre.attest.canonical import canonical_bytes
-from registre.attest.errors import RegistreError
-from registre.attest.verifier import verify_bundle
+from registre.attest.bundles import ENTRIES_MEMBER, MANIFEST_MEMBER, deterministic_zip, read_bundle
+from registre.attest.canonical_json import canonical_bytes
+from registre.attest.verify import verify_bundle
+from registre.errors import RegistreError
 from tests.bundles import build_thread, members, policy, rezip
 from tests.tamper.zipcraft import EndRecord, RawMember, craft_zip
 

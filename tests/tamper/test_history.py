@@ -8,16 +8,26 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from registre.attest.bundle import checkpoint_member
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner
+from registre.attest.bundles import checkpoint_member
 from registre.attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
-from registre.attest.merkle import root_at
-from registre.attest.note import NoteSignature, parse_note
-from registre.attest.verifier import CheckpointTooOldError, FreshnessUnprovenError
-from registre.attest.verify_history import ForkError, MissingProofError, RollbackError
-from registre.attest.verify_report import report_of
-from registre.attest.verify_semantics import ModelCall, SemanticHooks
+from registre.attest.notes import (
+    Checkpoint,
+    CosignatureSigner,
+    NoteSignature,
+    parse_note,
+    sign_checkpoint,
+)
+from registre.attest.tree import root_at
+from registre.attest.verify import (
+    CheckpointTooOldError,
+    ForkError,
+    FreshnessUnprovenError,
+    MissingProofError,
+    ModelCall,
+    RollbackError,
+    SemanticHooks,
+    report_of,
+)
 from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, Thread, build_thread, policy, rezip
 from tests.tamper.helpers import fails, passes
 

@@ -14,15 +14,13 @@ from pathlib import Path
 import pytest
 
 from registre.attest.__main__ import main
-from registre.attest.bundle import (
+from registre.attest.bundles import (
     ENTRIES_MEMBER,
     MANIFEST_MEMBER,
     MAX_MANIFEST_VALUES,
+    CompressionRatioError,
     LeafCountError,
     LeafTooLargeError,
-)
-from registre.attest.bundle_zip import (
-    CompressionRatioError,
     MemberSizeMismatchError,
     OverlappingEntriesError,
     TooManyMembersError,
@@ -33,14 +31,13 @@ from registre.attest.bundle_zip import (
     deterministic_zip,
     read_zip,
 )
-from registre.attest.canonical import canonical_bytes
-from registre.attest.entry import (
+from registre.attest.canonical_json import TooManyElementsError, canonical_bytes
+from registre.attest.entries import (
     MAX_LEAF_BYTES,
     SIGNATURE_FIRST_BYTES,
     EntryFormatError,
     EntrySignatureError,
 )
-from registre.attest.strict_json import TooManyElementsError
 from tests.bundles import LOG, build_thread, members, rezip
 from tests.tamper.helpers import fails, passes
 from tests.tamper.hostile import (

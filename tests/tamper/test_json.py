@@ -9,10 +9,8 @@ import functools
 
 import pytest
 
-from registre.attest.bundle import MANIFEST_MEMBER
-from registre.attest.bundle_zip import deterministic_zip
-from registre.attest.canonical import NonCanonicalError
-from registre.attest.strict_json import (
+from registre.attest.bundles import MANIFEST_MEMBER, deterministic_zip
+from registre.attest.canonical_json import (
     ByteOrderMarkError,
     DuplicateKeyError,
     IntegerRangeError,
@@ -20,6 +18,7 @@ from registre.attest.strict_json import (
     JSONFormatError,
     LoneSurrogateError,
     NestingTooDeepError,
+    NonCanonicalError,
     NonFiniteNumberError,
     NumberOverflowError,
 )

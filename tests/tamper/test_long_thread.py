@@ -4,7 +4,7 @@ one lie among hundreds of honest calls, with that call's own error and seq."""
 
 from __future__ import annotations
 
-from registre.attest.projection import ContextDigestMismatchError
+from registre.attest.projection_digest import ContextDigestMismatchError
 from tests.bundles import Thread
 from tests.long_threads import long_thread
 from tests.tamper.helpers import fails, passes

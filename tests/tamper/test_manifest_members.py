@@ -7,12 +7,12 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from registre.attest.bundle import (
+from registre.attest.bundles import (
     UncheckedCheckpointError,
     UnexpectedMemberError,
     checkpoint_member,
 )
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
+from registre.attest.notes import Checkpoint, sign_checkpoint
 from tests.bundles import ATTACKER, build_thread, members, rezip
 from tests.tamper.helpers import fails, passes
 

@@ -11,17 +11,17 @@ import copy
 import hashlib
 from typing import Any
 
-from registre.attest.bodies import BodySchemaError
-from registre.attest.lifecycle_chain import LifecycleOmittedError
-from registre.attest.projection import ContextDigestMismatchError, projection_digest
-from registre.attest.verifier import PartialBundleRefusedError, TrustPolicy
-from registre.attest.verify_report import report_of
-from registre.attest.verify_semantics import (
+from registre.attest.entries import BodySchemaError, LifecycleOmittedError
+from registre.attest.projection_digest import ContextDigestMismatchError, projection_digest
+from registre.attest.verify import (
     CompactionFoldsFutureError,
     LifecycleReplayError,
     ModelCallPrefixError,
+    PartialBundleRefusedError,
     PinSetDigestError,
     PinSourceError,
+    TrustPolicy,
+    report_of,
 )
 from registre.context import (
     LIFECYCLE_BLOCK_VERSION,

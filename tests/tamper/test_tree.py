@@ -6,26 +6,26 @@ from __future__ import annotations
 import base64
 import json
 
-from registre.attest.bundle import (
+from registre.attest.bundles import (
     PROOFS_MEMBER,
+    CompressionRatioError,
     MissingMemberError,
     ProofsFormatError,
+    ZipLimits,
     checkpoint_member,
 )
-from registre.attest.bundle_zip import CompressionRatioError, ZipLimits
-from registre.attest.canonical import canonical_bytes
-from registre.attest.entry import sign_entry
+from registre.attest.canonical_json import InvalidUTF8Error, canonical_bytes
+from registre.attest.entries import sign_entry
 from registre.attest.errors import InclusionProofError, ProofLengthError
-from registre.attest.merkle import leaf_hash, node_hash, root_at
-from registre.attest.proofs import inclusion_proof, verify_inclusion
-from registre.attest.strict_json import InvalidUTF8Error
-from registre.attest.verifier import (
+from registre.attest.tree import inclusion_proof, leaf_hash, node_hash, root_at, verify_inclusion
+from registre.attest.verify import (
     CheckpointConsistencyError,
     CheckpointNameError,
     CheckpointRootMismatchError,
+    DisclosedSeqMismatchError,
+    MissingProofError,
+    PrevRootMismatchError,
 )
-from registre.attest.verify_entries import DisclosedSeqMismatchError, PrevRootMismatchError
-from registre.attest.verify_history import MissingProofError
 from tests.bundles import LOG, TIME, Thread, build_thread, members, rezip
 from tests.tamper.helpers import fails, passes, with_entry_lines
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from registre.attest.cosignature import CosignatureSigner
 from registre.attest.errors import BadKeyError
-from registre.attest.keys import Signer
+from registre.attest.notes import CosignatureSigner, Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.witness.client import WitnessEndpoint, WitnessOutcome, collect_cosignatures

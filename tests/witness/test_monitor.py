@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
-from registre.attest.note import parse_note
+from registre.attest.notes import CosignatureSigner, Signer, open_checkpoint, parse_note
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.witness.protocol import (

@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
+from registre.attest.notes import Checkpoint, CosignatureSigner, Signer, sign_checkpoint
 from registre.witness.errors import (
     RequestFormatError,
     RequestTooLargeError,

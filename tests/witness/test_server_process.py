@@ -17,11 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.bundle import write_bundle
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
-from registre.attest.note import sign_note
+from registre.attest.bundles import write_bundle
+from registre.attest.notes import CosignatureSigner, Signer, open_checkpoint, sign_note
 from registre.ledger.ledger import Ledger
 from registre.ledger.witnessing import witness_checkpoint
 from registre.witness.client import WitnessEndpoint, collect_cosignatures

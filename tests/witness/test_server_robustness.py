@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
+from registre.attest.notes import CosignatureSigner, Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.witness.state import WitnessState

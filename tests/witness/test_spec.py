@@ -8,11 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
-from registre.attest.merkle import MemoryHashSource, root_at
-from registre.attest.proofs import consistency_proof
+from registre.attest.notes import Checkpoint, CosignatureSigner, Signer, sign_checkpoint
+from registre.attest.tree import MemoryHashSource, consistency_proof, root_at
 from registre.witness.protocol import (
     SIZE_CONTENT_TYPE,
     AddCheckpointRequest,

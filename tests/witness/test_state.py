@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.merkle import empty_root
+from registre.attest.notes import Checkpoint
+from registre.attest.tree import empty_root
 from registre.witness.errors import WitnessStateError
 from registre.witness.state import FollowedLog, LatestCheckpoint, WitnessState
 from tests.witness.conftest import read_only_file

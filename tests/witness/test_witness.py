@@ -14,12 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registre.attest.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.keys import Signer
-from registre.attest.merkle import MemoryHashSource, empty_root, leaf_hash
-from registre.attest.note import sign_note
-from registre.attest.proofs import consistency_proof
+from registre.attest.notes import (
+    Checkpoint,
+    CosignatureSigner,
+    Signer,
+    open_checkpoint,
+    sign_checkpoint,
+    sign_note,
+)
+from registre.attest.tree import MemoryHashSource, consistency_proof, empty_root, leaf_hash
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.witness.errors import (

@@ -31,9 +31,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from registre.attest.entry import Entry
-from registre.attest.errors import RefusedError
-from registre.attest.projection import (
+from registre.attest.entries import Entry
+from registre.attest.projection_digest import (
     REGISTRE_SHAPE,
     SHAPES,
     claims_block,
@@ -41,7 +40,7 @@ from registre.attest.projection import (
     shape_json,
     verify_model_call,
 )
-from registre.attest.proofs import verify_inclusion
+from registre.attest.tree import verify_inclusion
 from registre.context import (
     ContextBudgetError,
     ContextEntry,
@@ -59,6 +58,7 @@ from registre.context import (
 )
 from registre.context.events import COMPACTION_ACTOR
 from registre.context.task_pin import TASK_PIN_SCAN
+from registre.errors import RefusedError
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
     PlannedCompaction,
@@ -272,7 +272,7 @@ class ContextThread(ThreadCore):
         nothing to show there is no block message (the field is recorded all the same).
 
         Raises LifecycleFormatError (a MalformedError) for a shape not in
-        ``registre.attest.projection.SHAPES``, before anything is written;
+        ``registre.attest.projection_digest.digest.SHAPES``, before anything is written;
         ContextBudgetError when the context cannot fit (nothing recorded for the call; a
         compaction made first stays), EmptyThreadError on an empty thread, and what
         :meth:`compact` raises."""

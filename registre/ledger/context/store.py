@@ -30,16 +30,14 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, bindparam, select
 
-from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
-from registre.attest.entry import Entry
-from registre.attest.errors import MalformedError, RefusedError, VerificationError
-from registre.attest.keys import Signer, Verifier
-from registre.attest.projection import (
+from registre.attest.entries import LIFECYCLE_KINDS, Entry, validate_body
+from registre.attest.notes import Signer, Verifier
+from registre.attest.projection_digest import (
     REGISTRE_SHAPE,
+    call_digest,
     claims_block,
     verify_model_call,
 )
-from registre.attest.projection_stream import call_digest
 from registre.context import (
     LIFECYCLE_BLOCK_VERSION,
     CompactionPlan,
@@ -57,6 +55,7 @@ from registre.context import (
     project,
     validate_compaction,
 )
+from registre.errors import MalformedError, RefusedError, VerificationError
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,
@@ -239,7 +238,8 @@ def append_context_checked(
     among them against the fold of the thread (module docstring).
 
     Raises, with nothing written: MixedContextBatchError, the body errors of
-    :func:`registre.attest.bodies.validate_body`, ContextEntryRefusedError, ContextHistoryError (the
+    :func:`registre.attest.entries.bodies.validate_body`, ContextEntryRefusedError,
+    ContextHistoryError (the
     stored history does not fold), and whatever :func:`registre.ledger.core.append.append_entries`
     raises.
     """
@@ -461,7 +461,7 @@ def record_model_call(
     fold) and the body records ``"lifecycle_block": 2`` (the block's version). Raises, with
     nothing written: NoSignerError, UnknownThreadError, EmptyThreadError,
     ContextBudgetError (compact first), BodySchemaError (a bad model name), ValueError (a
-    shape not in ``registre.attest.projection.SHAPES``)."""
+    shape not in ``registre.attest.projection_digest.digest.SHAPES``)."""
     signer = db.require_signer()
     with db.lifecycle.using(thread) as slot, write_transaction(db.engine) as conn:
         _origin, frontier = read_head(conn, thread)

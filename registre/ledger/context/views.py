@@ -26,7 +26,7 @@ from typing import Final
 
 from sqlalchemy import Connection, bindparam, select
 
-from registre.attest.projection import projection_digest
+from registre.attest.projection_digest import projection_digest
 from registre.context import (
     Policy,
     Projection,

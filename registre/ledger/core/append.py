@@ -6,7 +6,8 @@ Inside one write transaction, :func:`append_entries`
    :func:`registre.ledger.store.engine.write_transaction`; PostgreSQL: ``SELECT ... FOR UPDATE``)
    and reads the head ``(size, root, frontier)``; the frontier must reproduce the root;
 2. for each item: signs the entry with ``seq = size``, ``prev = (size, root)`` and the
-   lifecycle head of the entries before it (:mod:`registre.attest.lifecycle_chain`: the one this
+   lifecycle head of the entries before it (:mod:`registre.attest.entries.lifecycle_chain`: the one
+   this
    process computed for a tree of that size and root, else read off the previous entry, or --
    the first append to a thread written before the field existed -- recomputed from its stored
    lifecycle entries), appends its leaf hash to the frontier and
@@ -18,7 +19,8 @@ Inside one write transaction, :func:`append_entries`
 
 Sequence numbers therefore come from the locked head, never from a database sequence, and
 are gap-free: the transaction commits all of it or none of it (THREATS rows 16 and 18).
-Every item is validated (actor, kind, body schema: :func:`registre.attest.entry.sign_entry`) while
+Every item is validated (actor, kind, body schema:
+:func:`registre.attest.entries.entry.sign_entry`) while
 the batch is signed in step 2, before the first INSERT; a refused item raises there and the
 transaction rolls back with nothing written.
 """
@@ -32,13 +34,16 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
 
-from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.entry import Entry
-from registre.attest.entry_batch import sign_entries
-from registre.attest.errors import MalformedError
-from registre.attest.keys import Signer, Verifier
-from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
-from registre.attest.merkle import HASH_SIZE, CompactRange
+from registre.attest.entries import (
+    EMPTY_LIFECYCLE,
+    LIFECYCLE_KINDS,
+    Entry,
+    LifecycleHead,
+    sign_entries,
+)
+from registre.attest.notes import Signer, Verifier
+from registre.attest.tree import HASH_SIZE, CompactRange
+from registre.errors import MalformedError
 from registre.ledger.core.database import utc_now
 from registre.ledger.errors import (
     ForeignThreadError,

@@ -17,7 +17,7 @@ from typing import Self
 
 from sqlalchemy import Engine, func, select
 
-from registre.attest.keys import Signer, Verifier
+from registre.attest.notes import Signer, Verifier
 from registre.ledger.errors import NoSignerError
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.lifecycle_cache import LifecycleCache

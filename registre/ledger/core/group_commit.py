@@ -53,9 +53,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from registre.attest.bodies import validate_body
-from registre.attest.entry import Entry, EntryFormatError, check_actor
-from registre.attest.keys import Signer
+from registre.attest.entries import Entry, EntryFormatError, check_actor, validate_body
+from registre.attest.notes import Signer
 from registre.ledger.core.append import AppendItem, append_entries
 from registre.ledger.core.database import Database
 from registre.ledger.store.engine import write_transaction
@@ -131,7 +130,8 @@ def _file_key(engine: Engine, signer: Signer) -> tuple[int, str, str, str] | Non
 
 
 def prevalidate(items: Sequence[AppendItem]) -> None:
-    """Raise what :func:`registre.attest.entry.sign_entry` would raise for the first bad item
+    """Raise what :func:`registre.attest.entries.entry.sign_entry` would raise for the first bad
+    item
     of ``items`` (InvalidActorError, UnknownKindError, BodySchemaError, EntryFormatError for a
     body that is not an object), before anything is queued or written. Items that pass need
     no schema check when signed."""

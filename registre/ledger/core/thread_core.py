@@ -3,7 +3,7 @@
 A :class:`ThreadCore` is a handle (database + id + origin); every call runs its own
 transaction, so handles are cheap and safe to keep. Reads re-verify what they return:
 :meth:`ThreadCore.entry` and :meth:`ThreadCore.entries` open each leaf with
-:func:`registre.attest.entry.open_entry` against the database's keys. Proofs read O(log n)
+:func:`registre.attest.entries.entry.open_entry` against the database's keys. Proofs read O(log n)
 stored subtree hashes (:class:`registre.ledger.store.nodes.StoredHashSource`).
 
 The wings extend it by plain inheritance: :class:`registre.ledger.lifecycle.api.LifecycleThread`
@@ -21,11 +21,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, select
 
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
-from registre.attest.entry import Entry, open_entry
-from registre.attest.merkle import root_at
-from registre.attest.note import DuplicateSignatureError, append_signature
-from registre.attest.proofs import consistency_proof, inclusion_proof
+from registre.attest.entries import Entry, open_entry
+from registre.attest.notes import (
+    Checkpoint,
+    DuplicateSignatureError,
+    append_signature,
+    sign_checkpoint,
+)
+from registre.attest.tree import consistency_proof, inclusion_proof, root_at
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,

@@ -19,7 +19,7 @@ section 7.2), read from the derived lifecycle tables and the context fold.
 6. **the lifecycle** -- every lifecycle entry (``source.read``, ``evidence.*``,
    ``conclusion.*``, ``context.pin``, ``context.unpin``) of the tree, and the tree's last
    entry (seq ``tree_size - 1``, the *anchor*), whose signed lifecycle head
-   (:mod:`registre.attest.lifecycle_chain`) lets the verifier prove that nothing of the
+   (:mod:`registre.attest.entries.lifecycle_chain`) lets the verifier prove that nothing of the
    lifecycle -- no later retraction or supersession -- was left out. Steps 1-3 are therefore
    a subset of it; they are kept to say why each entry is there.
 
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import bindparam, select
 
-from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.errors import RefusedError
+from registre.attest.entries import LIFECYCLE_KINDS
+from registre.errors import RefusedError
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.views import (
     ConclusionRecord,

@@ -6,7 +6,7 @@
   (:func:`registre.ledger.exchange.claim_chain.claim_chain`: with every lifecycle entry of the
   tree and its last entry, so the verifier can prove nothing was hidden), with an inclusion
   proof for each disclosed entry and the consistency proofs the verifier needs
-  (:func:`registre.attest.bundle.build_proofs`).
+  (:func:`registre.attest.bundles.proofs.build_proofs`).
 
 Both are reads: they never sign. The checkpoint is the one asked for (``checkpoint=N``: the
 checkpoint stored at size N) or, by default, the latest stored one, which must then cover the
@@ -18,12 +18,13 @@ Before anything is written the export checks what it read against what it will c
 leaves' recomputed roots equal every included checkpoint's signed root (full), each inclusion
 proof leads to the head's signed root (partial); a store that fails this raises
 StoreCorruptError and nothing is written. Signatures are the verifier's business (and
-``registre verify --db``'s). The file is written by :func:`registre.attest.bundle.write_bundle`: a
+``registre verify --db``'s). The file is written by
+:func:`registre.attest.bundles.writer.write_bundle`: a
 temporary file in the target folder, flushed, fsynced, then linked (or, with ``overwrite``,
 renamed) into place, so a failed export leaves no file and no partial one.
 
 Entries are streamed from the database in batches of :data:`EXPORT_BATCH` rows, one read
-transaction each, straight into the zip (:func:`registre.attest.bundle.write_bundle` writes
+transaction each, straight into the zip (:func:`registre.attest.bundles.writer.write_bundle` writes
 each leaf as it comes and sums the manifest's size and SHA-256 on the way): a full export
 holds one batch of rows and the writer's buffer, whatever the thread's length (figures in
 ``specs/bundle.md`` section 7.3). The tree is recomputed in the same single pass; a root
@@ -41,21 +42,18 @@ from typing import Any, Literal
 
 from sqlalchemy import bindparam, select
 
-from registre.attest.bundle import build_proofs, write_bundle
-from registre.attest.bundle_zip import DEFAULT_LIMITS
-from registre.attest.checkpoint import Checkpoint
-from registre.attest.errors import RefusedError, VerificationError
-from registre.attest.leaf_view import LeafView
-from registre.attest.merkle import CompactRange, empty_root, leaf_hash
-from registre.attest.note import parse_note
-from registre.attest.proofs import verify_inclusion
+from registre.attest.bundles import DEFAULT_LIMITS, build_proofs, write_bundle
+from registre.attest.entries import LeafView
+from registre.attest.notes import Checkpoint, parse_note
+from registre.attest.tree import CompactRange, empty_root, leaf_hash, verify_inclusion
+from registre.errors import RefusedError, VerificationError
+from registre.ledger.core.thread_core import StoredCheckpoint
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.exchange.claim_chain import ClaimChain, claim_chain
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.schema import tables
-from registre.ledger.thread import StoredCheckpoint
 
 __all__ = [
     "EXPORT_BATCH",

@@ -39,7 +39,7 @@ from registre.importers.core import Conversation
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 
-__all__ = ["FileReport", "ImportJob", "ImportReport", "ThreadReport", "run_import"]
+__all__ = ["FileReport", "ImportJob", "ImportReport", "ImportedThread", "run_import"]
 
 Progress = Callable[[str, int], None]
 """Called with the phase (``check`` or ``append``) and the number of bytes read since the
@@ -66,7 +66,7 @@ class FileReport:
 
 
 @dataclass
-class ThreadReport:
+class ImportedThread:
     entries: int = 0
     first_seq: int | None = None
     last_seq: int | None = None
@@ -76,7 +76,7 @@ class ThreadReport:
 @dataclass
 class ImportReport:
     files: list[FileReport] = field(default_factory=list)
-    threads: dict[str, ThreadReport] = field(default_factory=dict)
+    threads: dict[str, ImportedThread] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -205,7 +205,7 @@ def run_import(
             if not thread:
                 continue
             file_report.entries += 1
-            report.threads.setdefault(thread, ThreadReport()).entries += 1
+            report.threads.setdefault(thread, ImportedThread()).entries += 1
             if kept is not None:
                 kept.append((thread, entry))
                 if len(kept) > batch:
@@ -242,7 +242,9 @@ def run_import(
     return report
 
 
-def _append(ledger: Ledger, thread: str, items: list[ImportedEntry], report: ThreadReport) -> None:
+def _append(
+    ledger: Ledger, thread: str, items: list[ImportedEntry], report: ImportedThread
+) -> None:
     appended = ledger.thread(thread).append_many(items)
     if appended:
         if report.first_seq is None:

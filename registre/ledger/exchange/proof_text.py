@@ -30,9 +30,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from registre.attest.errors import MalformedError
-from registre.attest.merkle import HASH_SIZE
-from registre.attest.proofs import MAX_PROOF_HASHES
+from registre.attest.tree import HASH_SIZE, MAX_PROOF_HASHES
+from registre.errors import MalformedError
 
 __all__ = [
     "CONSISTENCY_HEADER",

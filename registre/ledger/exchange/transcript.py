@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.context import entry_text
 from registre.context.model import format_spans
 from registre.lifecycle import (

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from registre.attest.errors import RefusedError
+from registre.errors import RefusedError
 from registre.ledger.core.database import Database
 from registre.ledger.core.thread_core import ThreadCore
 from registre.ledger.lifecycle.store import current_state, record

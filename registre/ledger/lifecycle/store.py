@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from registre.attest.bodies import LIFECYCLE_KINDS, validate_body
-from registre.attest.entry import Entry
-from registre.attest.errors import RefusedError
+from registre.attest.entries import LIFECYCLE_KINDS, Entry, validate_body
+from registre.errors import RefusedError
 from registre.ledger.core.append import AppendItem, append_entries, read_head
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
@@ -95,7 +94,8 @@ def append_checked(db: Database, thread: str, items: Sequence[AppendItem]) -> li
     """Append ``items`` (some of lifecycle kinds) in one transaction, after checking that each
     lifecycle item records exactly the rules' decision at its place in the batch.
 
-    Raises, with nothing written: the body errors of :func:`registre.attest.bodies.validate_body`,
+    Raises, with nothing written: the body errors of
+    :func:`registre.attest.entries.bodies.validate_body`,
     UndecidedOutcomeError (an outcome the rules do not give, naming the item),
     PinSourceRefusedError, and whatever :func:`registre.ledger.core.append.append_entries` raises.
     """

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, RowMapping, Table, select
 
-from registre.attest.errors import RefusedError
+from registre.errors import RefusedError
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.store.derived import derived
 from registre.ledger.store.engine import read_transaction

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from registre.attest.errors import RefusedError
+from registre.errors import RefusedError
 from registre.ledger.errors import LedgerNotFoundError
 
 __all__ = ["BackupNotSupportedError", "BackupRefusedError", "backup_sqlite"]

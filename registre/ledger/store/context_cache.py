@@ -37,7 +37,7 @@ from typing import Final
 
 from sqlalchemy import Connection, Engine, bindparam, select
 
-from registre.attest.keys import Signer, Verifier
+from registre.attest.notes import Signer, Verifier
 from registre.context import ContextEntry, ContextState
 from registre.ledger.store.schema import tables
 

@@ -52,8 +52,7 @@ from typing import Any, Final
 from sqlalchemy import BigInteger, Connection, Table, bindparam, select
 from sqlmodel import Field
 
-from registre.attest.errors import RegistreError
-from registre.attest.keys import Signer, Verifier
+from registre.attest.notes import Signer, Verifier
 from registre.context import (
     CompactionVerificationError,
     ContextEntry,
@@ -61,6 +60,7 @@ from registre.context import (
     restore_state,
     state_snapshot,
 )
+from registre.errors import RegistreError
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.context_cache import CATCH_UP, fold_cache
 from registre.ledger.store.schema import LedgerModel, tables

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Table, bindparam, select, text
 
-from registre.attest.errors import RefusedError
+from registre.errors import RefusedError
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.store.derived import (
     DERIVED_TABLES,

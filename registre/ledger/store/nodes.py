@@ -1,7 +1,7 @@
-"""Stored subtree hashes as an :class:`registre.attest.merkle.HashSource`.
+"""Stored subtree hashes as an :class:`registre.attest.tree.merkle.HashSource`.
 
 Every append stores the complete subtrees it finished
-(:meth:`registre.attest.merkle.CompactRange.append`) from level :data:`LOWEST_STORED_LEVEL`
+(:meth:`registre.attest.tree.merkle.CompactRange.append`) from level :data:`LOWEST_STORED_LEVEL`
 (4) up, one ``subtree`` row each (schema version 6). Below that level a subtree covers at
 most 8 leaves, and its hash is computed from the ``entry`` rows' ``leaf_hash`` -- the tree's
 level 0, stored once -- read as one block of the (at most 16) leaves of the aligned level-4
@@ -17,7 +17,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, bindparam, select
 
 from registre.attest.errors import ProofBoundsError
-from registre.attest.merkle import node_hash
+from registre.attest.tree import node_hash
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 

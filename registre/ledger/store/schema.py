@@ -10,7 +10,7 @@ normative description; this module is its code.
   and copies of ``kind`` and ``time`` for listing (the leaf is authoritative).
 * ``subtree`` -- the hash of every complete subtree (level, index) of level
   :data:`LOWEST_STORED_LEVEL` or more that the thread's tree has completed: what
-  :meth:`registre.attest.merkle.CompactRange.append` returned from that level up (version 6;
+  :meth:`registre.attest.tree.merkle.CompactRange.append` returned from that level up (version 6;
   lower ones are computed from the entries' ``leaf_hash``); proofs read O(log n) of them.
 * ``checkpoint`` -- signed C2SP checkpoint notes, one per (thread, size). Witness cosignature
   lines are appended to ``note`` as they are collected; nothing else ever changes.

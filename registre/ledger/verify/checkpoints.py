@@ -10,10 +10,9 @@ from collections.abc import Iterable
 
 from sqlalchemy import Connection, bindparam, select
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.errors import RegistreError
-from registre.attest.keys import Verifier
-from registre.attest.merkle import root_at
+from registre.attest.notes import Verifier, open_checkpoint
+from registre.attest.tree import root_at
+from registre.errors import RegistreError
 from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.published import PublishedHead, published_problem
 from registre.ledger.store.schema import tables

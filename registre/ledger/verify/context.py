@@ -13,8 +13,8 @@ checks, in this order, naming the first bad seq:
      policy and counter, and, for a call recording ``lifecycle_block``, the lifecycle state
      after ``0..at_seq`` (the replay of step 9 when no lifecycle entry lies after
      ``at_seq``, else replayed again to ``at_seq``)
-     (:func:`registre.attest.projection.verify_model_call`'s check, run by a
-     :class:`~registre.attest.projection_stream.ModelCallChecker` that carries the
+     (:func:`registre.attest.projection_digest.digest.verify_model_call`'s check, run by a
+     :class:`~registre.attest.projection_digest.stream.ModelCallChecker` that carries the
      projection's parts forward with the kept fold instead of rebuilding them per call;
      :class:`ModelCallDigestError`, the cause chained) -- a digest signed with the operator
      key but forged is found here;
@@ -40,11 +40,9 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from registre.attest.entry import Entry
-from registre.attest.errors import MalformedError, VerificationError
-from registre.attest.keys import Verifier
-from registre.attest.projection import claims_block
-from registre.attest.projection_stream import ModelCallChecker
+from registre.attest.entries import Entry
+from registre.attest.notes import Verifier
+from registre.attest.projection_digest import ModelCallChecker, claims_block
 from registre.context import (
     ContextEntry,
     ContextState,
@@ -53,6 +51,7 @@ from registre.context import (
     entry_text,
     validate_compaction,
 )
+from registre.errors import MalformedError, VerificationError
 from registre.ledger.context.store import EntryReader, connection_reader, lifecycle_at
 from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.context_snapshots import (

@@ -7,9 +7,9 @@ with the thread):
 2. **Sequence**: the entry rows are ``0, 1, 2, ...`` with no gap or duplicate
    (StoredSeqGapError), none at or beyond the head size (HeadMismatchError).
 3. **Leaf hash**: the stored leaf hash is ``H(0x00 ‖ leaf)`` (LeafHashMismatchError).
-4. **Entry**: :func:`registre.attest.entry.open_entry` accepts the leaf -- canonical bytes,
+4. **Entry**: :func:`registre.attest.entries.entry.open_entry` accepts the leaf -- canonical bytes,
    structure, known key, signature, body schema (EntryRejectedError, the cause chained), run
-   as :func:`registre.attest.verify_entries.open_leaf` (the bundle verifier's fast path: the
+   as :func:`registre.attest.entries._leaf_open.open_leaf` (the bundle verifier's fast path: the
    same verdict and the same errors, without the strict parser for a canonical leaf); it names
    this thread, origin and seq, and its ``kind``/``time`` columns copy the leaf
    (EntryMismatchError).
@@ -57,14 +57,16 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy.exc import DataError, ProgrammingError
 
-from registre.attest.keys import Verifier
+from registre.attest.notes import Verifier
 from registre.context import TokenCounter
 from registre.ledger.core.database import Database
 from registre.ledger.verify.processes import verify_in_processes
 from registre.ledger.verify.snapshot import column_type_error, verify_threads
 from registre.ledger.verify.thread import ThreadReport
 
-__all__ = ["ThreadReport", "verify_database"]
+__all__ = [
+    "verify_database",
+]
 
 
 def verify_database(

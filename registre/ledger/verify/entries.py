@@ -11,11 +11,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, select
 
-from registre.attest.entry import Entry
-from registre.attest.errors import RegistreError
-from registre.attest.keys import Verifier
-from registre.attest.merkle import CompactRange, leaf_hash
-from registre.attest.verify_entries import open_leaf
+from registre.attest.entries import Entry, open_leaf
+from registre.attest.notes import Verifier
+from registre.attest.tree import CompactRange, leaf_hash
+from registre.errors import RegistreError
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 from registre.ledger.verify.errors import (
     EntryMismatchError,

@@ -6,7 +6,7 @@ naming the thread and the first bad seq. The names say what was found in the dat
 
 from __future__ import annotations
 
-from registre.attest.errors import VerificationError
+from registre.errors import VerificationError
 
 __all__ = [
     "CheckpointMismatchError",
@@ -48,7 +48,8 @@ class LeafHashMismatchError(LedgerTamperedError):
 
 
 class EntryRejectedError(LedgerTamperedError):
-    """A stored leaf that :func:`registre.attest.entry.open_entry` refuses (cause chained)."""
+    """A stored leaf that :func:`registre.attest.entries.entry.open_entry` refuses (cause
+    chained)."""
 
 
 class EntryMismatchError(LedgerTamperedError):

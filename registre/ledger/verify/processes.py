@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.exc import DataError, ProgrammingError
 
-from registre.attest.keys import Verifier
+from registre.attest.notes import Verifier
 from registre.context import TokenCounter
 from registre.ledger.core.database import Database
 from registre.ledger.store.engine import make_engine, read_transaction

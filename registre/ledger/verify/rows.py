@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, text
 
-from registre.attest.errors import VerificationError
+from registre.errors import VerificationError
 from registre.ledger.store.row_checks import ROW_CHECKS, row_check_ddl
 from registre.ledger.store.schema import SCHEMA_VERSION, metadata
 from registre.ledger.store.triggers import trigger_ddl, trigger_names

@@ -15,10 +15,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, select
 
-from registre.attest.bodies import LIFECYCLE_KINDS
-from registre.attest.entry import Entry
-from registre.attest.keys import Verifier
-from registre.attest.merkle import CompactRange
+from registre.attest.entries import LIFECYCLE_KINDS, Entry
+from registre.attest.notes import Verifier
+from registre.attest.tree import CompactRange
 from registre.context import TokenCounter
 from registre.ledger.core.append import split_frontier
 from registre.ledger.store.derived_check import DerivedCheck

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from registre.attest.checkpoint import open_checkpoint
-from registre.attest.keys import Signer
-from registre.attest.projection import ContextDigestMismatchError, projection_digest
-from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.attest.notes import Signer, open_checkpoint
+from registre.attest.projection_digest import ContextDigestMismatchError, projection_digest
+from registre.attest.tree import verify_consistency, verify_inclusion
 from registre.context import (
     CompactionPinSetError,
     CompactionPlan,

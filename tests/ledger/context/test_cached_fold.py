@@ -3,7 +3,7 @@
 :func:`registre.ledger.store.context_snapshots.fold_context` keeps the latest fold per thread
 in the process (:mod:`registre.ledger.store.context_cache`) and folds only the entries since;
 ``model_call`` digests the projection from the parts the state carries
-(:func:`registre.attest.projection_stream.call_digest`). Over random threads of thread API
+(:func:`registre.attest.projection_digest.stream.call_digest`). Over random threads of thread API
 calls (Hypothesis, both engines), after every call:
 
 * ``project`` at the head and at an arbitrary earlier ``at`` equals the projection of
@@ -24,8 +24,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registre.attest.projection import shape_digest
-from registre.attest.projection_stream import call_digest
+from registre.attest.projection_digest import call_digest, shape_digest
 from registre.context import (
     ContextBudgetError,
     ContextState,

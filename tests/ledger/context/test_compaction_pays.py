@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.context import Policy, SummaryLine, context_tokens, default_counter
 from registre.context.errors import CompactionDoesNotReduceError
 from registre.ledger.context.store import ContextEntryRefusedError

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registre.attest.keys import Signer
-from registre.attest.projection import ContextDigestMismatchError, projection_digest
+from registre.attest.notes import Signer
+from registre.attest.projection_digest import ContextDigestMismatchError, projection_digest
 from registre.context import BLOCK_SHARE_PERMILLE, LIFECYCLE_BLOCK_VERSION, Policy
 from registre.ledger.context.store import ContextEntryRefusedError
 from registre.ledger.ledger import Ledger

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from registre.attest.canonical import canonical_bytes
-from registre.attest.keys import Signer
-from registre.attest.projection import (
+from registre.attest.canonical_json import canonical_bytes
+from registre.attest.notes import Signer
+from registre.attest.projection_digest import (
     REGISTRE_SHAPE,
     SHAPES,
     ContextDigestMismatchError,

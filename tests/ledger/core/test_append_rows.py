@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from registre.attest.merkle import CompactRange
+from registre.attest.tree import CompactRange
 from registre.ledger.core import append
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from registre.attest.bodies import BodySchemaError
-from registre.attest.entry import Entry, InvalidActorError
-from registre.attest.keys import Signer
+from registre.attest.entries import BodySchemaError, Entry, InvalidActorError
+from registre.attest.notes import Signer
 from registre.ledger.core.group_commit import GroupCommit, _Request, queue_for
 from registre.ledger.errors import ThreadKeyError, UnknownThreadError
 from registre.ledger.ledger import Ledger

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.entry import Entry
-from registre.attest.keys import Signer
+from registre.attest.entries import Entry
+from registre.attest.notes import Signer
 from registre.ledger.core.group_commit import _Request, queue_for
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger

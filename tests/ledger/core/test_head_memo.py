@@ -7,7 +7,7 @@
 * the published-checkpoint record (:mod:`registre.ledger.store.published`): a record another
   process writes between two appends refuses the second;
 * the envelope members of a thread, and the key's vkey: pure functions of the key and the
-  thread id (covered byte for byte by tests/attest/test_entry_batch.py).
+  thread id (covered byte for byte by tests/attest/entries/test_entry_batch.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.core import append as append_module
 from registre.ledger.core.group_commit import _Request, queue_for
 from registre.ledger.errors import StoreCorruptError, UnknownThreadError
@@ -43,7 +43,7 @@ def test_another_process_appends_between_two_appends(tmp_path: Path, signer: Sig
         assert thread.append(*turn("mine 0")).seq == 0
         child = (
             "import sys\n"
-            "from registre.attest.keys import Signer\n"
+            "from registre.attest.notes.keys import Signer\n"
             "from registre.ledger.ledger import Ledger\n"
             "signer = Signer.from_skey(sys.argv[2])\n"
             "with Ledger.open(sys.argv[1], signer, create=False) as other:\n"

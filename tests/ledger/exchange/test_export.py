@@ -15,17 +15,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from registre.attest.bundle import BundleWriteError, build_proofs, bundle_bytes, read_bundle
-from registre.attest.cosignature import CosignatureSigner
-from registre.attest.entry import EntrySignatureError
-from registre.attest.errors import InclusionProofError, QuorumNotMetError, RegistreError
-from registre.attest.keys import Signer
-from registre.attest.lifecycle_chain import LifecycleAnchorMissingError, LifecycleOmittedError
-from registre.attest.merkle import MemoryHashSource, leaf_hash
-from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.attest.verify_entries import EntryOriginMismatchError
-from registre.attest.verify_history import RollbackError
+from registre.attest.bundles import BundleWriteError, build_proofs, bundle_bytes, read_bundle
+from registre.attest.entries import (
+    EntrySignatureError,
+    LifecycleAnchorMissingError,
+    LifecycleOmittedError,
+)
+from registre.attest.errors import InclusionProofError, QuorumNotMetError
+from registre.attest.notes import CosignatureSigner, Signer
+from registre.attest.tree import MemoryHashSource, leaf_hash
+from registre.attest.verify import (
+    EntryOriginMismatchError,
+    RollbackError,
+    TrustPolicy,
+    verify_bundle,
+)
 from registre.context import Policy
+from registre.errors import RegistreError
 from registre.ledger.core import append as append_module
 from registre.ledger.errors import StoreCorruptError, UnknownThreadError
 from registre.ledger.exchange import export as export_module

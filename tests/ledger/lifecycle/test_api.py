@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from registre.attest.bodies import BodySchemaError
+from registre.attest.entries import BodySchemaError
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import (
@@ -238,7 +238,7 @@ def test_raw_batch_validates_each_body_once(
 ) -> None:
     """A checked raw append validates a lifecycle body to decide it, and the signer does not
     validate it again; a body nobody checked yet (the turn) is still validated when signed."""
-    import registre.attest.entry_batch as entry_module
+    import registre.attest.entries.batch as entry_module
     import registre.ledger.lifecycle.store as store_module
 
     validated: list[str] = []

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import ConclusionRefusedError, RevisionRefusedError
 from registre.ledger.verify.database import verify_database

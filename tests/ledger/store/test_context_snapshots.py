@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.context import Policy, SummaryLine, default_counter, project
 from registre.ledger.context.store import rebuild_context
 from registre.ledger.ledger import Ledger

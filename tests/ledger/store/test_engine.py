@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.errors import LedgerNotFoundError, SchemaVersionError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store import engine as engine_module

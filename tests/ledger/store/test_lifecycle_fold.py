@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import text
 
 import registre.ledger.store.lifecycle_fold as fold_module
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.core.append import append_entries
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger

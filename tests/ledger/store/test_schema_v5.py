@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.context.store import rebuild_context
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.row_checks import row_check_trigger_names

@@ -9,9 +9,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from registre.attest.keys import Signer
-from registre.attest.merkle import CompactRange
-from registre.attest.proofs import verify_consistency, verify_inclusion
+from registre.attest.notes import Signer
+from registre.attest.tree import CompactRange, verify_consistency, verify_inclusion
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.row_checks import row_check_ddl

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.context.store import rebuild_context
 from registre.ledger.errors import ForeignThreadError, ThreadKeyError
 from registre.ledger.ledger import Ledger

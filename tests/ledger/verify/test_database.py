@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from registre.attest.checkpoint import Checkpoint, sign_checkpoint
-from registre.attest.entry import sign_entry
-from registre.attest.keys import Signer
-from registre.attest.merkle import leaf_hash
+from registre.attest.entries import sign_entry
+from registre.attest.notes import Checkpoint, Signer, sign_checkpoint
+from registre.attest.tree import leaf_hash
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
+from registre.attest.notes import Signer
 from registre.ledger.core.append import append_entries
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import ConclusionRefusedError

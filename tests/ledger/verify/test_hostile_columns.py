@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from registre.attest.errors import VerificationError
 from registre.cli import main
+from registre.errors import VerificationError
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database

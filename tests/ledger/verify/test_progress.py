@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from registre.attest import Signer
+from registre.attest.notes import Signer
 from registre.ledger import Ledger, verify_database
 
 

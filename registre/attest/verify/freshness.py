@@ -1,0 +1,71 @@
+"""Step 2.5 of bundle verification: how recent the head is, by its witness cosignatures.
+
+A log's own times (entry ``time`` fields, the checkpoint itself) are claims of the operator
+(THREATS row 15). What independently dates a checkpoint is the timestamp a pinned witness
+signs in its ``cosignature/v1`` line: the witness saw this tree head no earlier than then.
+:func:`check_freshness` takes the timestamps of the head's verified pinned-witness
+cosignatures and the verifier's clock, returns the age of the newest one, and with a
+``max_age`` refuses an old head (:class:`CheckpointTooOldError`) or one nothing dates
+(:class:`FreshnessUnprovenError`). An old checkpoint replayed with its old, genuine
+cosignatures (THREATS row 7) thus fails a verifier that says how recent it must be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from registre.errors import VerificationError
+
+__all__ = ["CheckpointTooOldError", "FreshnessUnprovenError", "check_freshness", "duration"]
+
+
+class CheckpointTooOldError(VerificationError):
+    """A head whose newest pinned-witness cosignature is older than ``--max-age``."""
+
+
+class FreshnessUnprovenError(VerificationError):
+    """``--max-age`` asked for, but no pinned witness cosigned the head, so nothing dates it."""
+
+
+def check_freshness(
+    times: Sequence[int], *, now: int, max_age: int | None
+) -> tuple[int | None, str | None]:
+    """``(age, sentence)`` of the newest of ``times`` (Unix seconds) at ``now``; ``(None,
+    None)`` without any. Raises :class:`CheckpointTooOldError` when the age exceeds
+    ``max_age`` and :class:`FreshnessUnprovenError` when ``max_age`` is set and ``times`` is
+    empty. A timestamp after ``now`` gives a negative age (reported as "in the future")."""
+    if not times:
+        if max_age is not None:
+            raise FreshnessUnprovenError(
+                f"--max-age {duration(max_age)} asks how recent the head is, but no pinned "
+                "witness cosigned it: nothing dates the checkpoint"
+            ).with_hint("pin the log's witnesses with --witness")
+        return None, None
+    newest = max(times)
+    age = now - newest
+    if max_age is not None and age > max_age:
+        raise CheckpointTooOldError(
+            f"the head's newest pinned-witness cosignature is {duration(age)} old (time "
+            f"{newest}), older than --max-age {duration(max_age)}: the log may have grown "
+            "since, and this bundle may not show its present state"
+        ).with_hint("ask the exporter for a bundle against a freshly cosigned checkpoint")
+    sentence = f"newest pinned-witness cosignature {duration(age)} old (time {newest})"
+    if max_age is not None:
+        sentence += f", within --max-age {duration(max_age)}"
+    return age, sentence
+
+
+def duration(seconds: int) -> str:
+    """``seconds`` as ``3d 4h``, ``2h 5m``, ``1m 30s``, ``40s`` (negative: in the future)."""
+    if seconds < 0:
+        return f"{duration(-seconds)} in the future"
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"

@@ -1,0 +1,316 @@
+"""What an audit report shows, gathered from one bundle after it was verified.
+
+:func:`gather` runs the same verification as ``registre verify`` (the seven steps of
+``specs/verify.md``, with the working-context replay of step 6), and only when it passes
+reads the bundle's entries for display. Guarantees:
+
+* a bundle that fails verification yields a :class:`ReportData` with ``verified`` False, the
+  steps and the first failure, and **no** entry, chain or context: nothing unverified is shown
+  as if it were the record;
+* every context shown for a ``model.call`` was rebuilt from the verified entries and its
+  digest checked against the recorded one by the verifier's own hook (for a full bundle; a
+  claim bundle cannot be replayed, and the report says so);
+* conclusions, evidence and references are read off the lifecycle replayed from the entries,
+  at the bundle's checkpoint, so a stale conclusion or inactive evidence is marked as such.
+
+Raises the verifier's errors only for input so broken that no report could be started (an
+unreadable file): those are the errors ``registre verify`` raises too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from registre.attest.bundles import read_bundle
+from registre.attest.entries import Entry, open_entry
+from registre.attest.notes import open_checkpoint
+from registre.attest.projection_digest import claims_block, rebuild_projection
+from registre.attest.verify import (
+    ContextReplay,
+    ModelCall,
+    SemanticHooks,
+    TrustPolicy,
+    VerifyReport,
+    report_of,
+    verify_bundle,
+)
+from registre.context import TokenCounter
+from registre.context.projection import Projection
+from registre.errors import RegistreError
+from registre.lifecycle import KINDS as LIFECYCLE_KINDS
+from registre.lifecycle import LifecycleState, apply, parse_body
+
+__all__ = ["CallContext", "Chain", "ReportData", "conclusion_chains", "gather"]
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What one model call was sent, rebuilt: its messages as ``(role, text)`` and the runs of
+    entries it no longer saw verbatim (``summarized``, ``stubbed``, ``folded``)."""
+
+    seq: int
+    at: int
+    budget: int
+    tokens: int
+    counter: str
+    shape: str
+    digest: str
+    messages: tuple[tuple[str, str], ...]
+    not_verbatim: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A final conclusion and what it rests on, as of the bundle's checkpoint: each cited id
+    with its status, the references it cites and the read entries that registered them."""
+
+    conclusion: dict[str, Any]
+    links: tuple[dict[str, Any], ...]
+
+
+@dataclass
+class ReportData:
+    """Everything the HTML shows. Only ``verified`` reports carry entries and chains."""
+
+    bundle: str
+    verification: VerifyReport
+    log_key: str
+    witnesses: tuple[str, ...]
+    quorum: int
+    newest_cosignature: int | None = None
+    entries: list[Entry] = field(default_factory=list)
+    contexts: dict[int, CallContext] = field(default_factory=dict)
+    chains: list[Chain] = field(default_factory=list)
+    replayed: bool = False
+    generated: float = field(default_factory=time.time)
+
+    @property
+    def verified(self) -> bool:
+        return self.verification.verified
+
+    def cosignature_age(self, now: float | None = None) -> str | None:
+        """The age of the newest verified cosignature in words (``3 h 12 min``), or None."""
+        if self.newest_cosignature is None:
+            return None
+        seconds = max(0, int((self.generated if now is None else now) - self.newest_cosignature))
+        return _duration(seconds)
+
+
+class _RecordingReplay(ContextReplay):
+    """The verifier's context replay, which also keeps what each model call was sent."""
+
+    def __init__(self, counters: Iterable[TokenCounter]) -> None:
+        super().__init__(counters)
+        self.contexts: dict[int, CallContext] = {}
+
+    def check_model_call(self, call: ModelCall) -> None:
+        super().check_model_call(call)  # raises unless the digest reproduces
+        # the fold now stands at at_seq: rebuild the projection the digest was checked on
+        lifecycle = None
+        if claims_block(call.body):
+            lifecycle = call.lifecycle if call.lifecycle is not None else replay_lifecycle(call)
+        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle)
+        self.contexts[call.seq] = _context_of(call, projection)
+
+
+def gather(
+    source: str | os.PathLike[str],
+    policy: TrustPolicy,
+    *,
+    counters: Sequence[TokenCounter] = (),
+    jobs: int = 1,
+) -> ReportData:
+    """Verify the bundle at ``source`` against ``policy`` and collect what the report shows
+    (module docstring for the guarantees)."""
+    replay = _RecordingReplay(counters)
+    hooks = SemanticHooks(compaction=replay.check_compaction, model_call=replay.check_model_call)
+    data = ReportData(
+        bundle=os.fspath(source),
+        verification=VerifyReport(bundle=os.fspath(source)),
+        log_key=policy.log_key.vkey(),
+        witnesses=tuple(witness.vkey() for witness in policy.witnesses),
+        quorum=policy.quorum,
+    )
+    try:
+        data.verification = verify_bundle(source, policy, jobs=jobs, hooks=hooks)
+    except RegistreError as error:
+        failed = report_of(error)
+        if failed is None:
+            raise
+        data.verification = failed
+        return data
+    bundle = read_bundle(source)
+    data.entries = [open_entry(leaf, [policy.log_key]) for leaf in bundle.leaves]
+    data.contexts = replay.contexts
+    data.replayed = not bundle.is_partial
+    for note in bundle.checkpoints.values():
+        opened = open_checkpoint(note, policy.log_key, witnesses=policy.witnesses)
+        for cosignature in opened.cosignatures:
+            newest = data.newest_cosignature
+            if newest is None or cosignature.timestamp > newest:
+                data.newest_cosignature = cosignature.timestamp
+    data.chains = conclusion_chains(data.entries)
+    return data
+
+
+def replay_lifecycle(call: ModelCall) -> LifecycleState:
+    """The lifecycle state after ``call.prefix`` (every lifecycle entry applied in order)."""
+    state = LifecycleState.empty()
+    for leaf in call.prefix:
+        envelope = json.loads(leaf)["entry"]
+        if envelope["kind"] in LIFECYCLE_KINDS:
+            state = apply(state, parse_body(envelope["kind"], envelope["body"]))
+    return state
+
+
+def _context_of(call: ModelCall, projection: Projection) -> CallContext:
+    body = call.body
+    runs = tuple(
+        run.to_json()
+        for run in projection.manifest.runs
+        if run.status in ("summarized", "stubbed", "folded")
+    )
+    return CallContext(
+        seq=call.seq,
+        at=projection.at,
+        budget=projection.budget,
+        tokens=projection.tokens,
+        counter=projection.counter,
+        shape=str(body.get("shape", "registre")),
+        digest=str(body["projection_sha256"]),
+        messages=tuple((m.role, m.content) for m in projection.messages),
+        not_verbatim=runs,
+    )
+
+
+# --- conclusions and their chains ------------------------------------------------------------
+
+
+def conclusion_chains(entries: Sequence[Entry]) -> list[Chain]:
+    """Replay the lifecycle over ``entries`` and follow every final conclusion down to the
+    read entries that registered its sources."""
+    state = LifecycleState.empty()
+    created: dict[str, int] = {}
+    registered: dict[str, int] = {}
+    for entry in entries:
+        if entry.kind not in LIFECYCLE_KINDS:
+            continue
+        before_refs = len(state.tables().references)
+        before = state.next_ids
+        try:
+            state = apply(state, parse_body(entry.kind, entry.body))
+        except (RegistreError, ValueError):
+            continue
+        tables = state.tables()
+        for ref in list(tables.references)[before_refs:]:
+            registered[ref] = entry.seq
+        for prefix, first, last in zip(("ev", "cc"), before[:2], state.next_ids[:2], strict=True):
+            for number in range(_number(first), _number(last)):
+                created[f"{prefix}-{number}"] = entry.seq
+    chains = []
+    for conclusion in state.iter_conclusions():
+        if conclusion.kind != "final":
+            continue
+        links = []
+        for cited in conclusion.cites:
+            links.append(_link(state, cited, created, registered, {conclusion.id}))
+        chains.append(
+            Chain(
+                conclusion={
+                    "id": conclusion.id,
+                    "text": conclusion.text,
+                    "status": conclusion.status,
+                    "stale": conclusion.stale,
+                    "successor": conclusion.successor,
+                    "seq": created.get(conclusion.id),
+                },
+                links=tuple(links),
+            )
+        )
+    return chains
+
+
+def _link(
+    state: LifecycleState,
+    cited: str,
+    created: dict[str, int],
+    registered: dict[str, int],
+    seen: set[str],
+) -> dict[str, Any]:
+    """``cited`` with its status and what it rests on: an evidence entry's references, a
+    compute's own citations (followed once each, so a chain is finite)."""
+    evidence = state.evidence(cited)
+    if evidence is not None:
+        refs = []
+        for ref in evidence.cites:
+            source = state.reference(ref)
+            refs.append(
+                {
+                    "ref": ref,
+                    "source": None if source is None else source.source,
+                    "location": None if source is None else source.location,
+                    "sha256": None if source is None else source.sha256,
+                    "read_seq": registered.get(ref),
+                }
+            )
+        return {
+            "id": cited,
+            "kind": "evidence",
+            "text": evidence.text,
+            "status": evidence.status,
+            "successor": evidence.successor,
+            "seq": created.get(cited),
+            "refs": refs,
+        }
+    conclusion = state.conclusion(cited)
+    if conclusion is not None:
+        below = [
+            _link(state, inner, created, registered, seen | {cited})
+            for inner in conclusion.cites
+            if inner not in seen and inner != cited
+        ]
+        return {
+            "id": cited,
+            "kind": conclusion.kind,
+            "text": conclusion.text,
+            "status": conclusion.status,
+            "stale": conclusion.stale,
+            "successor": conclusion.successor,
+            "seq": created.get(cited),
+            "refs": [],
+            "links": below,
+        }
+    return {"id": cited, "kind": "unknown", "text": "", "status": "unknown", "refs": []}
+
+
+def _number(item_id: str) -> int:
+    return int(item_id.rsplit("-", 1)[1])
+
+
+def _duration(seconds: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else f"{seconds} s"
+
+
+def format_timestamp(timestamp: int) -> str:
+    """``timestamp`` (seconds since the epoch) as RFC 3339 UTC."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def json_script(value: object) -> str:
+    """``value`` as JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and
+    ``&`` escaped, so no entry text can close the element."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
