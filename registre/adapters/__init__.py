@@ -13,6 +13,10 @@ with its own optional extra, so the core install never imports a framework:
 * :mod:`registre.adapters.claude` (``registre[claude]``): a Claude Agent SDK ``SessionStore``
   mirroring transcripts as signed ``transcript.entry`` lines, Claude Code's compactions as
   ``compaction.imported`` events, and a ``PreCompact`` hook.
+* :mod:`registre.adapters.langgraph` (``registre[langgraph]``): a LangGraph checkpointer
+  (``BaseCheckpointSaver``, sync and async) whose checkpoints, writes, deletions and copies
+  are signed records (``specs/langgraph.md``), folded by
+  :mod:`registre.adapters.langgraph_records`.
 
 Nothing in :mod:`registre.ledger` (or below it) imports this package.
 """
