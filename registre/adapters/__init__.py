@@ -20,6 +20,9 @@ with its own optional extra, so the core install never imports a framework:
 * :mod:`registre.adapters.langchain` (``registre[langchain]``): a LangChain v1
   ``AgentMiddleware`` that sends the model registre's projection, records a ``model.call``
   digesting exactly those messages, and records responses, tool calls and results.
+* :mod:`registre.adapters.pydantic_ai` (``registre[pydantic-ai]``): a Pydantic AI capability
+  whose ``wrap_model_request`` sends registre's projection (instructions included), records
+  the ``model.call`` and the step's input and response.
 
 Nothing in :mod:`registre.ledger` (or below it) imports this package.
 """
