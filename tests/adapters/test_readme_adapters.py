@@ -59,7 +59,7 @@ def test_the_agents_example_runs_with_a_scripted_model(tmp_path: Path) -> None:
     assert MODEL_LINE in example
     done = _run(example.replace(MODEL_LINE, SCRIPTED), tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "Order 7 ships today. ['turn', 'model.call', 'turn']"
+    assert done.stdout.strip() == "Order 7 ships today. ['turn', 'turn', 'model.call', 'turn']"
 
 
 def test_the_claude_example_runs_as_written(tmp_path: Path) -> None:
