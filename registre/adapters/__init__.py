@@ -17,6 +17,8 @@ with its own optional extra, so the core install never imports a framework:
   (``BaseCheckpointSaver``, sync and async) whose checkpoints, writes, deletions and copies
   are signed records (``specs/langgraph.md``), folded by
   :mod:`registre.adapters.langgraph_records`.
+* :mod:`registre.adapters.langgraph_store` (``registre[langgraph]``): a LangGraph
+  ``BaseStore`` for long-term memory whose puts and deletes are signed records.
 * :mod:`registre.adapters.langchain` (``registre[langchain]``): a LangChain v1
   ``AgentMiddleware`` that sends the model registre's projection, records a ``model.call``
   digesting exactly those messages, and records responses, tool calls and results.
