@@ -27,8 +27,10 @@ context, not a list that grows until it is cleared and re-added::
 * :meth:`RegistreSession.model_input_filter` is a ``RunConfig.call_model_input_filter``: it
   records a ``model.call`` (shape ``openai.responses``, with the lifecycle block) and sends
   the model exactly the request whose SHA-256 that entry holds, so every response can be
-  replayed to its context (``thread.replay_request(seq)``). The agent's instructions travel
-  beside the input and are not covered by the digest.
+  replayed to its context (``thread.replay_request(seq)``). The agent's instructions are
+  part of it: the filter records them as a ``system`` turn when they change (once per change,
+  not per call) and sends them inside the input, not beside it. The tool schemas the SDK
+  sends beside the input are not covered by the digest (a ``model.call`` digests messages).
 
 The ledger calls are short transactions run on the event loop's thread.
 """
@@ -212,6 +214,7 @@ class RegistreSession:
         self._ledger = ledger
         self._policy = policy
         self._summarizer = summarizer
+        self._instructions: str | None = None
         existing = {thread.id: thread for thread in ledger.threads()}
         thread = existing.get(session_id) or ledger.create_thread(session_id)
         while (following := self._continuation(thread)) is not None:
@@ -272,6 +275,7 @@ class RegistreSession:
 
         async def record_call(data: CallModelData[Any]) -> ModelInputData:
             self._check_recorded(data.model_data.input)
+            self._record_instructions(data.model_data.instructions)
             projection, _call = self._thread.model_call(
                 model,
                 self.budget,
@@ -281,11 +285,18 @@ class RegistreSession:
                 lifecycle_block=lifecycle_block,
             )
             request = projection.as_openai_responses()
-            return ModelInputData(input=request["input"], instructions=data.model_data.instructions)
+            return ModelInputData(input=request["input"], instructions=None)
 
         return record_call
 
     # --- helpers ---------------------------------------------------------------------------
+
+    def _record_instructions(self, instructions: str | None) -> None:
+        """Append the agent's instructions as a ``system`` turn when they differ from the
+        last ones this session recorded (once per change, not per call)."""
+        if instructions and instructions != self._instructions:
+            self._thread.append("turn", {"role": "system", "text": instructions}, "system")
+            self._instructions = instructions
 
     def _view(self) -> list[Any]:
         if self._thread.head().size == 0:

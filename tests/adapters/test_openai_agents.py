@@ -64,14 +64,19 @@ def test_a_multi_turn_run_lands_compacts_replays_and_verifies(
     thread = ledger.thread("orders")
     entries = list(thread.entries())
     kinds = [entry.kind for entry in entries]
-    assert kinds.count("turn") == 8 and kinds.count("tool.call") == 4
+    assert kinds.count("turn") == 9 and kinds.count("tool.call") == 4
+    system = [e for e in entries if e.kind == "turn" and e.body["role"] == "system"]
+    assert [e.body["text"] for e in system] == ["Answer briefly."]  # once, not once per call
     assert kinds.count("tool.result") == 4 and kinds.count("model.call") == 8
     assert "context.compaction" in kinds  # the small budget made the session compact
     calls = [entry for entry in entries if entry.kind == "model.call"]
     for sent, recorded in zip(model.inputs, calls, strict=True):
         assert recorded.body["shape"] == "openai.responses"
         assert thread.replay_request(recorded.seq)["input"] == sent  # the exact input, proved
-    assert model.instructions == ["Answer briefly."] * 8
+    assert model.instructions == [None] * 8  # inside the digested input, not beside it
+    for sent in model.inputs:  # verbatim, then (compacted) pinned word for word
+        system_texts = [i["content"] for i in sent if i.get("role") == "system"]
+        assert any(text.endswith("Answer briefly.") for text in system_texts), system_texts
     first = thread.entry(kinds.index("tool.call"))
     assert first.body == {"call_id": "c0", "name": "fetch_page", "arguments": {"page": 0}}
     result = thread.entry(kinds.index("tool.result"))

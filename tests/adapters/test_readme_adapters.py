@@ -1,6 +1,7 @@
 """The README's adapter examples (its ``py`` blocks) run as written: the MCP one against a
-real `registre mcp serve` subprocess, the Agents SDK one with the model line swapped for a
-scripted model (the example's model would call OpenAI)."""
+real `registre mcp serve` subprocess, the LangGraph one as it is, the Agents SDK, LangChain
+and Pydantic AI ones with the model line swapped for a scripted model (the example's model
+would call OpenAI)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,14 @@ SCRIPTED = (
 def adapter_examples() -> dict[str, str]:
     text = README.read_text(encoding="utf-8")
     blocks = re.findall(r"```py\n(.*?)```", text, re.S)
-    names = {"from mcp import": "mcp", "from agents import": "agents", "claude_agent_sdk": "claude"}
+    names = {
+        "from mcp import": "mcp",
+        "from agents import": "agents",
+        "claude_agent_sdk": "claude",
+        "from langgraph.graph import": "langgraph",
+        "from langchain.agents import": "langchain",
+        "from pydantic_ai import": "pydantic_ai",
+    }
     return {next(n for k, n in names.items() if k in block): block for block in blocks}
 
 
@@ -42,7 +50,14 @@ def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_readme_has_one_example_per_adapter() -> None:
-    assert set(adapter_examples()) == {"mcp", "agents", "claude"}
+    assert set(adapter_examples()) == {
+        "mcp",
+        "agents",
+        "claude",
+        "langgraph",
+        "langchain",
+        "pydantic_ai",
+    }
 
 
 def test_the_mcp_example_runs_as_written(tmp_path: Path) -> None:
@@ -59,7 +74,7 @@ def test_the_agents_example_runs_with_a_scripted_model(tmp_path: Path) -> None:
     assert MODEL_LINE in example
     done = _run(example.replace(MODEL_LINE, SCRIPTED), tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "Order 7 ships today. ['turn', 'model.call', 'turn']"
+    assert done.stdout.strip() == "Order 7 ships today. ['turn', 'turn', 'model.call', 'turn']"
 
 
 def test_the_claude_example_runs_as_written(tmp_path: Path) -> None:
@@ -71,3 +86,40 @@ def test_the_claude_example_runs_as_written(tmp_path: Path) -> None:
     done = _run(example + check, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "RegistreSessionStore"
+
+
+def test_the_langgraph_example_runs_as_written(tmp_path: Path) -> None:
+    done = _run(adapter_examples()["langgraph"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Order 7 ships today. 5"  # 3 checkpoints, 2 tasks' writes
+
+
+LANGCHAIN_MODEL = 'model = init_chat_model("openai:gpt-5")  # or any chat model\n'
+LANGCHAIN_SCRIPTED = (
+    "from langchain_core.messages import AIMessage\n"
+    "from tests.adapters.scripted_chat import ScriptedChat\n"
+    'model = ScriptedChat(responses=[AIMessage(content="Order 7 ships today.")], received=[])\n'
+)
+
+
+def test_the_langchain_example_runs_with_a_scripted_model(tmp_path: Path) -> None:
+    example = adapter_examples()["langchain"]
+    assert LANGCHAIN_MODEL in example
+    done = _run(example.replace(LANGCHAIN_MODEL, LANGCHAIN_SCRIPTED), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("Order 7 ships today. ['turn', 'turn', 'model.call', 'turn']")
+
+
+PYDANTIC_MODEL = 'model = "openai:gpt-5"  # or any Pydantic AI model\n'
+PYDANTIC_SCRIPTED = (
+    "from pydantic_ai.models.test import TestModel\n"
+    'model = TestModel(custom_output_text="Order 7 ships today.")\n'
+)
+
+
+def test_the_pydantic_ai_example_runs_with_a_test_model(tmp_path: Path) -> None:
+    example = adapter_examples()["pydantic_ai"]
+    assert PYDANTIC_MODEL in example
+    done = _run(example.replace(PYDANTIC_MODEL, PYDANTIC_SCRIPTED), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("Order 7 ships today. ['turn', 'turn', 'model.call', 'turn']")
