@@ -21,7 +21,7 @@ from typing import Any
 
 from registre.importers.core import At, Conversation, ImportedEntry, Path, SourceMessage, describe
 
-__all__ = ["anthropic_content", "parse_anthropic_values"]
+__all__ = ["anthropic_content", "parse_anthropic_values", "sniff", "sniff_document"]
 
 
 def parse_anthropic_values(
@@ -142,3 +142,38 @@ def _tool_result(message: SourceMessage, block: dict[str, Any], path: Path, at: 
     message.result(call_id, text, fills, is_error=is_error, at=at)
     for inner in images:
         message.imported(str(inner.get("type", "block")), role="user", data=_base64(inner), at=at)
+
+
+_BLOCKS = frozenset(
+    (
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "document",
+    )
+)
+"""Content block types only Anthropic messages carry."""
+
+
+def sniff_document(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is an Anthropic conversation document
+    ``{messages}``; None if it is not."""
+    if isinstance(value.get("messages"), list) and "role" not in value:
+        return "a conversation document {messages}"
+    return None
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is an Anthropic message (its content holds
+    Anthropic blocks); None if it is not."""
+    content = value.get("content")
+    if (
+        "role" in value
+        and isinstance(content, list)
+        and any(isinstance(block, dict) and block.get("type") in _BLOCKS for block in content)
+    ):
+        return "a message whose content holds Anthropic blocks"
+    return None

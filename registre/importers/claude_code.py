@@ -22,7 +22,7 @@ from typing import Any
 from registre.importers.anthropic import anthropic_content
 from registre.importers.core import At, Conversation, ImportedEntry, describe
 
-__all__ = ["parse_claude_code_values"]
+__all__ = ["parse_claude_code_values", "sniff"]
 
 
 def parse_claude_code_values(
@@ -67,3 +67,12 @@ def _joined(content: object) -> str:
     if not isinstance(content, list):
         return ""
     return "".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is a Claude Code session record; None if it is
+    not."""
+    kind = value.get("type")
+    if isinstance(kind, str) and ("uuid" in value or "sessionId" in value or "leafUuid" in value):
+        return f"a Claude Code session record of type {kind!r}"
+    return None

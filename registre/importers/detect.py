@@ -2,7 +2,8 @@
 
 :func:`detect` looks at the first JSON value only (the file is not read further) and returns
 the format name with the reason it was chosen, or ``None`` with a description of what it saw.
-The rules, first match wins:
+Each format's module declares ``sniff(value)``; :data:`SNIFFERS` asks them in this order,
+first match wins:
 
 =======================  ================================================================
 first value              format
@@ -23,45 +24,25 @@ first value              format
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PLAIN_MESSAGE_FORMATS", "describe_value", "detect"]
+from registre.importers import (
+    anthropic,
+    claude_code,
+    langchain,
+    openai_chat,
+    openai_responses,
+    openhands,
+    swe_agent,
+    tau_bench,
+)
+
+__all__ = ["PLAIN_MESSAGE_FORMATS", "SNIFFERS", "describe_value", "detect"]
 
 PLAIN_MESSAGE_FORMATS = frozenset(("openai", "anthropic", "openai-responses"))
 """Formats a plain ``{"role", "content": "text"}`` message may belong to: a file starting with
 one is detected as ``openai`` but any of these may be asked for."""
-
-_LANGCHAIN = frozenset(("human", "ai", "system", "tool", "function", "chat", "AIMessageChunk"))
-_RESPONSES = frozenset(
-    (
-        "message",
-        "function_call",
-        "function_call_output",
-        "reasoning",
-        "compaction",
-        "web_search_call",
-        "file_search_call",
-        "computer_call",
-        "computer_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "mcp_call",
-        "image_generation_call",
-        "local_shell_call",
-        "item_reference",
-    )
-)
-_ANTHROPIC_BLOCKS = frozenset(
-    (
-        "tool_use",
-        "tool_result",
-        "thinking",
-        "redacted_thinking",
-        "server_tool_use",
-        "web_search_tool_result",
-        "document",
-    )
-)
 
 
 def describe_value(value: Any) -> str:
@@ -74,6 +55,22 @@ def describe_value(value: Any) -> str:
     return f"a JSON {type(value).__name__}"
 
 
+SNIFFERS: tuple[tuple[str, Callable[[dict[str, Any]], str | None]], ...] = (
+    ("tau-bench", tau_bench.sniff),
+    ("swe-agent", swe_agent.sniff),
+    ("anthropic", anthropic.sniff_document),
+    ("langchain", langchain.sniff),
+    ("claude-code", claude_code.sniff),
+    ("openai-responses", openai_responses.sniff),
+    ("openhands", openhands.sniff),
+    ("anthropic", anthropic.sniff),
+    ("openai", openai_chat.sniff),
+)
+"""``(format, sniff)`` in the order they are asked; the first that recognises the value wins.
+Each format's module declares its own ``sniff`` (the reason it recognises a first object, or
+None)."""
+
+
 def detect(value: Any) -> tuple[str | None, str]:
     """``(format, why)`` for a file whose first value is ``value`` (a list: its first item)."""
     if isinstance(value, list):
@@ -82,32 +79,8 @@ def detect(value: Any) -> tuple[str | None, str]:
         value = value[0]
     if not isinstance(value, dict):
         return None, describe_value(value)
-    kind = value.get("type")
-    if "traj" in value and "task_id" in value:
-        return "tau-bench", "a task record with task_id and traj"
-    if (
-        "history" in value
-        or "trajectory" in value
-        or ("messages" in value and ("trajectory_format" in value or "info" in value))
-    ):
-        return "swe-agent", "a trajectory document (history/trajectory or messages with info)"
-    if isinstance(value.get("messages"), list) and "role" not in value:
-        return "anthropic", "a conversation document {messages}"
-    if kind in _LANGCHAIN and isinstance(value.get("data"), dict):
-        return "langchain", f"a LangChain message dict of type {kind!r}"
-    if isinstance(kind, str) and ("uuid" in value or "sessionId" in value or "leafUuid" in value):
-        return "claude-code", f"a Claude Code session record of type {kind!r}"
-    if kind in _RESPONSES:
-        return "openai-responses", f"a Responses item of type {kind!r}"
-    if ("action" in value or "observation" in value) and "id" in value:
-        return "openhands", "an OpenHands event (action/observation with an id)"
-    if "role" in value:
-        content = value.get("content")
-        if isinstance(content, list) and any(
-            isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS for block in content
-        ):
-            return "anthropic", "a message whose content holds Anthropic blocks"
-        if value.get("role") in ("tool", "developer") or "tool_calls" in value:
-            return "openai", "a chat-completions message"
-        return "openai", "a plain message with role and content"
+    for name, sniff in SNIFFERS:
+        why = sniff(value)
+        if why is not None:
+            return name, why
     return None, describe_value(value)

@@ -21,7 +21,7 @@ from registre.importers.core import (
 )
 from registre.importers.openai_chat import content_parts
 
-__all__ = ["parse_langchain_values"]
+__all__ = ["parse_langchain_values", "sniff"]
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "AIMessageChunk": "assistant"}
 
@@ -73,3 +73,14 @@ def _message(conversation: Conversation, value: object, at: At) -> Iterator[Impo
             kind, text=content if isinstance(content, str) else None, fill=("data", "content")
         )
     yield from message.end()
+
+
+_MESSAGE_TYPES = frozenset(("human", "ai", "system", "tool", "function", "chat", "AIMessageChunk"))
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is a LangChain message dict; None if it is not."""
+    kind = value.get("type")
+    if kind in _MESSAGE_TYPES and isinstance(value.get("data"), dict):
+        return f"a LangChain message dict of type {kind!r}"
+    return None

@@ -23,7 +23,7 @@ from registre.attest.canonical_json import parse_strict
 from registre.errors import MalformedError
 from registre.importers.core import At, Conversation, ImportedEntry, Path, SourceMessage, describe
 
-__all__ = ["chat_message", "content_parts", "parse_arguments", "parse_openai_values"]
+__all__ = ["chat_message", "content_parts", "parse_arguments", "parse_openai_values", "sniff"]
 
 _TURN_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
@@ -173,3 +173,13 @@ def _tool(message: SourceMessage, fields: dict[str, Any], at: At, prefix: Path) 
             message.result(each, text, content_fill if number == 0 else (), name=name, at=at)
         return
     at.key("tool_call_id").fail("a tool message needs the id of the call it answers")
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is a chat-completions message; None if it is not.
+    Asked last: any object with a ``role`` is one."""
+    if "role" not in value:
+        return None
+    if value.get("role") in ("tool", "developer") or "tool_calls" in value:
+        return "a chat-completions message"
+    return "a plain message with role and content"

@@ -19,7 +19,7 @@ from typing import Any
 from registre.importers.core import At, Conversation, ImportedEntry, Path, SourceMessage, describe
 from registre.importers.openai_chat import content_parts, parse_arguments
 
-__all__ = ["parse_responses_values"]
+__all__ = ["parse_responses_values", "sniff"]
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
@@ -95,3 +95,32 @@ def _item(conversation: Conversation, value: object, at: At) -> SourceMessage:
     else:
         message.imported(kind)
     return message
+
+
+_ITEM_TYPES = frozenset(
+    (
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "compaction",
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "mcp_call",
+        "image_generation_call",
+        "local_shell_call",
+        "item_reference",
+    )
+)
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is an OpenAI Responses item; None if it is not."""
+    kind = value.get("type")
+    if kind in _ITEM_TYPES:
+        return f"a Responses item of type {kind!r}"
+    return None

@@ -18,7 +18,7 @@ from typing import Any
 
 from registre.importers.core import At, Conversation, ImportedEntry
 
-__all__ = ["parse_openhands_values"]
+__all__ = ["parse_openhands_values", "sniff"]
 
 _ROLES = {"user": "user", "agent": "assistant", "environment": "system"}
 
@@ -58,3 +58,10 @@ def _event(conversation: Conversation, value: object, at: At) -> Iterator[Import
         said = event.get("message")
         message.imported(what, text=said if isinstance(said, str) else None, fill=("message",))
     yield from message.end()
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is an OpenHands event; None if it is not."""
+    if ("action" in value or "observation" in value) and "id" in value:
+        return "an OpenHands event (action/observation with an id)"
+    return None

@@ -18,7 +18,7 @@ from typing import Any
 from registre.importers.core import At, Conversation, ImportedEntry, describe
 from registre.importers.openai_chat import chat_message
 
-__all__ = ["parse_swe_agent_values"]
+__all__ = ["parse_swe_agent_values", "sniff"]
 
 
 def parse_swe_agent_values(
@@ -49,3 +49,15 @@ def parse_swe_agent_values(
                 fill=("thought",),
             )
             yield from message.end()
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is a SWE-agent (or mini-swe-agent) trajectory;
+    None if it is not."""
+    if (
+        "history" in value
+        or "trajectory" in value
+        or ("messages" in value and ("trajectory_format" in value or "info" in value))
+    ):
+        return "a trajectory document (history/trajectory or messages with info)"
+    return None

@@ -14,7 +14,7 @@ from typing import Any
 from registre.importers.core import At, Conversation, ImportedEntry, describe
 from registre.importers.openai_chat import chat_message
 
-__all__ = ["parse_tau_bench_values", "task_key"]
+__all__ = ["parse_tau_bench_values", "sniff", "task_key"]
 
 
 def task_key(record: object) -> str:
@@ -47,3 +47,10 @@ def parse_tau_bench_values(
                 message = chat_message(conversation, item, record_at.key("traj").index(number))
                 for entry in message.end():
                     yield key, entry
+
+
+def sniff(value: dict[str, Any]) -> str | None:
+    """Why ``value``, a file's first object, is a tau-bench task record; None if it is not."""
+    if "traj" in value and "task_id" in value:
+        return "a task record with task_id and traj"
+    return None

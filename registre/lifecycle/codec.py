@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Final
 
+from registre.kinds import LIFECYCLE_KIND_NAMES
 from registre.lifecycle.errors import LifecycleFormatError
 from registre.lifecycle.jsonshape import (
     MAX_BATCH,
@@ -73,17 +74,8 @@ __all__ = [
     "request_to_json",
 ]
 
-KINDS: Final = (
-    "source.read",
-    "evidence.upsert",
-    "evidence.revise",
-    "conclusion.compute",
-    "conclusion.final",
-    "conclusion.revise",
-    "context.pin",
-    "context.unpin",
-)
-"""The ledger entry kinds whose bodies lifecycle defines."""
+KINDS: Final = LIFECYCLE_KIND_NAMES
+"""The ledger entry kinds whose bodies lifecycle defines (:data:`registre.kinds.ENTRY_KINDS`)."""
 
 _SHA256_DIGITS: Final = frozenset("0123456789abcdef")
 

@@ -1,17 +1,16 @@
-"""Step 1's digests of ``entries.jsonl``, one per group of lines: under a byte an entry.
+"""Step 1's digests of ``entries.jsonl``, one per group of lines.
 
 Every later step reads the entries again from the zip, and every line it reads must be a line
-step 1 hashed (:class:`registre.attest.bundles.leaves.BundleLeaves`). Keeping each line's 32-byte
-leaf hash for that cost 32 MB for a million entries, the largest thing the verifier held.
-
-:class:`LineGroups` keeps one SHA-256 per *group* of consecutive lines instead: a group closes
+step 1 hashed (:class:`registre.attest.bundles.leaves.BundleLeaves`).
+:class:`LineGroups` keeps one SHA-256 per *group* of consecutive lines: a group closes
 after :data:`GROUP_LINES` lines, or as soon as its lines (newlines included) reach
 :data:`GROUP_BYTES`, so a reader that buffers one group before handing out any of its lines
 holds at most ``GROUP_BYTES`` plus one line. A group's digest is the SHA-256 of its bytes in
 the member, each line followed by its newline: for a fixed line count, equal digests mean equal
 lines (SHA-256 collision resistance), which is what the per-line hashes gave. The groups are
 fixed by the lines alone, so any reader finds the group of a line from its number
-(:meth:`LineGroups.group_of`). Memory: 40 bytes a group, about 0.6 bytes a line.
+(:meth:`LineGroups.group_of`). Why groups and not a hash a line, with the figures:
+``docs/design/2026-12-04-verifier-memory.md``.
 
 Nothing here is a format: the groups live in memory for one verification.
 """

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from registre.errors import MalformedError
-from registre.lifecycle.codec import KINDS as LIFECYCLE_CODEC_KINDS
+from registre.kinds import LIFECYCLE_KIND_NAMES
 
 __all__ = [
     "LIFECYCLE_KINDS",
@@ -41,8 +41,8 @@ MAX_BODY_BYTES = 2 << 20
 MAX_DEPTH = 32
 """Deepest nesting of objects and lists in a body (the body itself is depth 1)."""
 
-LIFECYCLE_KINDS: frozenset[str] = frozenset(LIFECYCLE_CODEC_KINDS)
-"""Kinds whose bodies ``registre.lifecycle.codec`` defines and checks."""
+LIFECYCLE_KINDS: frozenset[str] = frozenset(LIFECYCLE_KIND_NAMES)
+"""Kinds whose bodies ``registre.lifecycle.codec`` defines and checks (:mod:`registre.kinds`)."""
 
 
 class UnknownKindError(MalformedError):

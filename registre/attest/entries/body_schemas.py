@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from registre import kinds
 from registre.attest.entries.body_base import (
     LIFECYCLE_KINDS,
     BodySchemaError,
@@ -126,12 +127,12 @@ def _pointers_inside_folded(record: Mapping[str, Any], path: str) -> None:
 
 
 SCHEMAS: dict[str, Check] = {
-    "turn": _record(
+    kinds.TURN: _record(
         _Field("role", one_of("user", "assistant", "system")),
         _Field("text", TEXT),
         _Field("source", source, required=False),
     ),
-    "tool.call": _record(
+    kinds.TOOL_CALL: _record(
         _Field("call_id", name),
         _Field("name", name),
         _Field("arguments", free_object, required=False),
@@ -141,7 +142,7 @@ SCHEMAS: dict[str, Check] = {
         _Field("source", source, required=False),
         rules=(_exactly_one_of("arguments", "arguments_json"),),
     ),
-    "tool.result": _record(
+    kinds.TOOL_RESULT: _record(
         _Field("call_id", name),
         _Field("content", text(allow_empty=True)),
         _Field("is_error", boolean, required=False),
@@ -149,18 +150,18 @@ SCHEMAS: dict[str, Check] = {
         _Field("call_ref", name, required=False),
         _Field("source", source, required=False),
     ),
-    "imported": _record(
+    kinds.IMPORTED: _record(
         _Field("type", name),
         _Field("role", one_of("user", "assistant", "system"), required=False),
         _Field("text", TEXT, required=False),
         _Field("sha256", sha256_hex, required=False),
         _Field("source", source),
     ),
-    "decision": _record(
+    kinds.DECISION: _record(
         _Field("text", TEXT),
         _Field("refs", seqs, required=False),
     ),
-    "context.compaction": _record(
+    kinds.CONTEXT_COMPACTION: _record(
         _Field(
             "folded",
             _record(_Field("from", SEQ), _Field("to", SEQ), rules=(_range_ordered,)),
@@ -186,13 +187,13 @@ SCHEMAS: dict[str, Check] = {
         _Field("pin_set_sha256", sha256_hex),
         rules=(_summary_needs_folded, _pointers_inside_folded),
     ),
-    "transcript.entry": _record(
+    kinds.TRANSCRIPT_ENTRY: _record(
         _Field("framework", name),
         _Field("session", name),
         _Field("subpath", name, required=False),
         _Field("entry_json", entry_json),
     ),
-    "compaction.imported": _record(
+    kinds.COMPACTION_IMPORTED: _record(
         _Field("framework", name),
         _Field("session", name),
         _Field("event", one_of("pre_compact", "boundary", "summary")),
@@ -208,7 +209,7 @@ SCHEMAS: dict[str, Check] = {
         _Field("context_sha256", sha256_hex, required=False),
         _Field("pins", list_of(name), required=False),
     ),
-    "model.call": _record(
+    kinds.MODEL_CALL: _record(
         _Field("model", name),
         _Field("projection_sha256", sha256_hex),
         _Field("at_seq", SEQ),

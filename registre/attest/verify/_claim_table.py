@@ -1,13 +1,12 @@
-"""Step 7's admissions by id, packed: about 16 bytes an ``ev-N`` id, not about 120.
+"""Step 7's admissions by id, packed by the number in ``ev-N``.
 
 :class:`~registre.attest.verify.semantics.ClaimIndex` records, for every evidence id a bundle
-admits, the seq that admitted it and what it cites (:class:`Admitted`). Held in a dict, each
-cost a dict slot, an :class:`Admitted` object and an int: about 120 bytes, over a million
-entries several MB. The ids are ``ev-N`` with N counted up from 1, so :class:`AdmittedTable`
-keeps them by N instead: the seq in an array (8 bytes) and the citations, a tuple the
-lifecycle event holds anyway, in a list (8 bytes). An id that is not ``<prefix>-N`` with a
-canonical N, or whose N lies far beyond the ids held (a bundle could name ``ev-9007199254740991``),
-goes to a dict as before, so memory stays O(ids) whatever the bundle says.
+admits, the seq that admitted it and what it cites (:class:`Admitted`). The ids are ``ev-N``
+with N counted up from 1, so :class:`AdmittedTable` keeps them by N: the seq in an array and
+the citations in a list (why, with the figures: ``docs/design/2026-12-04-verifier-memory.md``).
+An id that is not ``<prefix>-N`` with a canonical N, or whose N lies far beyond the ids held
+(a bundle could name ``ev-9007199254740991``), goes to a dict, so memory stays O(ids)
+whatever the bundle says.
 
 It is a ``Mapping[str, Admitted]`` that answers every lookup exactly as the dict it replaces
 (a property test holds the two side by side); only its iteration order differs (numbered ids

@@ -1,19 +1,14 @@
-"""Step 3's records of the semantic entries, packed: a few bytes each, not a few hundred.
+"""Step 3's records of the semantic entries, packed into arrays.
 
 Step 3 (:mod:`registre.attest.verify.entries`) keeps, for every entry of a
 :data:`~registre.attest.verify.entries_checked.SEMANTIC_KINDS` kind, what steps 6 and 7 need of it:
 its seq, kind and actor, and either its body or the line step 6 reads the body from again.
-Over a million-entry thread about half the entries are semantic (every model call, every
-compaction, every lifecycle entry), so a list of record objects -- an object, a dict, an int,
-two fresh strings and an empty body each, plus a dict entry mapping the seq to its line --
-cost about 400 bytes a record, the largest thing the verifier held that grew with the entries.
-
-:class:`PackedRecords` holds them in arrays instead: seq and line as unsigned integers, kind
+:class:`PackedRecords` holds them in arrays (why, with the figures:
+``docs/design/2026-12-04-verifier-memory.md``): seq and line as unsigned integers, kind
 and actor as indexes into tables of the distinct values (a thread has a handful of kinds and
 actors), and the bodies that were kept in a dict by position. Each array starts with the
 narrowest item that holds its values and is widened (copied once) when a value needs more
-(:func:`_append`): a record of a thread under 2^32 entries with under 256 kinds and actors
-costs 4 + 4 + 1 + 1 = 10 bytes, not 26. It is a
+(:func:`_append`). It is a
 ``Sequence[EntryRecord]``: indexing or iterating builds each record on demand, equal to the
 record that was appended. :attr:`PackedRecords.reread` is the ``seq -> line`` mapping of the
 records kept without their body, as a read-only view of the same arrays.

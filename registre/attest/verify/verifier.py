@@ -33,28 +33,10 @@ own :class:`~registre.errors.RegistreError` subclass with the report attached
 it names are informational, and its proofs are looked up by sizes taken from signed data.
 
 Memory does not grow with the entries' bytes: the zip stays open while the steps run (and
-while 5.4 records the head), and ``entries.jsonl`` is streamed -- hashed in step 1, which
-keeps a digest per group of up to 64 lines
-(:class:`registre.attest.bundles._line_groups.LineGroups`;
-no leaf hash is kept: step 3 hashes each leaf for the tree, 4.3 and 5.3 hash again the
-lines they read); checked chunk by chunk in step 3, which keeps no body: a packed record of
-seq, line, kind and actor per semantic entry
-(:class:`registre.attest.verify._entry_records.PackedRecords`),
-and the chain marks that matter, dropped once 3.5 has read them; read forward again by step 6
-(the semantic entries' bodies, one at a time, and the working-context replay) -- never held
-whole (:class:`registre.attest.bundles.leaves.BundleLeaves`: every line read again is
-checked, with its group, against step 1's digest before it is used). Step 6 keeps of the
-lifecycle events only what step 7 reads (:class:`registre.attest.verify.semantics.ClaimIndex`:
-ids, seqs, citations; evidence packed by id number, :mod:`registre.attest.verify._claim_table`), not
-the parsed events.
-
-What still grows with the thread, in bytes an entry of a bench thread at 5e4 entries: the
-lifecycle state step 6 replays (~45: references, evidence with its statement texts,
-conclusions; ids and source names interned by the codec), the lifecycle block's view kept
-with it (~12), the claim index (~14), the step-3 records (~3), the group digests (< 1) and
-what the working-context replay keeps (~5: the fold, and the quote texts of the tail and of
-what live summaries point at, :mod:`registre.attest.verify.context`). Its token-count
-caches are bounded (65,536 texts a cache), not per entry.
+while 5.4 records the head) and ``entries.jsonl`` is streamed, never held whole; every line
+read again is checked against step 1's digest of its group before it is used
+(:class:`registre.attest.bundles.leaves.BundleLeaves`). The design and its figures:
+``docs/design/2026-12-04-verifier-memory.md``.
 """
 
 from __future__ import annotations
