@@ -5,9 +5,9 @@ with ``Timeout (>N s) from pytest-timeout``, a stack dump of every thread above 
 goes on). ``tests/conftest.py`` sets the limit of a run from the Hypothesis profile, unless the
 command line (``--timeout``) or pytest-timeout's ``PYTEST_TIMEOUT`` sets one:
 
-* ``ci`` and ``dev``: :data:`DEFAULT_LIMIT_S`, several times the slowest honest test of a full
-  ``-n 2`` run on the 2-core development machine (``docs/design/2026-12-06-test-time-limits.md``
-  has the figures);
+* ``ci`` and ``dev``: :data:`DEFAULT_LIMIT_S`, more than twice the slowest honest test of a
+  full ``-n 2`` run on the loaded 2-core development machine
+  (``docs/design/2026-12-06-test-time-limits.md`` has the figures);
 * ``deep`` (ten times the examples of ``ci``): :data:`DEEP_LIMIT_S`;
 * ``REGISTRE_TEST_TIMEOUT=SECONDS`` replaces the profile's limit (for a slower machine).
 
