@@ -29,6 +29,9 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy --strict registre
 
+# Every test has a time limit (tests/timeouts.py: 300 s, ten times that under
+# HYPOTHESIS_PROFILE=deep; REGISTRE_TEST_TIMEOUT=SECONDS replaces it): a hang fails naming
+# its test, with the stack of every thread.
 unit: $(VENV)/.installed-test
 	$(BIN)/pytest -q -n 2 --benchmark-disable --durations=15
 

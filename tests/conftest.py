@@ -5,6 +5,8 @@ derandomized so that a run is reproducible from the commit alone, and prints the
 reproduction blob of any failure; ``dev`` (the default) draws fresh random examples on every
 run, which is how new counterexamples are found; ``deep`` is ``dev`` with ten times the
 examples, for hunting (``HYPOTHESIS_PROFILE=deep pytest tests/tamper``).
+
+Every test has a time limit (pytest-timeout), longer under ``deep``: see :mod:`tests.timeouts`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests import timeouts
 
 settings.register_profile(
     "ci",
@@ -26,6 +30,14 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=60, deadline=None, print_blob=True)
 settings.register_profile("deep", max_examples=3000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the run its per-test limit before pytest-timeout reads its settings, unless
+    ``--timeout`` or ``PYTEST_TIMEOUT`` gave one."""
+    if config.getoption("timeout", None) is None and "PYTEST_TIMEOUT" not in os.environ:
+        config.option.timeout = timeouts.limit_s()
 
 
 @pytest.fixture(autouse=True)

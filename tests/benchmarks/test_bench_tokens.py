@@ -109,7 +109,12 @@ def test_bench_replay_and_project(benchmark: Any, budget: int, cached: bool) -> 
     benchmark.group = f"replay and project budget={budget}"
     builder, policy, _texts = built(budget)
     counter = CACHED if cached else UNCACHED
-    expected = replay_and_project(counter, builder, policy)  # warms the cache
+    # The reference counts every text afresh: a cache that served a wrong or stale count (or
+    # a projection that kept another thread's state) would change what is projected.
+    expected = replay_and_project(UNCACHED, builder, policy)
+    assert expected.messages and expected.tokens <= 2 * budget
+    warm = replay_and_project(counter, builder, policy)  # warms the cache
+    assert warm == expected
     rounds = 5 if budget >= 32_000 else 20
     projection = benchmark.pedantic(
         replay_and_project, args=(counter, builder, policy), rounds=rounds, iterations=1

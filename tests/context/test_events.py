@@ -32,6 +32,7 @@ from registre.context import (
     project,
     validate_compaction,
 )
+from registre.context.render import message_tokens, summary_message
 from registre.errors import VerificationError
 from tests.context.example import POLICY, before_compaction, worked_example
 from tests.context.threads import ThreadBuilder, honest_body
@@ -243,3 +244,40 @@ def test_a_compaction_read_once_folds_as_the_entry_read_again() -> None:
                 state.copy().apply_compaction(bad, parse_compaction(entry.seq, forged))
         state.apply(folded)
     assert compactions >= 3
+
+
+def test_compaction_stubbing_a_result_exactly_at_the_threshold_fail() -> None:
+    """Only results *above* the bulky threshold may be stubbed: one of exactly the threshold's
+    size is not bulky."""
+    builder = before_compaction()
+    tokens = builder.state.tail[6 - builder.state.boundary].verbatim_tokens(COUNTER)
+    at = Policy(**(POLICY.to_json() | {"bulky_tool_output_tokens": tokens}))  # type: ignore[arg-type]
+    with pytest.raises(CompactionStubError, match=f"whose {tokens} tokens are not above"):
+        verify(builder, honest(builder, folded=None, stubbed=(6,), policy=at))
+    below = Policy(**(POLICY.to_json() | {"bulky_tool_output_tokens": tokens - 1}))  # type: ignore[arg-type]
+    verify(builder, honest(builder, folded=None, stubbed=(6,), policy=below))
+
+
+def test_compaction_summary_over_the_share_left_beside_a_live_summary_fail() -> None:
+    """The summary share is for all live summaries together: a new summary that fits the
+    share alone but not beside the live summary it keeps is refused."""
+    builder = before_compaction()
+    builder.append("context.compaction", "registre", honest(builder, folded=(0, 4), lines=(FIND,)))
+    for n in range(4):
+        builder.turn(("assistant", "user")[n % 2], f"turn {n} about the spec lookup in modutils")
+    kept = sum(summary.tokens(COUNTER) for summary in builder.state.summaries)
+    share = POLICY.summary_share_tokens
+    assert kept > 0
+
+    def summary(sentences: int) -> tuple[SummaryLine, int]:
+        line = SummaryLine("findings", "Ran the namespace test. " * sentences, ((5, 8),))
+        return line, message_tokens(summary_message(builder.seq, 5, 8, (line,)), COUNTER)
+
+    sentences = 1
+    while summary(sentences)[1] <= share - kept:
+        sentences += 1
+    line, tokens = summary(sentences)
+    assert share - kept < tokens <= share  # fits the share alone, not beside the kept one
+    with pytest.raises(CompactionOverShareError, match=f"over the {share - kept} the summary"):
+        verify(builder, honest(builder, folded=(5, 8), lines=(line,)))
+    verify(builder, honest(builder, folded=(5, 8), lines=(summary(sentences - 1)[0],)))

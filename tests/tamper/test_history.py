@@ -8,12 +8,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from registre.attest.bundles import checkpoint_member
 from registre.attest.errors import CosignatureError, OriginMismatchError, QuorumNotMetError
 from registre.attest.notes import (
     Checkpoint,
     CosignatureSigner,
     NoteSignature,
+    cosign_checkpoint,
     parse_note,
     sign_checkpoint,
 )
@@ -58,6 +61,17 @@ def test_older_checkpoint_replayed_fail(tmp_path: Path) -> None:
     old = turns(10).full_bundle()
     passes(old)  # genuine on its own
     fails(old, RollbackError, step=5, state_file=state)
+    assert state.read_bytes() == before
+
+
+def test_checkpoint_one_entry_behind_replayed_fail(tmp_path: Path) -> None:
+    """A rollback by a single entry is a rollback (step 5.1 compares n < m, not n < m - 1)."""
+    state = trusting(tmp_path, turns(20).full_bundle())
+    before = state.read_bytes()
+    behind = turns(19).full_bundle()
+    passes(behind)
+    error = fails(behind, RollbackError, step=5, state_file=state)
+    assert "has size 19, but this verifier already trusts size 20" in str(error)
     assert state.read_bytes() == before
 
 
@@ -230,6 +244,31 @@ def test_old_cosigned_checkpoint_replayed_fail() -> None:
     assert "30d 0h old" in str(error) and error.hint is not None
     failed = report_of(error)
     assert failed is not None and failed.cosignature_age == 30 * 86400
+
+
+def cosigned_at(thread: Thread, times: list[int]) -> bytes:
+    """A full bundle of ``thread`` whose head is cosigned by WITNESSES[i] at ``times[i]``, in
+    that order."""
+    note = thread.checkpoint()
+    for witness, when in zip(WITNESSES, times, strict=False):
+        note = cosign_checkpoint(note, LOG.verifier(), witness, when)
+    return rezip(thread.full_bundle(), {checkpoint_member(thread.size): note.encode()})
+
+
+@pytest.mark.parametrize("order", ["oldest first", "newest first"])
+def test_freshness_read_from_an_older_cosignature_fail(order: str) -> None:
+    """Two pinned witnesses cosigned the head 30 days apart: the head's age is that of the
+    newest cosignature, wherever it stands in the note, and no other."""
+    old, new = COSIGN_TIME - 30 * 86400, COSIGN_TIME
+    bundle = cosigned_at(turns(8), [old, new] if order == "oldest first" else [new, old])
+    trust = replace(policy(witnesses=2, quorum=2), max_age=3600)
+    report = passes(bundle, trust, now=COSIGN_TIME + 90)
+    assert report.cosignature_age == 90
+    assert f"newest pinned-witness cosignature 1m 30s old (time {new})" in " ".join(
+        report.step(2).checked
+    )
+    error = fails(bundle, CheckpointTooOldError, trust, step=2, now=COSIGN_TIME + 7200)
+    assert f"2h 0m old (time {new})" in str(error)
 
 
 def test_max_age_without_pinned_witness_fail() -> None:

@@ -26,6 +26,7 @@ from registre.attest.bundles import (
     TooManyMembersError,
     UnaccountedBytesError,
     Zip64MismatchError,
+    ZipFormatError,
     ZipLimits,
     ZipOffsetError,
     deterministic_zip,
@@ -106,6 +107,31 @@ def test_entries_sharing_bytes_fail() -> None:
     fails(craft_zip([*parts, twin]), OverlappingEntriesError, step=1)
 
 
+def test_bytes_inside_the_central_directory_after_its_last_record_fail() -> None:
+    """16 bytes between the last directory record and the end record, counted in the
+    directory's size: they belong to no record."""
+    data = craft_zip(raw_members(genuine()))
+    end = data.rindex(b"PK\x05\x06")
+    size = int.from_bytes(data[end + 12 : end + 16], "little")
+    record = data[end : end + 12] + (size + 16).to_bytes(4, "little") + data[end + 16 :]
+    tampered = data[:end] + b"PK\x01\x02" + bytes(12) + record
+    passes(data)
+    error = fails(tampered, UnaccountedBytesError, step=1)
+    assert "16 bytes of the central directory follow its last record" in str(error)
+
+
+@pytest.mark.parametrize(("field", "value"), [("flags", 0x0800), ("method", 0)])
+def test_local_header_contradicting_the_directory_fail(field: str, value: int) -> None:
+    """The first member's local header (what a streaming extractor reads) gives another
+    flags word (UTF-8 names) or method (stored) than its directory record."""
+    data = bytearray(craft_zip(raw_members(genuine())))
+    at = {"flags": 6, "method": 8}[field]
+    assert data[:4] == b"PK\x03\x04" and data[at : at + 2] != value.to_bytes(2, "little")
+    data[at : at + 2] = value.to_bytes(2, "little")
+    error = fails(bytes(data), ZipFormatError, step=1)
+    assert "contradicts the central directory" in str(error)
+
+
 # --- item 7: zip64 offsets anywhere -------------------------------------------------------
 
 
@@ -142,6 +168,20 @@ def test_zip64_count_disagreeing_with_end_record_fail() -> None:
     prefers) counts more: refused before the directory is parsed."""
     error = fails(zip64_disagreeing(5), Zip64MismatchError, step=1)
     assert "member count" in str(error)
+
+
+@pytest.mark.parametrize(("name", "at"), [("directory size", 12), ("directory offset", 16)])
+def test_zip64_directory_disagreeing_with_end_record_fail(name: str, at: int) -> None:
+    """The member counts agree and the zip64 end record tells the truth, but the classic end
+    record (read by readers that ignore zip64) gives another directory size or offset, not
+    the "see zip64" sentinel: two readers would see two directories."""
+    data = bytearray(craft_zip(raw_members(genuine()), EndRecord(zip64=True)))
+    passes(bytes(data))
+    end = data.rindex(b"PK\x05\x06")
+    true = int.from_bytes(data[end + at : end + at + 4], "little")
+    data[end + at : end + at + 4] = (true + 46).to_bytes(4, "little")
+    error = fails(bytes(data), Zip64MismatchError, step=1)
+    assert f"gives {true} as {name}, the classic end record {true + 46}" in str(error)
 
 
 def test_zip64_count_over_the_limit_fail() -> None:

@@ -183,3 +183,16 @@ def test_proof_with_a_million_hashes_fail() -> None:
     forged = rezip(genuine, {PROOFS_MEMBER: document})
     fails(forged, CompressionRatioError, step=1)
     fails(forged, ProofsFormatError, step=1, limits=ZipLimits(max_ratio=1 << 20))
+
+
+def test_as_many_proofs_as_entries_taken_for_a_full_disclosure_fail() -> None:
+    """Labelled partial, the entries 0..7 of a tree of 8, and 8 inclusion proofs -- but for
+    seqs 0..6 and 8. A bundle is full by the seqs it proves, not by how many proofs it has:
+    counted as full, its proofs would never be read and it verified."""
+    genuine = turns(8).partial_bundle(list(range(8)))
+    assert passes(genuine).disclosure == "full"
+    document = proofs_of(genuine)
+    document["inclusion"][-1]["seq"] = 8
+    forged = with_proofs(genuine, document)
+    error = fails(forged, DisclosedSeqMismatchError, step=3, seq=8)
+    assert "proofs.json discloses seq 8" in str(error)

@@ -452,7 +452,18 @@ def test_byte_order_mark_fail() -> None:
         assert caught.value.position == 0
 
 
-@pytest.mark.parametrize(("data", "position"), [(b'["a\tb"]', 3), (b'{"\x00":1}', 2)])
+@pytest.mark.parametrize(
+    ("data", "position"),
+    [
+        (b'["a\tb"]', 3),
+        (b'{"\x00":1}', 2),
+        # U+001F, the last control character: the range ends there, not one before
+        (b'["a\x1fb"]', 3),
+        (b'{"\x1f":1}', 2),
+        (b'{"k\\n\x1f":1}', 5),
+        (b'["\\u0041\x1f"]', 8),
+    ],
+)
 def test_control_character_in_string_fail(data: bytes, position: int) -> None:
     with pytest.raises(ControlCharacterError) as caught:
         parse_strict(data)

@@ -183,6 +183,20 @@ def test_truncated_checkpoint_fail(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        f"log\n5\n{ROOT_B64}",
+        # without the check, the last character would be cut and "ex" read as an extension
+        f"log\n5\n{ROOT_B64}\next",
+        f"log\n5\n{ROOT_B64}\r",
+    ],
+)
+def test_checkpoint_without_its_final_newline_fail(text: str) -> None:
+    with pytest.raises(CheckpointFormatError, match="must end with a newline"):
+        Checkpoint.parse(text)
+
+
+@pytest.mark.parametrize(
     "fields",
     [
         {"origin": "", "size": 1, "root": bytes(32)},

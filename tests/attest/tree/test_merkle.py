@@ -18,6 +18,7 @@ from registre.attest.tree import (
     CompactRangeError,
     HashLengthError,
     MemoryHashSource,
+    check_size,
     empty_root,
     leaf_hash,
     node_hash,
@@ -178,6 +179,74 @@ def test_hashes_is_a_copy() -> None:
     frontier.append(leaf_hash(b"a"))
     frontier.hashes().clear()
     assert frontier.hashes() == [leaf_hash(b"a")]
+
+
+@given(st.integers(min_value=0, max_value=300), st.integers(min_value=1, max_value=20))
+def test_copy_is_independent_of_its_original(size: int, more: int) -> None:
+    original = CompactRange()
+    for data in leaf_data(size):
+        original.append(leaf_hash(data))
+    before = (original.size, original.root(), original.hashes())
+    twin = original.copy()
+    assert (twin.size, twin.root(), twin.hashes()) == before
+    # Appending to the original leaves the copy at the tree it was taken from ...
+    for data in leaf_data(more, b"original"):
+        original.append(leaf_hash(data))
+    assert (twin.size, twin.root(), twin.hashes()) == before
+    # ... and appending to the copy grows it exactly as the same leaves grow a fresh tree.
+    expected = CompactRange.restore(before[0], before[2])
+    for data in leaf_data(more, b"twin"):
+        assert twin.append(leaf_hash(data)) == expected.append(leaf_hash(data))
+    assert (twin.size, twin.root()) == (expected.size, expected.root())
+    assert original.root() != twin.root()
+    assert original.size == twin.size == size + more
+
+
+def test_copy_of_empty_frontier_has_the_empty_root() -> None:
+    twin = CompactRange().copy()
+    assert (twin.size, twin.root(), twin.hashes()) == (0, empty_root(), [])
+
+
+# --- the documented maximum size -------------------------------------------------------
+
+
+def test_max_tree_size_is_the_documented_2_to_the_62() -> None:
+    assert MAX_TREE_SIZE == 2**62 == 4_611_686_018_427_387_904
+
+
+def test_check_size_accepts_exactly_2_to_the_62() -> None:
+    assert check_size(2**62, "tree size") == 2**62
+
+
+@pytest.mark.parametrize("size", [2**62 + 1, 2**63, -1])
+def test_check_size_beyond_2_to_the_62_fail(size: int) -> None:
+    with pytest.raises(ProofBoundsError, match=f"tree size {size} is outside"):
+        check_size(size, "tree size")
+
+
+class OneSubtreeSource:
+    """A tree of 2**62 leaves as a store would answer for its root: the one complete subtree."""
+
+    def __init__(self, top: bytes) -> None:
+        self.top = top
+        self.reads: list[tuple[int, int]] = []
+
+    def node(self, level: int, index: int) -> bytes:
+        self.reads.append((level, index))
+        if (level, index) != (62, 0):
+            raise ProofBoundsError(f"no complete subtree ({level}, {index}) held")
+        return self.top
+
+
+def test_root_and_frontier_at_exactly_2_to_the_62() -> None:
+    top = leaf_hash(b"the one subtree of 2**62 leaves")
+    source = OneSubtreeSource(top)
+    assert root_at(source, 2**62) == top
+    assert source.reads == [(62, 0)]
+    frontier = CompactRange.restore(2**62, [top])
+    assert (frontier.size, frontier.root(), frontier.hashes()) == (2**62, top, [top])
+    with pytest.raises(ProofBoundsError, match="outside"):
+        root_at(source, 2**62 + 1)
 
 
 @pytest.mark.parametrize("bad", [b"\x00" * 31, b"\x00" * 33, bytearray(32), "0" * 32])

@@ -3,6 +3,7 @@ reported by ``verify --db``, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import base64
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from registre.attest.notes import Signer
 from registre.ledger.context.store import rebuild_context
 from registre.ledger.errors import ForeignThreadError, ThreadKeyError
 from registre.ledger.ledger import Ledger
+from registre.ledger.store.context_cache import fold_cache
+from registre.ledger.store.context_snapshots import seal_message
 from registre.ledger.store.published import DatabaseBehindError
 from registre.ledger.store.row_checks import CHECK_MARK
 from registre.ledger.thread import Thread
@@ -71,6 +74,36 @@ def test_context_snapshot_reforged_with_its_seal_fail(ledger: Ledger, thread: Th
     )
     projection, _entry = thread.model_call(MODEL, SMALL.budget_tokens, SMALL)
     assert POISON not in repr(projection)
+
+
+@pytest.mark.parametrize("seal", ["kept", "another key's"])
+def test_context_snapshot_edited_under_a_seal_that_does_not_verify_fail(
+    ledger: Ledger, thread: Thread, seal: str
+) -> None:
+    """The snapshot edited with its old seal kept, or resealed by another key: in a new
+    process (the fold cache empty) the fold starts from the latest sealed snapshot, and a seal
+    that does not verify under the thread's key makes it fold from the entries instead."""
+    opened(thread)
+    agent_loop(thread, 14)
+    last, boundary, _text = snapshot_rows(ledger.engine, thread.id)[-1]
+    execute(
+        ledger.engine,
+        f"UPDATE context_snapshot SET snapshot = replace(snapshot, 'Do not modify tests.', "
+        f"'{POISON}') WHERE seq = {last}",
+    )
+    poisoned = snapshot_rows(ledger.engine, thread.id)[-1][2]
+    assert POISON in poisoned
+    if seal != "kept":
+        impostor = Signer.generate(ledger.require_signer().name)
+        message = seal_message(thread.id, last, boundary, poisoned)
+        forged = base64.b64encode(impostor.sign(message)).decode("ascii")
+        execute(ledger.engine, f"UPDATE context_snapshot SET seal = '{forged}' WHERE seq = {last}")
+    fold_cache().clear()  # as a new process
+    assert POISON not in repr(thread.context_state())
+    projection, _entry = thread.model_call(MODEL, SMALL.budget_tokens, SMALL)
+    assert POISON not in repr(projection) and "Do not modify tests." in repr(projection)
+    with pytest.raises(ContextSnapshotMismatchError):
+        verify_database(ledger)
 
 
 # --- 13.12: rows inserted with the triggers in place --------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import DBAPIError
 
+from registre.attest.notes import Signer
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.triggers import APPEND_ONLY_TABLES, REFUSAL_MARK
 from registre.ledger.thread import Thread
@@ -63,3 +64,31 @@ def test_thread_origin_change_fail(filled: Ledger) -> None:
 
 def test_thread_delete_fail(filled: Ledger) -> None:
     refused(filled, "DELETE FROM thread")
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("root", "(SELECT leaf_hash FROM entry WHERE seq = 0)"),  # a 32-byte hash of the log
+        ("size", "size + 1"),
+        ("created", "'2000-01-01T00:00:00Z'"),
+        ("thread", "'t2'"),
+    ],
+)
+def test_signed_checkpoint_field_changed_fail(filled: Ledger, column: str, value: str) -> None:
+    """An UPDATE may only append cosignature lines to a stored checkpoint's note: its root,
+    size, thread and time stay as signed."""
+    if column == "thread":
+        filled.create_thread("t2")
+    refused(filled, f"UPDATE checkpoint SET {column} = {value}")
+
+
+def test_bound_thread_key_changed_fail(filled: Ledger) -> None:
+    """A thread stays bound to its key: rebinding it to another stored key is refused."""
+    impostor = Signer.generate(filled.require_signer().name)
+    execute(
+        filled.engine,
+        "INSERT INTO public_key (vkey, name, key_id, added) "
+        f"VALUES ('{impostor.vkey()}', '{impostor.name}', '{impostor.key_id.hex()}', 'x')",
+    )
+    refused(filled, f"UPDATE thread SET vkey = '{impostor.vkey()}'")
