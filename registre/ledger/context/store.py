@@ -394,6 +394,7 @@ def record_compaction(
     for _attempt in range(_PLAN_ATTEMPTS):
         with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
+            read_bound_head(conn, thread, lock=False)  # nothing unverified reaches a summarizer
             plan: CompactionPlan | None
             if planned is not None and planned.state.at == size - 1:
                 state, plan = planned.state, planned.plan

@@ -40,9 +40,15 @@ from registre.attest.keys import Signer, Verifier
 from registre.attest.lifecycle_chain import EMPTY_LIFECYCLE, LifecycleHead
 from registre.attest.merkle import HASH_SIZE, CompactRange
 from registre.ledger.core.database import utc_now
+from registre.ledger.core.verified_head import (
+    remember_verified_head,
+    require_verified_head,
+    verifier_of_vkey,
+)
 from registre.ledger.errors import (
     ForeignThreadError,
     StoreCorruptError,
+    StrayRowError,
     ThreadKeyError,
     UnknownThreadError,
 )
@@ -101,6 +107,7 @@ def batch_kinds(items: Sequence[AppendItem]) -> set[str]:
 _KINDS = tuple(sorted(LIFECYCLE_KINDS))
 _SQL = {
     "lock_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
+    "read_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
     "insert_entry": (
         "INSERT INTO entry (thread, seq, leaf, leaf_hash, kind, time) VALUES (?, ?, ?, ?, ?, ?)"
     ),
@@ -158,16 +165,22 @@ def split_frontier(blob: bytes) -> list[bytes]:
 
 def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
     """Lock the thread row and return ``(origin, frontier)``; the frontier's root must equal
-    the stored root (StoreCorruptError otherwise); UnknownThreadError if there is no thread."""
+    the stored root (StoreCorruptError otherwise) and every entry under it must be the bound
+    key's (UnverifiedHeadError, :mod:`registre.ledger.core.verified_head`); UnknownThreadError
+    if there is no thread. Only write paths call it: what they sign next commits to the head."""
     origin, frontier, _vkey = read_bound_head(conn, thread)
     return origin, frontier
 
 
-def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, str | None]:
-    """:func:`read_head` and the vkey the thread is bound to (None: not bound yet)."""
+def read_bound_head(
+    conn: Connection, thread: str, *, lock: bool = True
+) -> tuple[str, CompactRange, str | None]:
+    """:func:`read_head` and the vkey the thread is bound to (None: not bound yet).
+    ``lock=False``: the same checks on the head as the caller's read transaction sees it (a
+    write path's preparation outside the lock: what it folds is the key's too)."""
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(_statements(conn)["lock_head"], (thread,))
+        cursor.execute(_statements(conn)["lock_head" if lock else "read_head"], (thread,))
         row = cursor.fetchone()
     finally:
         cursor.close()
@@ -180,11 +193,19 @@ def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, s
         )
     if not isinstance(frontier_blob, bytes | memoryview):
         raise StoreCorruptError(f"thread {thread}: the stored frontier is not bytes")
-    return (
-        str(origin),
-        _frontier_of(thread, size, bytes(root), bytes(frontier_blob)),
-        (None if vkey is None else str(vkey)),
-    )
+    frontier = _frontier_of(thread, size, bytes(root), bytes(frontier_blob))
+    if vkey is not None:
+        require_verified_head(conn, thread, str(origin), frontier, _bound_verifier(thread, vkey))
+    return str(origin), frontier, (None if vkey is None else str(vkey))
+
+
+def _bound_verifier(thread: str, vkey: object) -> Verifier:
+    try:
+        return verifier_of_vkey(str(vkey))
+    except MalformedError as exc:
+        raise StoreCorruptError(
+            f"thread {thread}: the key it is bound to is not a verifier key ({exc})"
+        ) from None
 
 
 # The frontier of a stored head, by thread: (size, root, frontier blob, the frontier they
@@ -334,6 +355,9 @@ def append_entries(
             f"{signer.name!r} cannot append to it"
         )
     require_thread_key(conn, thread, bound, signer)
+    key = verifier_of_vkey(_vkey_of(signer))
+    if bound is None:  # a thread of an older database, bound now: checked under its new key
+        require_verified_head(conn, thread, origin, frontier, key)
     require_not_behind(conn, thread, origin, frontier.size)
     old_size = frontier.size
     if not items:
@@ -356,15 +380,59 @@ def append_entries(
     sql = _statements(conn)
     cursor = conn.connection.cursor()
     try:
-        _insert_rows(cursor, sql, conn.dialect.name, thread, entries, batch.subtrees)
+        # the head first: schema version 8 refuses an entry row at or past the head
         frontier_blob = b"".join(frontier.hashes())
         cursor.execute(sql["move_head"], (frontier.size, root, frontier_blob, thread, old_size))
         if cursor.rowcount != 1:
             raise StoreCorruptError(f"thread {thread}: the head moved during an append")
+        try:
+            _insert_rows(cursor, sql, conn.dialect.name, thread, entries, batch.subtrees)
+        except Exception as exc:
+            if type(exc).__name__ not in _INTEGRITY_ERRORS:
+                raise
+            raise _planted_rows(conn, thread, old_size, frontier.size) from None
     finally:
         cursor.close()
     _remember_head(thread, frontier, frontier_blob)
+    remember_verified_head(conn, thread, key, frontier)
     return entries
+
+
+_INTEGRITY_ERRORS = frozenset({"IntegrityError", "UniqueViolation"})
+_PLANTED = (
+    "SELECT 'entry', seq FROM entry WHERE thread = :t AND seq >= :start "
+    "UNION ALL SELECT 'subtree', idx FROM subtree WHERE thread = :t AND "
+    "((idx + 1) * (1 << level)) > :start ORDER BY 2 LIMIT 1"
+)
+
+
+def _planted_rows(conn: Connection, thread: str, start: int, stop: int) -> StrayRowError:
+    """The error for an append that met a row already stored past the head ``start`` (a
+    database of schema version 7 or older, where such rows could be inserted): one line
+    naming the row, read through a connection of its own (this transaction is aborted)."""
+    where = f"a row in entries {start}..{stop - 1}"
+    try:
+        with conn.engine.connect() as other:
+            found = other.exec_driver_sql(
+                _PLANTED.replace(":t", "?").replace(":start", "?")
+                if conn.dialect.name == "sqlite"
+                else _PLANTED.replace(":t", "%(t)s").replace(":start", "%(start)s"),
+                (thread, start, thread, start)
+                if conn.dialect.name == "sqlite"
+                else {"t": thread, "start": start},
+            ).first()
+            if found is not None:
+                label = "seq" if found[0] == "entry" else "index"
+                where = f"{found[0]} (thread {thread}, {label} {found[1]})"
+    except Exception:
+        pass
+    return StrayRowError(
+        f"thread {thread}: {where} lies past the head (size {start}); registre never writes "
+        "one, so someone wrote the database without the key; nothing was written"
+    ).with_hint(
+        "`registre verify --db` lists every such row; the database's owner removes them "
+        "(specs/storage.md section 3.3)"
+    )
 
 
 PG_CHUNK_ROWS = 2000
