@@ -56,6 +56,7 @@ from registre.ledger.store.published import (
     DatabaseBehindError,
     published_problem,
     read_published_head,
+    record_problem,
 )
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 
@@ -278,7 +279,8 @@ def require_not_behind(
     """DatabaseBehindError if ``thread`` (head ``size``; ``root_at``: its root at the
     published size, when the caller computed it) is behind the checkpoint recorded outside
     the database (:mod:`registre.ledger.store.published`)."""
-    problem = published_problem(read_published_head(conn, origin), size, root_at)
+    published = read_published_head(conn, origin)
+    problem = published_problem(published, size, root_at) or record_problem(conn, thread, published)
     if problem is not None:
         raise DatabaseBehindError(f"thread {thread}: {problem}; nothing was written")
 

@@ -29,9 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, bindparam, func, select
 
 from registre.ledger.errors import StoreCorruptError
+from registre.ledger.store.schema import tables
 
 __all__ = [
     "DatabaseBehindError",
@@ -40,6 +41,7 @@ __all__ = [
     "published_problem",
     "read_published",
     "read_published_head",
+    "record_problem",
     "record_published",
 ]
 
@@ -164,6 +166,30 @@ def record_published(conn: Connection, origin: str, size: int, root: bytes) -> N
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+
+
+_LARGEST_SIGNED = select(func.max(tables.checkpoint.c.size)).where(
+    tables.checkpoint.c.thread == bindparam("thread")
+)
+
+
+def record_problem(conn: Connection, thread: str, published: PublishedHead | None) -> str | None:
+    """What is wrong with the record beside a SQLite file for ``thread`` (its entry
+    ``published``), or None: the database holds a checkpoint registre signed at a size the
+    record does not reach -- the file was deleted or rolled back, or the database moved or was
+    restored without it. Such a database is not a fresh start (issue 29 item 4)."""
+    path = published_file(conn)
+    if path is None:
+        return None
+    largest = conn.execute(_LARGEST_SIGNED, {"thread": thread}).scalar()
+    if largest is None or (published is not None and published.size >= int(largest)):
+        return None
+    recorded = "no record" if published is None else f"only size {published.size}"
+    return (
+        f"the database holds a checkpoint signed at size {largest}, but {path.name} beside it "
+        f"has {recorded}: the record was deleted or rolled back, or the database was copied "
+        "or restored without it"
+    )
 
 
 def published_problem(
