@@ -224,10 +224,20 @@ def bound_to_head(conn: Connection) -> str:
     refused at INSERT, and a checkpoint note may grow only by whole signature lines (at most
     :data:`registre.ledger.store.triggers.MAX_NOTE_SIGNATURE_LINES`). Rows already there are
     not re-checked: ``verify --db`` names them (``StrayRowsError``), and the writers refuse a
-    thread holding them with one error naming the row."""
+    thread holding them with one error naming the row. Context snapshot seals of version 1
+    are dropped (section 2.2 of ``specs/storage.md``: a seal now binds the origin and the
+    compaction's leaf hash)."""
     for statement in upgrade_within_head_ddl(conn.dialect.name):
         conn.exec_driver_sql(statement)
-    return "entry and checkpoint rows past the head refused; notes grow by signature lines only"
+    # seals of version 1 signed the thread id, not the origin and the compaction's leaf hash:
+    # no longer trusted, so dropped (the fold is rebuilt from the entries; `rebuild` reseals)
+    unsealed = conn.execute(
+        CONTEXT_SNAPSHOT.update().where(CONTEXT_SNAPSHOT.c.seal.is_not(None)).values(seal=None)
+    ).rowcount
+    return (
+        "entry and checkpoint rows past the head refused; notes grow by signature lines only; "
+        f"{unsealed} context snapshot seal(s) of version 1 dropped"
+    )
 
 
 MIGRATIONS: dict[int, Callable[[Connection], str]] = {

@@ -29,8 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, bindparam, func, select
+from sqlalchemy import Connection, Engine, bindparam, select
 
+from registre.attest.checkpoint import open_checkpoint
+from registre.attest.keys import Verifier
+from registre.errors import RegistreError
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.store.schema import tables
 
@@ -168,28 +171,49 @@ def record_published(conn: Connection, origin: str, size: int, root: bytes) -> N
     os.replace(temporary, path)
 
 
-_LARGEST_SIGNED = select(func.max(tables.checkpoint.c.size)).where(
-    tables.checkpoint.c.thread == bindparam("thread")
+_LARGEST_SIGNED = (
+    select(tables.checkpoint.c.size, tables.checkpoint.c.note, tables.thread.c.vkey)
+    .join(tables.thread, tables.thread.c.id == tables.checkpoint.c.thread)
+    .where(
+        tables.checkpoint.c.thread == bindparam("thread"),
+        tables.checkpoint.c.size <= tables.thread.c.size,
+    )
+    .order_by(tables.checkpoint.c.size.desc())
+    .limit(1)
 )
 
 
 def record_problem(conn: Connection, thread: str, published: PublishedHead | None) -> str | None:
     """What is wrong with the record beside a SQLite file for ``thread`` (its entry
-    ``published``), or None: the database holds a checkpoint registre signed at a size the
-    record does not reach -- the file was deleted or rolled back, or the database moved or was
-    restored without it. Such a database is not a fresh start (issue 29 item 4)."""
+    ``published``), or None: the database holds a checkpoint registre signed (its note opens
+    under the thread's key) at a size the record does not reach -- the file was deleted or
+    rolled back, or the database moved or was restored without it. Such a database is not a
+    fresh start (issue 29 item 4). A row registre did not sign is not counted here: the
+    checks of stored checkpoints and ``verify --db`` name it."""
     path = published_file(conn)
     if path is None:
         return None
-    largest = conn.execute(_LARGEST_SIGNED, {"thread": thread}).scalar()
-    if largest is None or (published is not None and published.size >= int(largest)):
+    row = conn.execute(_LARGEST_SIGNED, {"thread": thread}).one_or_none()
+    if row is None or (published is not None and published.size >= int(row.size)):
+        return None
+    if not _signed_at(row.note, row.vkey, int(row.size)):
         return None
     recorded = "no record" if published is None else f"only size {published.size}"
     return (
-        f"the database holds a checkpoint signed at size {largest}, but {path.name} beside it "
+        f"the database holds a checkpoint signed at size {row.size}, but {path.name} beside it "
         f"has {recorded}: the record was deleted or rolled back, or the database was copied "
         "or restored without it"
     )
+
+
+def _signed_at(note: object, vkey: object, size: int) -> bool:
+    """Whether ``note`` is a checkpoint at ``size`` signed by the verifier key ``vkey``."""
+    if not isinstance(note, str) or not isinstance(vkey, str):
+        return False
+    try:
+        return open_checkpoint(note, Verifier.from_vkey(vkey)).checkpoint.size == size
+    except RegistreError:
+        return False
 
 
 def published_problem(

@@ -4,6 +4,8 @@ writer sign over, or hand out, rows the key did not write -- on SQLite and on Po
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
@@ -12,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from registre.attest.entry import sign_entry
 from registre.attest.keys import Signer
 from registre.attest.merkle import CompactRange
+from registre.context import state_snapshot
 from registre.ledger.core import verified_head
 from registre.ledger.core.append import split_frontier
 from registre.ledger.core.stored_checkpoint import StoredCheckpointError
@@ -265,3 +268,52 @@ def test_rows_planted_before_version_8_fail(db_url: str, signer: Signer, version
         with pytest.raises(StrayRowError, match=r"entry \(thread t1, seq 5\) lies past the head"):
             again.append_many([turn("entry 4"), turn("entry 5")])
         assert dump(upgraded.engine) == before
+
+
+# --- item 2: a snapshot seal does not replay across databases ---------------------------------
+
+
+def test_snapshot_seal_replayed_from_another_ledger_fail(tmp_path: Path, signer: Signer) -> None:
+    """Two ledgers, one key, one thread id, two histories: a snapshot row (with its seal)
+    copied from one into the other is not trusted; the fold comes from the entries."""
+    from tests.ledger.context_helpers import replayed, snapshot_rows
+
+    ledgers = [Ledger.open(str(tmp_path / f"{name}.db"), signer) for name in ("a", "b")]
+    try:
+        threads = [ledger.create_thread("t1") for ledger in ledgers]
+        for thread, verdict in zip(threads, ("REJECTED", "APPROVED"), strict=True):
+            thread.append(*turn(f"Transfer {verdict}: review the namespace packages."))
+            thread.pin("task_parameter", f"Transfer {verdict}.", 0)
+            agent_loop(thread, 14)
+        rows = [snapshot_rows(ledger.engine, "t1") for ledger in ledgers]
+        seq = max(set(r[0] for r in rows[0]) & set(r[0] for r in rows[1]))
+        copied = next(row for row in rows[1] if row[0] == seq)
+        assert copied[2] != next(row for row in rows[0] if row[0] == seq)[2]
+        with ledgers[1].engine.connect() as conn:
+            seal = conn.execute(
+                text("SELECT seal FROM context_snapshot WHERE seq = :s"), {"s": seq}
+            ).scalar()
+        assert seal is not None
+        execute(ledgers[0].engine, f"DELETE FROM context_snapshot WHERE seq >= {seq}")
+        with ledgers[0].engine.connect() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO context_snapshot (thread, seq, boundary, snapshot, seal) "
+                    "VALUES ('t1', :s, :b, :snap, :seal)"
+                ),
+                {"s": seq, "b": copied[1], "snap": copied[2], "seal": seal},
+            )
+            conn.commit()
+        from registre.ledger.store.context_cache import fold_cache
+
+        fold_cache().clear()
+        fresh = Ledger.open(str(tmp_path / "a.db"), signer, create=False)
+        try:
+            state = fresh.thread("t1").context_state()
+            assert state_snapshot(state) == state_snapshot(replayed(threads[0]))
+            assert "APPROVED" not in json.dumps(state_snapshot(state))
+        finally:
+            fresh.close()
+    finally:
+        for ledger in ledgers:
+            ledger.close()
