@@ -317,3 +317,22 @@ def test_snapshot_seal_replayed_from_another_ledger_fail(tmp_path: Path, signer:
     finally:
         for ledger in ledgers:
             ledger.close()
+
+
+# --- item 6: a NUL in a signed entry never stops later work -----------------------------------
+
+
+def test_nul_in_first_user_turn_stops_compaction_fail(ledger: Ledger, thread: Thread) -> None:
+    """The first user turn holds U+0000 (it is signed: nobody can remove it). The automatic
+    task pin takes it, compactions and model calls go on, and the views show it escaped."""
+    thread.append("turn", {"role": "user", "text": "Review the transfer\x00 to ACME."}, "alice")
+    calls = agent_loop(thread, 14)
+    assert len(calls) == 14
+    kinds = [entry.kind for entry in thread.entries()]
+    assert "context.compaction" in kinds and "context.pin" in kinds
+    with ledger.engine.connect() as conn:
+        stored = conn.execute(text("SELECT text FROM lifecycle_pin")).scalars().all()
+    assert any("transfer\\u0000 to ACME" in value for value in stored)
+    from registre.ledger.verify.database import verify_database
+
+    verify_database(ledger)
