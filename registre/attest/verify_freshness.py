@@ -56,9 +56,10 @@ def check_freshness(
     future = sorted(t for t in times if t > now + CLOCK_SKEW_SECONDS)
     if future and max_age is not None:
         raise CosignatureFromTheFutureError(
-            f"a pinned witness's cosignature of the head is dated {duration(future[-1] - now)}"
-            f" (time {future[-1]}), beyond the {duration(CLOCK_SKEW_SECONDS)} clock skew "
-            f"allowed: it proves nothing about --max-age {duration(max_age)}"
+            f"a pinned witness's cosignature of the head is dated "
+            f"{duration(future[-1] - now)} in the future (time {future[-1]}), beyond the "
+            f"{duration(CLOCK_SKEW_SECONDS)} clock skew allowed: it proves nothing about "
+            f"--max-age {duration(max_age)}"
         ).with_hint("check this machine's clock, then ask the witness's operator about its own")
     times = [t for t in times if t <= now + CLOCK_SKEW_SECONDS]
     if not times and future:
