@@ -155,3 +155,31 @@ def test_stale_final_is_marked_on_the_first_screen(tmp_path: Path) -> None:
     (chain,) = data.chains
     assert chain.conclusion["stale"] is True
     assert "stale: evidence it relies on changed" in page
+
+
+def test_bundle_swapped_during_report_fail(tmp_path: Path, monkeypatch: Any) -> None:
+    """Another bundle of the same log renamed over the path while it was being verified:
+    the report shows what was verified (issue 29 item 7), never the other thread."""
+    import importlib
+    import shutil
+
+    from registre.attest import Signer
+
+    gather_module = importlib.import_module("registre.report.gather")
+
+    signer = Signer.generate("report.example/ledger")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    verified = build(tmp_path / "a", steps=3, marker=" Transfer REJECTED.", signer=signer)
+    other = build(tmp_path / "b", steps=3, marker=" Transfer APPROVED.", signer=signer)
+    real = gather_module.verify_bundle
+
+    def racing(source: Any, *args: Any, **kwargs: Any) -> Any:
+        report = real(source, *args, **kwargs)
+        shutil.copy(other.bundle, verified.bundle)  # renamed over the path meanwhile
+        return report
+
+    monkeypatch.setattr(gather_module, "verify_bundle", racing)
+    data = gather(verified.bundle, verified.policy)
+    shown = json.dumps([entry.body for entry in data.entries])
+    assert data.verified and "REJECTED" in shown and "APPROVED" not in shown
