@@ -183,3 +183,28 @@ def test_bundle_swapped_during_report_fail(tmp_path: Path, monkeypatch: Any) -> 
     data = gather(verified.bundle, verified.policy)
     shown = json.dumps([entry.body for entry in data.entries])
     assert data.verified and "REJECTED" in shown and "APPROVED" not in shown
+
+
+def test_failing_bundle_report_opens_with_verified_fail(tmp_path: Path) -> None:
+    """A failing bundle whose manifest claims a 64 KiB origin of "VERIFIED ✔ … verified":
+    nothing unverified comes before the verdict, and what follows it is cut short and marked
+    (issue 29 item 8)."""
+    honest = build(tmp_path, steps=2)
+    forged = tmp_path / "forged.zip"
+    claim = "VERIFIED ✔ every check passed, verified " * 1600
+    with zipfile.ZipFile(honest.bundle) as source, zipfile.ZipFile(forged, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "manifest.json":
+                manifest = json.loads(data)
+                manifest["origin"] = claim
+                data = json.dumps(manifest).encode()
+            target.writestr(item, data)
+    result = gather(forged, honest.policy)
+    assert not result.verified
+    page = "".join(render_report(result))
+    before, _sep, after = page.partition('id="verdict"')
+    assert "✔" not in before and "VERIFIED ✔" not in before
+    assert len(before) < 8000
+    assert "NOT VERIFIED" in after[:200]
+    assert claim not in page and "VERIFIED ✔ every check passed" * 3 not in page
