@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from registre.attest.bundle import read_bundle
-from registre.attest.bundle_zip import DEFAULT_LIMITS
+from registre.attest.bundle_zip import DEFAULT_LIMITS, ZipLimits
 from registre.attest.entry import Entry, open_entry
 from registre.attest.errors import RegistreError
 from registre.attest.projection import claims_block, rebuild_projection
@@ -120,9 +120,12 @@ def gather(
     *,
     counters: Sequence[TokenCounter] = (),
     jobs: int = 1,
+    state_file: str | os.PathLike[str] | None = None,
+    limits: ZipLimits = DEFAULT_LIMITS,
 ) -> ReportData:
     """Verify the bundle at ``source`` against ``policy`` and collect what the report shows
-    (module docstring for the guarantees)."""
+    (module docstring for the guarantees). ``state_file`` and ``limits`` are those of
+    ``registre verify`` (``--state``, ``--max-ratio``): one verification, one verdict."""
     replay = _RecordingReplay(counters)
     hooks = SemanticHooks(compaction=replay.check_compaction, model_call=replay.check_model_call)
     # the file is read once: what is shown is what was verified, whatever happens to the
@@ -139,7 +142,9 @@ def gather(
     )
     now = int(data.generated)
     try:
-        data.verification = verify_bundle(raw, policy, jobs=jobs, hooks=hooks, now=now)
+        data.verification = verify_bundle(
+            raw, policy, jobs=jobs, hooks=hooks, now=now, state_file=state_file, limits=limits
+        )
     except RegistreError as error:
         failed = report_of(error)
         if failed is None:
@@ -148,7 +153,7 @@ def gather(
         data.verification = failed
         return data
     data.verification.bundle = data.bundle
-    bundle = read_bundle(raw)
+    bundle = read_bundle(raw, limits)
     data.entries = [open_entry(leaf, [policy.log_key]) for leaf in bundle.leaves]
     data.contexts = replay.contexts
     data.replayed = not bundle.is_partial

@@ -208,3 +208,33 @@ def test_failing_bundle_report_opens_with_verified_fail(tmp_path: Path) -> None:
     assert len(before) < 8000
     assert "NOT VERIFIED" in after[:200]
     assert claim not in page and "VERIFIED ✔ every check passed" * 3 not in page
+
+
+def test_report_options_disagree_with_verify_fail(
+    investigation: Investigation, tmp_path: Path
+) -> None:
+    """report takes every option of verify and prints verify's own report, so the verdict in
+    the terminal, the page's and `registre verify`'s agree (issue 29 item 9): a ratio limit
+    too low for the bundle fails both alike, a larger one lets both verify; --max-age without
+    a pinned witness fails both alike; --state records the head."""
+    runner = CliRunner()
+    out = tmp_path / "report.html"
+    base = [str(investigation.bundle), "--key", investigation.vkey]
+    for extra, code in (
+        (["--max-ratio", "1"], 1),
+        (["--max-ratio", "1000", "--require-full"], 0),
+        (["--max-age", "7d"], 1),
+        (["--state", str(tmp_path / "state.json")], 0),
+    ):
+        verified = runner.invoke(cli, ["verify", *base, *extra])
+        reported = runner.invoke(cli, ["report", *base, *extra, "-o", str(out)])
+        assert (verified.exit_code != 0, reported.exit_code != 0) == (code != 0, code != 0), (
+            extra,
+            verified.output,
+            reported.output,
+        )
+        verdict = verified.output.splitlines()[0]
+        assert verdict in reported.output, (verdict, reported.output)
+        page = out.read_text(encoding="utf-8")
+        assert ("NOT VERIFIED" in page) == (code != 0)
+    assert (tmp_path / "state.json").exists()
