@@ -29,8 +29,9 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
 
 from registre.attest.bodies import LIFECYCLE_KINDS
 from registre.attest.entry import Entry
@@ -402,31 +403,36 @@ def append_entries(
 
 _INTEGRITY_ERRORS = frozenset({"IntegrityError", "UniqueViolation"})
 _PLANTED = (
-    "SELECT 'entry', seq FROM entry WHERE thread = :t AND seq >= :start "
-    "UNION ALL SELECT 'subtree', idx FROM subtree WHERE thread = :t AND "
-    "((idx + 1) * (1 << level)) > :start ORDER BY 2 LIMIT 1"
+    (
+        "entry",
+        "seq",
+        text("SELECT min(seq) FROM entry WHERE thread = :thread AND seq >= :start"),
+    ),
+    (
+        "subtree",
+        "index",
+        text(
+            "SELECT min(idx) FROM subtree WHERE thread = :thread "
+            "AND (idx + 1) * (1 << level) > :start"
+        ),
+    ),
 )
 
 
 def _planted_rows(conn: Connection, thread: str, start: int, stop: int) -> StrayRowError:
     """The error for an append that met a row already stored past the head ``start`` (a
     database of schema version 7 or older, where such rows could be inserted): one line
-    naming the row, read through a connection of its own (this transaction is aborted)."""
+    naming the row, read through a connection of its own (this transaction is aborted; if
+    that read fails too, the line names the range instead)."""
     where = f"a row in entries {start}..{stop - 1}"
     try:
         with conn.engine.connect() as other:
-            found = other.exec_driver_sql(
-                _PLANTED.replace(":t", "?").replace(":start", "?")
-                if conn.dialect.name == "sqlite"
-                else _PLANTED.replace(":t", "%(t)s").replace(":start", "%(start)s"),
-                (thread, start, thread, start)
-                if conn.dialect.name == "sqlite"
-                else {"t": thread, "start": start},
-            ).first()
-            if found is not None:
-                label = "seq" if found[0] == "entry" else "index"
-                where = f"{found[0]} (thread {thread}, {label} {found[1]})"
-    except Exception:
+            for table, label, query in _PLANTED:
+                found = other.execute(query, {"thread": thread, "start": start}).scalar()
+                if found is not None:
+                    where = f"{table} (thread {thread}, {label} {found})"
+                    break
+    except SQLAlchemyError:
         pass
     return StrayRowError(
         f"thread {thread}: {where} lies past the head (size {start}); registre never writes "
