@@ -84,7 +84,10 @@ def published_file(conn: Connection) -> Path | None:
     path = None
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         assert url.database is not None
-        path = Path(url.database + _SUFFIX)
+        database = url.database
+        if database.startswith("file:"):  # a read-only ledger opened by URI (engine.py)
+            database = database.removeprefix("file:")
+        path = Path(database + _SUFFIX)
     _FILES[engine] = path  # an engine's URL never changes
     return path
 
