@@ -1,19 +1,24 @@
-"""`registre report BUNDLE.zip (--key VKEY | --key-file F) [--witness VKEY ...] -o FILE`.
+"""`registre report BUNDLE.zip -o FILE` with every option of ``registre verify``.
 
-Verifies the bundle exactly as ``registre verify`` does (the same keys, witnesses and quorum
-pinned) and writes the audit report (:mod:`registre.report`) as one self-contained HTML file,
-through a temporary file and a rename. Exit 0 when the bundle verified, 1 when a check failed
-(the report is still written, and says so on its first screen), 2 for unusable input (nothing
-written).
+Verifies the bundle exactly as ``registre verify`` does -- the same options (keys,
+witnesses, quorum, ``--state``, ``--require-full``, ``--max-age``, ``--max-ratio``,
+``--json``, ``--jobs``), one verification whose report is printed as ``verify`` prints it,
+so the verdict line in the terminal is the page's (issue 29 item 9) -- and writes the audit
+report (:mod:`registre.report`) as one self-contained HTML file, through a temporary file
+and a rename. Exit 0 when the bundle verified, 1 when a check failed (the report is still
+written, and says so on its first screen), 2 for unusable input (nothing written).
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from registre.attest.__main__ import ReportedFailure, pinned_log_key
+from registre.attest.__main__ import ReportedFailure, pinned_log_key, verify_options
+from registre.attest.bundles import DEFAULT_LIMITS
 from registre.attest.notes import CosignatureVerifier
 from registre.attest.verify import TrustPolicy
 from registre.cli.files import write_atomically
@@ -24,22 +29,6 @@ __all__ = ["report_command"]
 
 @click.command("report")
 @click.argument("bundle", metavar="BUNDLE.zip", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--key", "key_text", default=None, help="The log's verifier key (NAME+ID+KEY).")
-@click.option(
-    "--key-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A file holding the log's verifier key.",
-)
-@click.option(
-    "--witness", "witness_keys", multiple=True, help="A witness verifier key to pin; repeatable."
-)
-@click.option(
-    "--quorum",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Cosignatures required from pinned witnesses (default: all of them).",
-)
 @click.option(
     "-o",
     "--output",
@@ -47,28 +36,42 @@ __all__ = ["report_command"]
     required=True,
     help="The HTML file to write.",
 )
-@click.option("--jobs", type=click.IntRange(min=1), default=1, help="Processes for signatures.")
+@verify_options
 def report_command(
     bundle: Path,
+    output: Path,
     key_text: str | None,
     key_file: Path | None,
     witness_keys: tuple[str, ...],
     quorum: int | None,
-    output: Path,
+    state_file: Path | None,
+    require_full: bool,
+    max_age: int | None,
+    as_json: bool,
     jobs: int,
+    max_ratio: int,
 ) -> None:
-    """Verify BUNDLE.zip and write its audit report as one self-contained HTML file."""
+    """Verify BUNDLE.zip as `registre verify` does (the same options) and write its audit
+    report as one self-contained HTML file."""
     policy = TrustPolicy(
         log_key=pinned_log_key(key_text, key_file),
         witnesses=tuple(CosignatureVerifier.from_vkey(text) for text in witness_keys),
         quorum=len(witness_keys) if quorum is None else quorum,
+        require_full=require_full,
+        max_age=max_age,
     )
-    data = gather(bundle, policy, jobs=jobs)
+    limits = replace(DEFAULT_LIMITS, max_ratio=max_ratio)
+    data = gather(bundle, policy, jobs=jobs, state_file=state_file, limits=limits)
     write_atomically(output, render_report(data))
     report = data.verification
+    # the terminal shows the verifier's own report: the same verdict line as the page's
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(report.render(), nl=False)
     if data.verified:
         click.echo(
-            f"wrote {output}: VERIFIED, {len(data.entries)} entries, "
+            f"wrote {output}: {report.verdict()}, {len(data.entries)} entries, "
             f"{len(data.contexts)} model-call context(s) rebuilt, {len(data.chains)} final "
             "conclusion(s)",
             err=True,

@@ -9,6 +9,11 @@ Three layouts, told apart by the first bytes:
 * **one JSON document** spread over several lines (the first line is not a whole value) --
   read whole (memory grows with the file); its place is ``$``.
 
+No value may take more than :data:`MAX_VALUE_BYTES` (a JSONL line, an array item): a longer
+one is refused by its size before anything decodes it, and memory stays bounded by it -- an
+entry body is at most ``MAX_BODY_BYTES`` (2 MiB) anyway (issue 29 item 14). Nesting deeper
+than the strict reader's limit is refused with a line, never a ``RecursionError``.
+
 Every value is read with the strict reader
 (:func:`registre.attest.canonical_json.strict_json.parse_strict`:
 no duplicate keys, NaN, unsafe integers, lone surrogates); a bad value raises
@@ -23,6 +28,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from registre.attest.canonical_json import parse_strict
+from registre.attest.entries import MAX_BODY_BYTES
 from registre.errors import MalformedError
 from registre.importers.core import At
 
@@ -32,6 +38,9 @@ Layout = str
 """``"jsonl"``, ``"array"`` or ``"document"``."""
 
 _CHUNK = 1 << 20
+MAX_VALUE_BYTES = 4 * MAX_BODY_BYTES
+"""The largest JSONL line or array item read (8 MiB): a source message makes a few entries,
+each body at most ``MAX_BODY_BYTES``."""
 _WHITESPACE = " \t\r\n"
 
 
@@ -42,13 +51,32 @@ def _strict(data: bytes | str, at: At) -> Any:
         at.fail(f"invalid JSON: {exc}")
 
 
+def _line(stream: IO[bytes], number: int) -> bytes:
+    """The next line of ``stream``, refused (naming it) past :data:`MAX_VALUE_BYTES`: memory
+    never holds more than that of it."""
+    line = stream.readline(MAX_VALUE_BYTES + 1)
+    if len(line) > MAX_VALUE_BYTES:
+        At(number, "").fail(
+            f"the line is longer than {MAX_VALUE_BYTES >> 20} MiB; an entry body is at most "
+            f"{MAX_BODY_BYTES >> 20} MiB"
+        )
+    return line
+
+
 def read_values(stream: IO[bytes]) -> tuple[Layout, Iterator[tuple[Any, At]]]:
     """The file's layout and its values with their places, read lazily from ``stream``."""
-    first = stream.readline()
+    first = stream.readline(MAX_VALUE_BYTES + 1)
     stripped = first.lstrip()
+    skipped = 0
     while first and not stripped:  # leading blank lines
-        first = stream.readline()
+        skipped += 1
+        first = stream.readline(MAX_VALUE_BYTES + 1)
         stripped = first.lstrip()
+    if len(first) > MAX_VALUE_BYTES and not stripped.startswith(b"["):
+        At(skipped + 1, "").fail(
+            f"the line is longer than {MAX_VALUE_BYTES >> 20} MiB; an entry body is at most "
+            f"{MAX_BODY_BYTES >> 20} MiB"
+        )
     if stripped.startswith(b"["):
         return "array", _array(first, stream)
     if first and not _whole(first):
@@ -60,6 +88,8 @@ def _whole(line: bytes) -> bool:
     """Whether ``line`` holds one complete JSON value (so the file is JSONL)."""
     try:
         json.loads(line)
+    except RecursionError:
+        return True  # one value, nested too deep: the strict reader names it
     except ValueError:
         return False
     return True
@@ -85,7 +115,7 @@ def _lines(first: bytes, stream: IO[bytes]) -> Iterator[tuple[Any, At]]:
         if line.strip():
             at = At(number, "")
             yield _strict(line, at), at
-        line = stream.readline()
+        line = _line(stream, number + 1)
 
 
 def _array(first: bytes, stream: IO[bytes]) -> Iterator[tuple[Any, At]]:
@@ -124,8 +154,16 @@ def _array(first: bytes, stream: IO[bytes]) -> Iterator[tuple[Any, At]]:
             continue
         if not expect_item:
             At(None, f"$[{index}]").fail("invalid JSON: expected ',' or ']' between items")
+        if len(buffer) - position > MAX_VALUE_BYTES:
+            At(None, f"$[{index}]").fail(
+                f"the item is larger than {MAX_VALUE_BYTES >> 20} MiB; an entry body is at most "
+                f"{MAX_BODY_BYTES >> 20} MiB"
+            )
         try:
             _value, end = raw.raw_decode(buffer, position)
+        except RecursionError:
+            _strict(buffer[position:], At(None, f"$[{index}]"))  # names the nesting
+            At(None, f"$[{index}]").fail("invalid JSON: nested too deep")
         except json.JSONDecodeError:
             if done:
                 _strict(buffer[position:], At(None, f"$[{index}]"))

@@ -15,6 +15,7 @@ __all__ = [
     "NoSignerError",
     "SchemaVersionError",
     "StoreCorruptError",
+    "StrayRowError",
     "ThreadExistsError",
     "ThreadKeyError",
     "UnknownThreadError",
@@ -61,6 +62,11 @@ class StoreCorruptError(VerificationError):
     """A stored row that the store's own invariants forbid (a missing subtree hash, ...)."""
 
     hint = "run `registre verify --db` to find what else differs"
+
+
+class StrayRowError(StoreCorruptError):
+    """A row stored past a thread's head, where the next append must write: registre never
+    writes one (schema version 8 refuses them); nothing was written."""
 
 
 def rebuild_hint(thread: str) -> str:

@@ -42,7 +42,8 @@ class Thread(LifecycleThread, ContextThread):
         ``seq`` pinned as a task parameter, unless a pin of that text was ever made (the
         stored context fold forgets unpinned pins, the pin table does not); a pin the rules
         refuse is left out."""
-        if any(pin.source_seq == seq and pin.text == text for pin in self.pins()):
+        pins = self.lifecycle_state().tables().pins.values()  # the signed record's pins
+        if any(pin.seq == seq and pin.text == text for pin in pins):
             return
         try:
             self.pin(TASK_PIN_KIND, text, seq, actor=TASK_PIN_ACTOR)

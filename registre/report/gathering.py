@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from registre.attest.bundles import read_bundle
+from registre.attest.bundles import DEFAULT_LIMITS, ZipLimits, read_bundle
 from registre.attest.entries import Entry, open_entry
-from registre.attest.notes import open_checkpoint
 from registre.attest.projection_digest import claims_block, rebuild_projection
 from registre.attest.verify import (
     ContextReplay,
@@ -120,43 +119,61 @@ class _RecordingReplay(ContextReplay):
 
 
 def gather(
-    source: str | os.PathLike[str],
+    source: bytes | str | os.PathLike[str],
     policy: TrustPolicy,
     *,
     counters: Sequence[TokenCounter] = (),
     jobs: int = 1,
+    state_file: str | os.PathLike[str] | None = None,
+    limits: ZipLimits = DEFAULT_LIMITS,
 ) -> ReportData:
     """Verify the bundle at ``source`` against ``policy`` and collect what the report shows
-    (module docstring for the guarantees)."""
+    (module docstring for the guarantees). ``state_file`` and ``limits`` are those of
+    ``registre verify`` (``--state``, ``--max-ratio``): one verification, one verdict."""
     replay = _RecordingReplay(counters)
     hooks = SemanticHooks(compaction=replay.check_compaction, model_call=replay.check_model_call)
+    # the file is read once: what is shown is what was verified, whatever happens to the
+    # path meanwhile (issue 29 item 7)
+    raw = source if isinstance(source, bytes) else _read_once(source)
     data = ReportData(
-        bundle=os.fspath(source),
-        verification=VerifyReport(bundle=os.fspath(source)),
+        bundle="<bytes>" if isinstance(source, bytes) else os.fspath(source),
+        verification=VerifyReport(
+            bundle="<bytes>" if isinstance(source, bytes) else os.fspath(source)
+        ),
         log_key=policy.log_key.vkey(),
         witnesses=tuple(witness.vkey() for witness in policy.witnesses),
         quorum=policy.quorum,
     )
+    now = int(data.generated)
     try:
-        data.verification = verify_bundle(source, policy, jobs=jobs, hooks=hooks)
+        data.verification = verify_bundle(
+            raw, policy, jobs=jobs, hooks=hooks, now=now, state_file=state_file, limits=limits
+        )
     except RegistreError as error:
         failed = report_of(error)
         if failed is None:
             raise
+        failed.bundle = data.bundle
         data.verification = failed
         return data
-    bundle = read_bundle(source)
+    data.verification.bundle = data.bundle
+    bundle = read_bundle(raw, limits)
     data.entries = [open_entry(leaf, [policy.log_key]) for leaf in bundle.leaves]
     data.contexts = replay.contexts
     data.replayed = not bundle.is_partial
-    for note in bundle.checkpoints.values():
-        opened = open_checkpoint(note, policy.log_key, witnesses=policy.witnesses)
-        for cosignature in opened.cosignatures:
-            newest = data.newest_cosignature
-            if newest is None or cosignature.timestamp > newest:
-                data.newest_cosignature = cosignature.timestamp
+    # the head's freshness exactly as the verifier dated it (issue 29 item 9): its newest
+    # pinned-witness cosignature, never one of an older checkpoint, none from the future
+    age = data.verification.cosignature_age
+    data.newest_cosignature = None if age is None else now - age
     data.chains = conclusion_chains(data.entries)
     return data
+
+
+def _read_once(source: str | os.PathLike[str]) -> bytes:
+    """The bundle's bytes, read once (at most the container's own size limit)."""
+    limit = DEFAULT_LIMITS.max_total_bytes + DEFAULT_LIMITS.max_directory_bytes
+    with open(source, "rb") as handle:
+        return handle.read(limit + 1)
 
 
 def replay_lifecycle(call: ModelCall) -> LifecycleState:

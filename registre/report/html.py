@@ -165,7 +165,10 @@ document.addEventListener('click',ev=>{const a=ev.target.closest&&ev.target.clos
 
 def render_report(data: ReportData) -> Iterator[str]:
     """The report as chunks of HTML, in order (module docstring for what it holds)."""
-    title = f"registre audit report: {data.verification.origin or data.bundle}"
+    # nothing unverified before the verdict (issue 29 item 8): a failing bundle's claimed
+    # origin is not its title
+    shown = data.verification.origin if data.verified else None
+    title = f"registre audit report: {shown or _cut(data.bundle, _SHORT)}"
     yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
@@ -210,11 +213,13 @@ def render_report(data: ReportData) -> Iterator[str]:
 def _verdict(data: ReportData) -> str:
     report = data.verification
     about = ""
-    if report.origin is not None:
+    if report.origin is not None and data.verified:
         about = (
             f"{_e(report.origin)}: {_e(str(report.disclosure))} bundle, {report.entries} "
             f"entries, tree size {report.tree_size}, {report.checkpoints} checkpoint(s)"
         )
+    elif report.origin is not None:
+        about = f"the bundle claims origin {_unverified(report.origin)}"
     if data.verified:
         verdict = report.verdict()
         css = "ok" if verdict == "VERIFIED" else "warn"
@@ -228,11 +233,28 @@ def _verdict(data: ReportData) -> str:
             f"Every check below passed against the keys pinned for this report.{inactive}</div>\n"
         )
     failure = report.failure.sentence() if report.failure is not None else "a step did not run"
+    failure = _cut(failure, _LONG)
     return (
         f'<div id="verdict" class="verdict bad"><b>NOT VERIFIED</b> &mdash; {about}<br>'
         f"First failure: <code>{_e(failure)}</code><br>Nothing in this bundle is shown: "
         "none of it can be trusted as the record.</div>\n"
     )
+
+
+_SHORT = 120
+_LONG = 600
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters not shown)"
+
+
+def _unverified(text: str) -> str:
+    """Text from a bundle that did not verify, escaped, cut short and marked as unverified."""
+    return f'<code class="unverified">{_e(_cut(text, _SHORT))}</code> (unverified)'
 
 
 def _trust(data: ReportData) -> str:
@@ -256,19 +278,30 @@ def _trust(data: ReportData) -> str:
 def _steps(data: ReportData) -> str:
     rows = []
     for step in data.verification.steps:
-        checked = "".join(f"<li>{_e(item)}</li>" for item in step.checked)
-        missing = "".join(f"<li>not checked: {_e(item)}</li>" for item in step.not_checked)
+        # a failing bundle's steps may quote what it claims: each line cut short
+        limit = None if data.verified else _LONG
+        checked = "".join(f"<li>{_e(_maybe_cut(item, limit))}</li>" for item in step.checked)
+        missing = "".join(
+            f"<li>not checked: {_e(_maybe_cut(item, limit))}</li>" for item in step.not_checked
+        )
         css = step.status.replace(" ", "-")
         rows.append(
             f'<tr><td>{step.number}</td><td>{_e(step.name)}</td><td class="{css}">'
             f"{_e(step.status)}</td><td><ul>{checked}{missing}</ul></td></tr>"
         )
-    notes = "".join(f"<p class='muted'>note: {_e(n)}</p>" for n in data.verification.notes)
+    notes = "".join(
+        f"<p class='muted'>note: {_e(_maybe_cut(n, None if data.verified else _LONG))}</p>"
+        for n in data.verification.notes
+    )
     return (
         '<section id="steps"><h2>Verification, step by step</h2><table><tr><th>#</th>'
         f"<th>step</th><th>status</th><th>what was checked</th></tr>{''.join(rows)}</table>"
         f"{notes}</section>\n"
     )
+
+
+def _maybe_cut(text: str, limit: int | None) -> str:
+    return text if limit is None else _cut(text, limit)
 
 
 def _plot(data: ReportData) -> str:

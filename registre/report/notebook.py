@@ -2,11 +2,17 @@
 
 ``registre transcript THREAD --format ipynb``. Every entry appears once, in seq order:
 
-* turns, decisions and lifecycle events as markdown cells (the wording of the transcript);
-* a call of a code-executing tool (its arguments hold ``code``, or the tool is a shell or SQL
-  runner with a ``command``/``query``) as a **code cell** whose source is that code and whose
-  output is the paired ``tool.result`` (a stream, or an error output when ``is_error``);
-  shell and SQL code get a ``%%bash`` / ``%%sql`` cell magic so a reader sees what it is;
+* turns, decisions and lifecycle events as markdown cells (the wording of the transcript),
+  every markdown character of recorded text escaped: no link, image or HTML of the
+  transcript renders (issue 29 item 11);
+* a call of a tool known to run code in a language -- a Python runner with ``code``,
+  ``source`` or ``script``, a shell runner with ``command``/``cmd``, a SQL runner with
+  ``query``/``sql`` -- as a **code cell** whose source is :data:`RECORD_GUARD` then that code
+  and whose output is the paired ``tool.result`` (a stream, or an error output when
+  ``is_error``); shell and SQL code get a ``%%bash`` / ``%%sql`` cell magic so a reader sees
+  what it is. The guard raises if the cell is run (a notebook is a record: *Run All* runs
+  nothing an agent's tool was given); the reader who means to re-run a cell deletes it. A
+  call of any other tool, whatever its arguments, is never a code cell;
 * other tool calls, and results with no code cell to go to, as markdown with the arguments
   and output fenced;
 * each ``context.compaction`` as a visible marker cell: the range folded, the summary lines
@@ -34,11 +40,19 @@ from registre.ledger.exchange.transcript import describe
 if TYPE_CHECKING:
     from registre.ledger import Thread
 
-__all__ = ["NotebookUnavailableError", "render_notebook"]
+__all__ = ["RECORD_GUARD", "NotebookUnavailableError", "render_notebook"]
 
 _SHELL_TOOLS: Final = frozenset({"bash", "shell", "sh", "terminal", "run_shell", "execute_bash"})
 _SQL_TOOLS: Final = frozenset({"sql", "query", "run_sql", "execute_sql"})
+_PYTHON_TOOLS: Final = frozenset(
+    {"python", "ipython", "run_python", "execute_python", "python_exec", "code_interpreter"}
+)
 _CODE_KEYS: Final = ("code", "source", "script")
+RECORD_GUARD: Final = (
+    'raise RuntimeError("registre: a record of what the agent ran, shown with its recorded '
+    'output; delete this line to run it again")'
+)
+"""The first line of every code cell: running the cell raises before anything else."""
 
 
 class NotebookUnavailableError(RefusedError):
@@ -53,7 +67,7 @@ def code_of(name: str, arguments: object) -> str | None:
         return None
     for key in _CODE_KEYS:
         value = arguments.get(key)
-        if isinstance(value, str):
+        if name in _PYTHON_TOOLS and isinstance(value, str):
             return value
     command = arguments.get("command", arguments.get("cmd"))
     if name in _SHELL_TOOLS and isinstance(command, str):
@@ -93,6 +107,7 @@ def render_notebook(thread: Thread) -> str:
         "thread": thread.id,
         "origin": thread.origin,
         "size": head.size,
+        "record": True,
     }
     notebook.metadata["kernelspec"] = {
         "name": "python3",
@@ -120,7 +135,7 @@ def _cell(v4: Any, entry: Entry, pending: dict[str, Any]) -> Any | None:
             arguments = json.loads(str(body["arguments_json"]))
         code = code_of(str(body["name"]), arguments)
         if code is not None:
-            cell = _mark(v4.new_code_cell(source=code), entry)
+            cell = _mark(v4.new_code_cell(source=f"{RECORD_GUARD}\n{code}"), entry)
             cell.metadata["registre"]["tool"] = body["name"]
             pending[str(body["call_id"])] = cell
             return cell
@@ -154,10 +169,20 @@ def _cell(v4: Any, entry: Entry, pending: dict[str, Any]) -> Any | None:
     return _mark(v4.new_markdown_cell("\n\n".join(parts)), entry)
 
 
+_MARKDOWN_ESCAPES: Final = {
+    **{ord(c): "\\" + c for c in "\\`*_{}[]()#+-.!|~:\"'=^$"},
+    ord("&"): "&amp;",
+    ord("<"): "&lt;",
+    ord(">"): "&gt;",
+}
+
+
 def _md(text: str) -> str:
-    """Text shown as written in markdown: HTML special characters escaped (nothing in a
-    ledger renders as markup in a notebook viewer)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text shown as written in markdown: every ASCII punctuation character that markdown
+    reads escaped with a backslash (CommonMark), and the HTML special characters as
+    entities -- so ``[click](javascript:…)`` and ``![](http://…)`` stay text, nothing in a
+    ledger renders as a link, an image or markup in a notebook viewer."""
+    return text.translate(_MARKDOWN_ESCAPES)
 
 
 def _fence(code: str) -> str:

@@ -14,6 +14,12 @@ What the server guarantees, whatever a client sends:
   closed; an idle keep-alive connection is closed after :data:`IDLE_TIMEOUT`. Bodies above
   :data:`~registre.witness.protocol.MAX_REQUEST_BYTES` are refused with 413 before
   they are read in full.
+* **Bounded connections** (issue 29 item 13). At most :data:`MAX_CONNECTIONS` are open at
+  once: one more is closed as soon as it is accepted, before anything is read. A connection
+  that sends no byte within the read timeout of being accepted is closed (aiohttp's own
+  timer would hold it for the idle timeout). The server's own warnings (refused or silent
+  connections, failed accepts when file descriptors run out) go through a rate limit: at most
+  :data:`LOG_BURST` lines per :data:`LOG_WINDOW` seconds, then one line counting the rest.
 * **Limits with their own status.** A request line longer than :data:`MAX_REQUEST_LINE`
   bytes is 414; a header field above :data:`MAX_HEADER_FIELD` bytes or more than
   :data:`MAX_HEADERS` header lines is 431; any other malformed HTTP is 400 with one line of
@@ -40,6 +46,7 @@ import asyncio
 import logging
 import signal
 import socket
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
@@ -60,6 +67,9 @@ from registre.witness.witness import Witness, WitnessResponse
 __all__ = [
     "ACCESS_LOGGER",
     "IDLE_TIMEOUT",
+    "LOG_BURST",
+    "LOG_WINDOW",
+    "MAX_CONNECTIONS",
     "MAX_HEADERS",
     "MAX_HEADER_FIELD",
     "MAX_REQUEST_LINE",
@@ -75,6 +85,11 @@ ACCESS_LOGGER = logging.getLogger("registre.witness")
 SERVER_LOGGER = logging.getLogger("registre.witness.server")
 READ_TIMEOUT: Final = 10.0
 """Seconds from a request's first byte until its headers and body must all have arrived."""
+MAX_CONNECTIONS: Final = 512
+"""Connections open at once; one more is closed when accepted."""
+LOG_BURST: Final = 10
+LOG_WINDOW: Final = 10.0
+"""At most :data:`LOG_BURST` server warnings per :data:`LOG_WINDOW` seconds."""
 IDLE_TIMEOUT: Final = 75.0
 """Seconds an idle keep-alive connection stays open."""
 MAX_REQUEST_LINE: Final = 4096
@@ -142,6 +157,34 @@ def _text_response(status: int, text: str, *, close: bool = False) -> web.Respon
     return response
 
 
+class _RateLimitedLog:
+    """Warnings on :data:`SERVER_LOGGER`, at most :data:`LOG_BURST` per :data:`LOG_WINDOW`
+    seconds; the first line of the next window says how many were left out."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._window_start = -LOG_WINDOW
+        self._shown = 0
+        self._suppressed = 0
+
+    def warning(self, message: str) -> None:
+        now = self._clock()
+        if now - self._window_start >= LOG_WINDOW:
+            if self._suppressed:
+                SERVER_LOGGER.warning(
+                    "%d similar warning(s) left out in the last %g s", self._suppressed, LOG_WINDOW
+                )
+            self._window_start, self._shown, self._suppressed = now, 0, 0
+        if self._shown < LOG_BURST:
+            self._shown += 1
+            SERVER_LOGGER.warning("%s", message)
+        else:
+            self._suppressed += 1
+
+
+_WARNINGS = _RateLimitedLog(time.monotonic)
+
+
 class _Connection(RequestHandler):
     """aiohttp's HTTP/1.1 connection, with a read deadline per request and one-line errors.
 
@@ -153,9 +196,14 @@ class _Connection(RequestHandler):
     read to its end; any other answer closes it.
     """
 
-    def __init__(self, manager: web.Server, *, read_timeout: float, **kwargs: Any) -> None:
+    def __init__(
+        self, manager: web.Server, *, read_timeout: float, max_connections: int, **kwargs: Any
+    ) -> None:
         super().__init__(manager, **kwargs)
         self._read_timeout = read_timeout
+        self._max_connections = max_connections
+        self._refused = False
+        self._first_byte: asyncio.TimerHandle | None = None
         self._read_timer: asyncio.TimerHandle | None = None
         self._read_started = 0.0
         self._idle = True
@@ -170,7 +218,28 @@ class _Connection(RequestHandler):
             return self._loop.time() + self._read_timeout
         return self._read_started + self._read_timeout
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        manager = self._manager
+        if manager is not None and len(manager.connections) >= self._max_connections:
+            self._refused = True
+            _WARNINGS.warning(
+                f"connection refused: {self._max_connections} connections are open (the limit)"
+            )
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._first_byte = self._loop.call_later(self._read_timeout, self._no_first_byte)
+
+    def _no_first_byte(self) -> None:
+        """A connection accepted that sent nothing within the read timeout: closed."""
+        self._first_byte = None
+        _WARNINGS.warning(f"connection closed: no byte received within {self._read_timeout:g} s")
+        self.force_close()
+
     def data_received(self, data: bytes) -> None:
+        if data and self._first_byte is not None:
+            self._first_byte.cancel()
+            self._first_byte = None
         if data and self._idle:
             self._idle = False
             self._read_started = self._loop.time()
@@ -227,6 +296,11 @@ class _Connection(RequestHandler):
         self.force_close()
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self._refused:
+            return  # never registered with the server
+        if self._first_byte is not None:
+            self._first_byte.cancel()
+            self._first_byte = None
         if self._reading_headers():
             ms = (self._loop.time() - self._read_started) * 1000
             _log_line(
@@ -285,19 +359,28 @@ class _Connection(RequestHandler):
         exc = kw.get("exc_info")
         detail = f": {type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else ""
         message = (str(args[0]) % args[1:]) if args else "error"
-        SERVER_LOGGER.warning("%s%s", message, detail)
+        _WARNINGS.warning(f"{message}{detail}")
         SERVER_LOGGER.debug("details", exc_info=exc)
 
 
 class _Server(web.Server):
     """aiohttp's low-level server, making :class:`_Connection` protocols."""
 
-    def __init__(self, handler: Any, *, read_timeout: float, **kwargs: Any) -> None:
+    def __init__(
+        self, handler: Any, *, read_timeout: float, max_connections: int, **kwargs: Any
+    ) -> None:
         super().__init__(handler, **kwargs)
         self._read_timeout = read_timeout
+        self._max_connections = max_connections
 
     def __call__(self) -> RequestHandler:
-        return _Connection(self, loop=self._loop, read_timeout=self._read_timeout, **self._kwargs)
+        return _Connection(
+            self,
+            loop=self._loop,
+            read_timeout=self._read_timeout,
+            max_connections=self._max_connections,
+            **self._kwargs,
+        )
 
 
 class WitnessServer:
@@ -317,8 +400,10 @@ class WitnessServer:
         read_timeout: float = READ_TIMEOUT,
         idle_timeout: float = IDLE_TIMEOUT,
         shutdown_timeout: float = 10.0,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.witness = witness
+        self._max_connections = max_connections
         self._workers = workers
         self._read_timeout = read_timeout
         self._idle_timeout = idle_timeout
@@ -332,6 +417,7 @@ class WitnessServer:
         server = _Server(
             self._dispatch,
             read_timeout=self._read_timeout,
+            max_connections=self._max_connections,
             keepalive_timeout=self._idle_timeout,
             max_line_size=MAX_REQUEST_LINE,
             max_field_size=MAX_HEADER_FIELD,
@@ -460,7 +546,7 @@ def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> Non
     """asyncio's unexpected-error reports, as one line (a traceback at DEBUG level)."""
     exc = context.get("exception")
     detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
-    SERVER_LOGGER.warning("%s%s", context.get("message", "event loop error"), detail)
+    _WARNINGS.warning(f"{context.get('message', 'event loop error')}{detail}")
     if exc is not None:
         SERVER_LOGGER.debug("details", exc_info=exc)
 

@@ -13,7 +13,9 @@ Tables (``witness.db`` in the state directory; WAL, ``synchronous=FULL``, writes
   distinct note; append-only. ``kind`` is ``split-view`` (another root at the held size: two
   signed checkpoints that cannot both be true, conclusive) or ``bad-proof`` (the proof did not
   verify: a fork, or a client sending a wrong proof). Only a log key can produce these notes,
-  so the table grows only with what the log signed.
+  so the table grows only with what the log signed: each is kept in its smallest form (the
+  text and the log's verified line, whatever other lines came with it), once, and at most
+  :data:`MAX_BAD_PROOFS` ``bad-proof`` rows per origin (issue 29 item 12).
 
 :meth:`WitnessState.advance` is the atomic step of the protocol: reading the stored size and
 root, running the caller's checks, and storing the new checkpoint happen in one write
@@ -44,6 +46,7 @@ from registre.witness.errors import WitnessStateError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "MAX_BAD_PROOFS",
     "ORIGIN_RESCAN_SECONDS",
     "STATE_VERSION",
     "CosignedRecord",
@@ -52,6 +55,9 @@ __all__ = [
     "RefusedCheckpoint",
     "WitnessState",
 ]
+
+MAX_BAD_PROOFS = 32
+"""``bad-proof`` evidence rows kept per origin (later ones are refused all the same)."""
 
 STATE_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
@@ -405,9 +411,20 @@ class WitnessState:
         return line
 
     def record_evidence(self, checkpoint: Checkpoint, note: str, kind: str, reason: str) -> None:
-        """Keep a log-signed checkpoint that was refused as inconsistent (once per note)."""
+        """Keep a log-signed checkpoint that was refused as inconsistent (once per note:
+        the caller gives its smallest form, the text and the log's verified line). At most
+        :data:`MAX_BAD_PROOFS` ``bad-proof`` rows are kept per origin: a wrong proof is not
+        conclusive, and anyone holding checkpoints the log signed can send one; ``split-view``
+        rows, conclusive, are all kept (each is a checkpoint the log signed)."""
         digest = hashlib.sha256(note.encode("utf-8")).digest()
         with self._write() as conn:
+            if kind == "bad-proof":
+                kept = conn.execute(
+                    "SELECT count(*) FROM evidence WHERE origin = ? AND kind = 'bad-proof'",
+                    (checkpoint.origin,),
+                ).fetchone()[0]
+                if kept >= MAX_BAD_PROOFS:
+                    return
             conn.execute(
                 "INSERT OR IGNORE INTO evidence (origin, size, root, note, note_sha256, kind, "
                 "reason, received) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

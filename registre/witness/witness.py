@@ -26,7 +26,9 @@ then, in one write transaction (:meth:`registre.witness.state.WitnessState.advan
 latest checkpoint cosigned for the origin with the log signatures the witness verified and
 its own cosignature, or 404.
 
-A checkpoint refused at steps 5-7 carries a valid log signature: it is kept as evidence
+A checkpoint refused at steps 5-7 carries a valid log signature: it is kept as evidence --
+its text and the log's verified signature line only, never the other lines a client sent
+(issue 29 item 12), so each checkpoint is kept once whatever is added to it
 (:meth:`~registre.witness.state.WitnessState.record_evidence`; steps 5 and 6 as
 ``split-view``, step 7 as ``bad-proof``).
 """
@@ -106,11 +108,15 @@ class Witness:
         keys = self.log_keys(checkpoint.origin)
         # 2. the log's signature
         try:
-            text = open_note(request.note, keys).text
+            opened = open_note(request.note, keys)
         except VerificationError as exc:
             raise LogSignatureError(
                 f"checkpoint for {checkpoint.origin} is not signed by a followed log key: {exc}"
             ) from None
+        text = opened.text
+        # what evidence keeps: the text and the log's own verified line -- the smallest form,
+        # the same whatever extra lines a client adds, and nothing nobody proved
+        proven = text + "\n" + "".join(line.line() for line in opened.verified)
         # 3. old size at most the checkpoint size
         if request.old_size > checkpoint.size:
             raise OldSizeTooLargeError(
@@ -157,10 +163,10 @@ class Witness:
         try:
             return self.state.advance(checkpoint, request.note, check, cosign)
         except (EmptyTreeRootError, SplitViewError) as exc:
-            self.state.record_evidence(checkpoint, request.note, "split-view", str(exc))
+            self.state.record_evidence(checkpoint, proven, "split-view", str(exc))
             raise
         except InconsistentCheckpointError as exc:
-            self.state.record_evidence(checkpoint, request.note, "bad-proof", str(exc))
+            self.state.record_evidence(checkpoint, proven, "bad-proof", str(exc))
             raise
 
     def handle(self, body: bytes) -> WitnessResponse:

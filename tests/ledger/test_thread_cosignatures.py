@@ -3,6 +3,8 @@ cosignature lines, and nothing else about a checkpoint may change (THREATS rows 
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from sqlalchemy.exc import DBAPIError
 
@@ -85,8 +87,11 @@ def test_checkpoint_rewrite_fail(checkpointed: Thread, ledger: Ledger, statement
 
 
 def test_checkpoint_note_may_grow_in_sql(checkpointed: Thread, ledger: Ledger) -> None:
-    execute(ledger.engine, "UPDATE checkpoint SET note = note || 'more'")
-    assert checkpointed.checkpoint().note.endswith("more")
+    """Whole signature lines may be appended in SQL (schema version 8: nothing else); one
+    from an unknown key is kept and ignored, as C2SP notes ignore unknown signers."""
+    line = "— w.example " + base64.b64encode(bytes(76)).decode() + "\n"
+    execute(ledger.engine, f"UPDATE checkpoint SET note = note || '{line}'")
+    assert checkpointed.checkpoint().note.endswith(line)
 
 
 def test_checkpoint_delete_still_fail(checkpointed: Thread, ledger: Ledger) -> None:

@@ -28,8 +28,15 @@ class Investigation:
     model_calls: int
 
 
-def build(folder: Path, *, steps: int = 24, marker: str = "", stale: bool = False) -> Investigation:
-    signer = Signer.generate("report.example/ledger")
+def build(
+    folder: Path,
+    *,
+    steps: int = 24,
+    marker: str = "",
+    stale: bool = False,
+    signer: Signer | None = None,
+) -> Investigation:
+    signer = signer or Signer.generate("report.example/ledger")
     db = folder / "ledger.db"
     calls = 0
     with Ledger.open(str(db), signer) as ledger:

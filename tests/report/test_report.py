@@ -155,3 +155,86 @@ def test_stale_final_is_marked_on_the_first_screen(tmp_path: Path) -> None:
     (chain,) = data.chains
     assert chain.conclusion["stale"] is True
     assert "stale: evidence it relies on changed" in page
+
+
+def test_bundle_swapped_during_report_fail(tmp_path: Path, monkeypatch: Any) -> None:
+    """Another bundle of the same log renamed over the path while it was being verified:
+    the report shows what was verified (issue 29 item 7), never the other thread."""
+    import importlib
+    import shutil
+
+    from registre.attest.notes import Signer
+
+    gather_module = importlib.import_module("registre.report.gathering")
+
+    signer = Signer.generate("report.example/ledger")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    verified = build(tmp_path / "a", steps=3, marker=" Transfer REJECTED.", signer=signer)
+    other = build(tmp_path / "b", steps=3, marker=" Transfer APPROVED.", signer=signer)
+    real = gather_module.verify_bundle
+
+    def racing(source: Any, *args: Any, **kwargs: Any) -> Any:
+        report = real(source, *args, **kwargs)
+        shutil.copy(other.bundle, verified.bundle)  # renamed over the path meanwhile
+        return report
+
+    monkeypatch.setattr(gather_module, "verify_bundle", racing)
+    data = gather(verified.bundle, verified.policy)
+    shown = json.dumps([entry.body for entry in data.entries])
+    assert data.verified and "REJECTED" in shown and "APPROVED" not in shown
+
+
+def test_failing_bundle_report_opens_with_verified_fail(tmp_path: Path) -> None:
+    """A failing bundle whose manifest claims a 64 KiB origin of "VERIFIED ✔ … verified":
+    nothing unverified comes before the verdict, and what follows it is cut short and marked
+    (issue 29 item 8)."""
+    honest = build(tmp_path, steps=2)
+    forged = tmp_path / "forged.zip"
+    claim = "VERIFIED ✔ every check passed, verified " * 1600
+    with zipfile.ZipFile(honest.bundle) as source, zipfile.ZipFile(forged, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "manifest.json":
+                manifest = json.loads(data)
+                manifest["origin"] = claim
+                data = json.dumps(manifest).encode()
+            target.writestr(item, data)
+    result = gather(forged, honest.policy)
+    assert not result.verified
+    page = "".join(render_report(result))
+    before, _sep, after = page.partition('id="verdict"')
+    assert "✔" not in before and "VERIFIED ✔" not in before
+    assert len(before) < 8000
+    assert "NOT VERIFIED" in after[:200]
+    assert claim not in page and "VERIFIED ✔ every check passed" * 3 not in page
+
+
+def test_report_options_disagree_with_verify_fail(
+    investigation: Investigation, tmp_path: Path
+) -> None:
+    """report takes every option of verify and prints verify's own report, so the verdict in
+    the terminal, the page's and `registre verify`'s agree (issue 29 item 9): a ratio limit
+    too low for the bundle fails both alike, a larger one lets both verify; --max-age without
+    a pinned witness fails both alike; --state records the head."""
+    runner = CliRunner()
+    out = tmp_path / "report.html"
+    base = [str(investigation.bundle), "--key", investigation.vkey]
+    for extra, code in (
+        (["--max-ratio", "1"], 1),
+        (["--max-ratio", "1000", "--require-full"], 0),
+        (["--max-age", "7d"], 1),
+        (["--state", str(tmp_path / "state.json")], 0),
+    ):
+        verified = runner.invoke(cli, ["verify", *base, *extra])
+        reported = runner.invoke(cli, ["report", *base, *extra, "-o", str(out)])
+        assert (verified.exit_code != 0, reported.exit_code != 0) == (code != 0, code != 0), (
+            extra,
+            verified.output,
+            reported.output,
+        )
+        verdict = verified.output.splitlines()[0]
+        assert verdict in reported.output, (verdict, reported.output)
+        page = out.read_text(encoding="utf-8")
+        assert ("NOT VERIFIED" in page) == (code != 0)
+    assert (tmp_path / "state.json").exists()

@@ -271,6 +271,22 @@ def test_freshness_read_from_an_older_cosignature_fail(order: str) -> None:
     assert f"2h 0m old (time {new})" in str(error)
 
 
+def test_future_dated_cosignature_passes_max_age_fail() -> None:
+    """A cosignature dated ten years ahead of the verifier's clock was "3650d 0h in the
+    future old" and passed --max-age; beyond the clock-skew allowance it is refused."""
+    from registre.attest.verify.freshness import CLOCK_SKEW_SECONDS, CosignatureFromTheFutureError
+
+    bundle = turns(8).full_bundle(witnesses=WITNESSES[:1])
+    aged = replace(policy(witnesses=1, quorum=1), max_age=3600)
+    error = fails(
+        bundle, CosignatureFromTheFutureError, aged, step=2, now=COSIGN_TIME - 3650 * 86400
+    )
+    assert "3650d 0h in the future" in str(error)
+    passes(bundle, aged, now=COSIGN_TIME - CLOCK_SKEW_SECONDS)  # within the allowance
+    report = passes(bundle, policy(witnesses=1, quorum=1), now=COSIGN_TIME - 3650 * 86400)
+    assert report.cosignature_age is None  # no --max-age: reported, not used to date the head
+
+
 def test_max_age_without_pinned_witness_fail() -> None:
     """--max-age cannot be met by a checkpoint no pinned witness cosigned."""
     bundle = turns(8).full_bundle(witnesses=WITNESSES[1:2])  # cosigned, but not by a pinned one

@@ -323,3 +323,66 @@ def test_mutated_requests_never_500_or_traceback(server: Server, thread: Thread)
     assert len(statuses) >= 30 and all(status < 500 for status in statuses), statuses
     assert len(server.lines(40)) >= 40  # every connection that sent a byte is logged
     server.assert_quiet()
+
+
+# --- issue 29 item 13: connections are bounded ------------------------------------------------
+
+
+@pytest.fixture
+def small_server(
+    tmp_path: Path, signer: Signer, caplog: pytest.LogCaptureFixture
+) -> Iterator[Server]:
+    state = WitnessState.create(tmp_path / "witness.db")
+    state.follow(signer.vkey(), f"{signer.name}/")
+    caplog.set_level(logging.DEBUG, logger="registre.witness")
+    try:
+        with serving_witness(
+            Witness(KEY, state), read_timeout=READ_TIMEOUT, idle_timeout=30.0, max_connections=4
+        ) as url:
+            yield Server(url, caplog)
+    finally:
+        state.close()
+
+
+def _closed_by_server(conn: socket.socket, within: float) -> bool:
+    conn.settimeout(within)
+    try:
+        return conn.recv(1) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_idle_connections_exhaust_the_server_fail(small_server: Server) -> None:
+    """Connections past the limit are closed at once, and the warnings about them are
+    rate-limited; once the idle ones are gone (no byte within the read timeout), a request
+    is answered again."""
+    from registre.witness.server import LOG_BURST
+
+    held = [small_server.connect() for _ in range(4)]
+    extra = [small_server.connect() for _ in range(40)]
+    try:
+        assert all(_closed_by_server(conn, 3.0) for conn in extra)
+        warnings = [
+            r.getMessage()
+            for r in small_server.caplog.records
+            if r.name == "registre.witness.server" and "connection refused" in r.getMessage()
+        ]
+        assert 1 <= len(warnings) <= LOG_BURST
+    finally:
+        for conn in extra:
+            conn.close()
+    assert all(_closed_by_server(conn, READ_TIMEOUT + 3.0) for conn in held)
+    for conn in held:
+        conn.close()
+    answer = small_server.exchange(b"GET /nothing HTTP/1.1\r\nHost: w\r\nConnection: close\r\n\r\n")
+    assert status_of(answer) == 404
+
+
+def test_idle_connection_held_before_first_byte_fail(server: Server) -> None:
+    """A connection that sends nothing is closed after the read timeout, not the idle one."""
+    with server.connect() as conn:
+        started = time.monotonic()
+        assert _closed_by_server(conn, 5.0)
+        assert time.monotonic() - started < READ_TIMEOUT + 2.0

@@ -298,3 +298,32 @@ def test_any_consistent_sequence_cosigned_and_held(
         held = tree.size
         assert state.latest(checkpoint.origin).root == tree.root()
     state.close()
+
+
+def test_bad_proof_evidence_spam_fail(witness: Witness, thread: Thread) -> None:
+    """A log-signed checkpoint posted again and again with a bad proof and random extra
+    signature lines: kept once, in its smallest form (no line the log did not sign), and at
+    most MAX_BAD_PROOFS such rows per origin, however many are sent."""
+    import base64
+    import os
+
+    from registre.witness.state import MAX_BAD_PROOFS
+
+    add(witness, request_body(thread, 0))
+    grow(thread, 3)
+    note = thread.checkpoint().note
+    for _ in range(20):
+        junk = "".join(
+            f"— spam{i}.example {base64.b64encode(os.urandom(68)).decode()}\n" for i in range(40)
+        )
+        with pytest.raises(InconsistentCheckpointError):
+            add(witness, AddCheckpointRequest.build(5, [bytes(32)], note + junk).encode())
+    (evidence,) = witness.state.evidence(thread.origin)
+    assert evidence.note == note and "spam" not in evidence.note
+    for size in range(9, 9 + MAX_BAD_PROOFS + 5):  # other checkpoints the log signed
+        grow(thread, 1)
+        signed = thread.checkpoint().note
+        with pytest.raises(InconsistentCheckpointError):
+            add(witness, AddCheckpointRequest.build(5, [bytes(32)], signed).encode())
+        assert thread.head().size == size
+    assert len(witness.state.evidence(thread.origin)) == MAX_BAD_PROOFS

@@ -16,11 +16,28 @@ from collections.abc import Sequence
 
 from registre.errors import VerificationError
 
-__all__ = ["CheckpointTooOldError", "FreshnessUnprovenError", "check_freshness", "duration"]
+__all__ = [
+    "CLOCK_SKEW_SECONDS",
+    "CheckpointTooOldError",
+    "CosignatureFromTheFutureError",
+    "FreshnessUnprovenError",
+    "check_freshness",
+    "duration",
+]
+
+CLOCK_SKEW_SECONDS = 300
+"""How far past the verifier's clock a cosignature may be dated (clocks disagree a little);
+anything later is no evidence of freshness (issue 29 item 10)."""
 
 
 class CheckpointTooOldError(VerificationError):
     """A head whose newest pinned-witness cosignature is older than ``--max-age``."""
+
+
+class CosignatureFromTheFutureError(VerificationError):
+    """``--max-age`` asked for, and a pinned witness's cosignature is dated more than
+    :data:`CLOCK_SKEW_SECONDS` after the verifier's clock: a wrong clock or a forged date,
+    either way no proof of how recent the head is."""
 
 
 class FreshnessUnprovenError(VerificationError):
@@ -33,7 +50,20 @@ def check_freshness(
     """``(age, sentence)`` of the newest of ``times`` (Unix seconds) at ``now``; ``(None,
     None)`` without any. Raises :class:`CheckpointTooOldError` when the age exceeds
     ``max_age`` and :class:`FreshnessUnprovenError` when ``max_age`` is set and ``times`` is
-    empty. A timestamp after ``now`` gives a negative age (reported as "in the future")."""
+    empty. A timestamp up to :data:`CLOCK_SKEW_SECONDS` after ``now`` gives a negative age
+    (reported as "in the future"); a later one raises :class:`CosignatureFromTheFutureError`
+    when ``max_age`` is set, and is otherwise left out of the age (the sentence says so)."""
+    future = sorted(t for t in times if t > now + CLOCK_SKEW_SECONDS)
+    if future and max_age is not None:
+        raise CosignatureFromTheFutureError(
+            f"a pinned witness's cosignature of the head is dated "
+            f"{duration(future[-1] - now)} in the future (time {future[-1]}), beyond the "
+            f"{duration(CLOCK_SKEW_SECONDS)} clock skew allowed: it proves nothing about "
+            f"--max-age {duration(max_age)}"
+        ).with_hint("check this machine's clock, then ask the witness's operator about its own")
+    times = [t for t in times if t <= now + CLOCK_SKEW_SECONDS]
+    if not times and future:
+        return None, f"every pinned-witness cosignature is dated in the future (time {future[0]})"
     if not times:
         if max_age is not None:
             raise FreshnessUnprovenError(

@@ -70,6 +70,7 @@ from registre.attest.verify.context import context_hooks
 from registre.attest.verify.entries import EntriesProgress, check_entries
 from registre.attest.verify.entries_checked import SEMANTIC_KINDS, EntriesChecked, RecordsWithBodies
 from registre.attest.verify.freshness import (
+    CLOCK_SKEW_SECONDS,
     check_freshness,
 )
 from registre.attest.verify.history import TrustedHead, check_history, load_state, update_state
@@ -341,8 +342,9 @@ class _Verification:
     def _freshness(self, result: StepReport, times: Sequence[int]) -> None:
         """2.5: the age of the head's newest pinned-witness cosignature, within ``max_age``.
         The age goes into the report before a refusal, so a failed report states it too."""
-        if times:
-            self.report.cosignature_age = self.now - max(times)
+        dated = [t for t in times if t <= self.now + CLOCK_SKEW_SECONDS]  # none from the future
+        if dated:
+            self.report.cosignature_age = self.now - max(dated)
         _age, sentence = check_freshness(times, now=self.now, max_age=self.policy.max_age)
         if sentence is not None:
             result.checked.append(sentence)

@@ -69,6 +69,7 @@ from registre.ledger.context.store import (
     record_model_call,
 )
 from registre.ledger.context.task_turns import task_turns
+from registre.ledger.core.append import read_bound_head
 from registre.ledger.core.thread_core import ThreadCore, ThreadInclusionProof
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.context_cache import fold_cache, verifier_of
@@ -111,6 +112,8 @@ class ContextThread(ThreadCore):
                     f"thread {self.id} has entries 0..{size - 1}; at {at} is not one of them "
                     "(-1: before the first)"
                 )
+            if at >= 0:  # the entries folded are under a head the thread's key signed
+                read_bound_head(conn, self.id, lock=False)
             signer = self._db.signer
             return fold_context(conn, self.id, at, verifier_of(signer) if signer else None)
 

@@ -78,6 +78,7 @@ from registre.ledger.store.context_snapshots import (
     fold_on,
     insert_snapshots,
     rebuild_thread_context,
+    seal_row,
     snapshot_row,
 )
 from registre.ledger.store.engine import read_transaction, write_transaction
@@ -302,8 +303,10 @@ def commit_context_items(
             raise _refusal(where, exc, entry.seq) from exc
         batch.append(entry)
         if kind == "context.compaction":
-            rows.append(snapshot_row(thread, entry.seq, state, signer))
+            rows.append(snapshot_row(thread, entry.seq, state))
     entries = append_entries(conn, signer, thread, items, checked=range(len(items)))
+    for row in rows:  # sealed once their entries are signed: the seal covers the leaf hash
+        seal_row(row, signer, entries[row["seq"] - size].leaf_hash)
     insert_snapshots(conn, rows)
     return entries
 
@@ -394,6 +397,7 @@ def record_compaction(
     for _attempt in range(_PLAN_ATTEMPTS):
         with read_transaction(db.engine, snapshot=True) as conn:
             size = head_size(conn, thread)
+            read_bound_head(conn, thread, lock=False)  # nothing unverified reaches a summarizer
             plan: CompactionPlan | None
             if planned is not None and planned.state.at == size - 1:
                 state, plan = planned.state, planned.plan

@@ -31,8 +31,9 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
 
 from registre.attest.entries import (
     EMPTY_LIFECYCLE,
@@ -45,9 +46,15 @@ from registre.attest.notes import Signer, Verifier
 from registre.attest.tree import HASH_SIZE, CompactRange
 from registre.errors import MalformedError
 from registre.ledger.core.database import utc_now
+from registre.ledger.core.verified_head import (
+    remember_verified_head,
+    require_verified_head,
+    verifier_of_vkey,
+)
 from registre.ledger.errors import (
     ForeignThreadError,
     StoreCorruptError,
+    StrayRowError,
     ThreadKeyError,
     UnknownThreadError,
 )
@@ -55,6 +62,7 @@ from registre.ledger.store.published import (
     DatabaseBehindError,
     published_problem,
     read_published_head,
+    record_problem,
 )
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
 
@@ -106,6 +114,7 @@ def batch_kinds(items: Sequence[AppendItem]) -> set[str]:
 _KINDS = tuple(sorted(LIFECYCLE_KINDS))
 _SQL = {
     "lock_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
+    "read_head": "SELECT origin, size, root, frontier, vkey FROM thread WHERE id = ?",
     "insert_entry": (
         "INSERT INTO entry (thread, seq, leaf, leaf_hash, kind, time) VALUES (?, ?, ?, ?, ?, ?)"
     ),
@@ -163,16 +172,22 @@ def split_frontier(blob: bytes) -> list[bytes]:
 
 def read_head(conn: Connection, thread: str) -> tuple[str, CompactRange]:
     """Lock the thread row and return ``(origin, frontier)``; the frontier's root must equal
-    the stored root (StoreCorruptError otherwise); UnknownThreadError if there is no thread."""
+    the stored root (StoreCorruptError otherwise) and every entry under it must be the bound
+    key's (UnverifiedHeadError, :mod:`registre.ledger.core.verified_head`); UnknownThreadError
+    if there is no thread. Only write paths call it: what they sign next commits to the head."""
     origin, frontier, _vkey = read_bound_head(conn, thread)
     return origin, frontier
 
 
-def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, str | None]:
-    """:func:`read_head` and the vkey the thread is bound to (None: not bound yet)."""
+def read_bound_head(
+    conn: Connection, thread: str, *, lock: bool = True
+) -> tuple[str, CompactRange, str | None]:
+    """:func:`read_head` and the vkey the thread is bound to (None: not bound yet).
+    ``lock=False``: the same checks on the head as the caller's read transaction sees it (a
+    write path's preparation outside the lock: what it folds is the key's too)."""
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(_statements(conn)["lock_head"], (thread,))
+        cursor.execute(_statements(conn)["lock_head" if lock else "read_head"], (thread,))
         row = cursor.fetchone()
     finally:
         cursor.close()
@@ -185,11 +200,19 @@ def read_bound_head(conn: Connection, thread: str) -> tuple[str, CompactRange, s
         )
     if not isinstance(frontier_blob, bytes | memoryview):
         raise StoreCorruptError(f"thread {thread}: the stored frontier is not bytes")
-    return (
-        str(origin),
-        _frontier_of(thread, size, bytes(root), bytes(frontier_blob)),
-        (None if vkey is None else str(vkey)),
-    )
+    frontier = _frontier_of(thread, size, bytes(root), bytes(frontier_blob))
+    if vkey is not None:
+        require_verified_head(conn, thread, str(origin), frontier, _bound_verifier(thread, vkey))
+    return str(origin), frontier, (None if vkey is None else str(vkey))
+
+
+def _bound_verifier(thread: str, vkey: object) -> Verifier:
+    try:
+        return verifier_of_vkey(str(vkey))
+    except MalformedError as exc:
+        raise StoreCorruptError(
+            f"thread {thread}: the key it is bound to is not a verifier key ({exc})"
+        ) from None
 
 
 # The frontier of a stored head, by thread: (size, root, frontier blob, the frontier they
@@ -262,7 +285,8 @@ def require_not_behind(
     """DatabaseBehindError if ``thread`` (head ``size``; ``root_at``: its root at the
     published size, when the caller computed it) is behind the checkpoint recorded outside
     the database (:mod:`registre.ledger.store.published`)."""
-    problem = published_problem(read_published_head(conn, origin), size, root_at)
+    published = read_published_head(conn, origin)
+    problem = published_problem(published, size, root_at) or record_problem(conn, thread, published)
     if problem is not None:
         raise DatabaseBehindError(f"thread {thread}: {problem}; nothing was written")
 
@@ -339,6 +363,9 @@ def append_entries(
             f"{signer.name!r} cannot append to it"
         )
     require_thread_key(conn, thread, bound, signer)
+    key = verifier_of_vkey(_vkey_of(signer))
+    if bound is None:  # a thread of an older database, bound now: checked under its new key
+        require_verified_head(conn, thread, origin, frontier, key)
     require_not_behind(conn, thread, origin, frontier.size)
     old_size = frontier.size
     if not items:
@@ -361,15 +388,64 @@ def append_entries(
     sql = _statements(conn)
     cursor = conn.connection.cursor()
     try:
-        _insert_rows(cursor, sql, conn.dialect.name, thread, entries, batch.subtrees)
+        # the head first: schema version 8 refuses an entry row at or past the head
         frontier_blob = b"".join(frontier.hashes())
         cursor.execute(sql["move_head"], (frontier.size, root, frontier_blob, thread, old_size))
         if cursor.rowcount != 1:
             raise StoreCorruptError(f"thread {thread}: the head moved during an append")
+        try:
+            _insert_rows(cursor, sql, conn.dialect.name, thread, entries, batch.subtrees)
+        except Exception as exc:
+            if type(exc).__name__ not in _INTEGRITY_ERRORS:
+                raise
+            raise _planted_rows(conn, thread, old_size, frontier.size) from None
     finally:
         cursor.close()
     _remember_head(thread, frontier, frontier_blob)
+    remember_verified_head(conn, thread, key, frontier)
     return entries
+
+
+_INTEGRITY_ERRORS = frozenset({"IntegrityError", "UniqueViolation"})
+_PLANTED = (
+    (
+        "entry",
+        "seq",
+        text("SELECT min(seq) FROM entry WHERE thread = :thread AND seq >= :start"),
+    ),
+    (
+        "subtree",
+        "index",
+        text(
+            "SELECT min(idx) FROM subtree WHERE thread = :thread "
+            "AND (idx + 1) * (1 << level) > :start"
+        ),
+    ),
+)
+
+
+def _planted_rows(conn: Connection, thread: str, start: int, stop: int) -> StrayRowError:
+    """The error for an append that met a row already stored past the head ``start`` (a
+    database of schema version 7 or older, where such rows could be inserted): one line
+    naming the row, read through a connection of its own (this transaction is aborted; if
+    that read fails too, the line names the range instead)."""
+    where = f"a row in entries {start}..{stop - 1}"
+    try:
+        with conn.engine.connect() as other:
+            for table, label, query in _PLANTED:
+                found = other.execute(query, {"thread": thread, "start": start}).scalar()
+                if found is not None:
+                    where = f"{table} (thread {thread}, {label} {found})"
+                    break
+    except SQLAlchemyError:
+        pass
+    return StrayRowError(
+        f"thread {thread}: {where} lies past the head (size {start}); registre never writes "
+        "one, so someone wrote the database without the key; nothing was written"
+    ).with_hint(
+        "`registre verify --db` lists every such row; the database's owner removes them "
+        "(specs/storage.md section 3.3)"
+    )
 
 
 PG_CHUNK_ROWS = 2000

@@ -38,6 +38,8 @@ from registre.ledger.core.append import (
 )
 from registre.ledger.core.database import Database, utc_now
 from registre.ledger.core.group_commit import prevalidate, queue_for
+from registre.ledger.core.stored_checkpoint import check_stored_checkpoint
+from registre.ledger.core.verified_head import require_verified_head, verifier_of_vkey
 from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.store.nodes import StoredHashSource
@@ -189,9 +191,18 @@ class ThreadCore:
             self._check_size(size, frontier.size)
             stored = conn.execute(_CHECKPOINT_AT, {"thread": self.id, "size": size}).one_or_none()
             if stored is not None:
-                return StoredCheckpoint(self.id, size, bytes(stored.root), str(stored.note))
+                source = StoredHashSource(conn, self.id, frontier.size)
+                expected = frontier.root() if size == frontier.size else root_at(source, size)
+                root, note = check_stored_checkpoint(
+                    self.id, self.origin, size, expected, stored.root, stored.note, bound
+                )
+                return StoredCheckpoint(self.id, size, root, note)
             signer = self._db.require_signer()
             require_thread_key(conn, self.id, bound, signer)
+            if bound is None:  # an older database's thread, bound now: check it under the key
+                require_verified_head(
+                    conn, self.id, self.origin, frontier, verifier_of_vkey(signer.vkey())
+                )
             source = StoredHashSource(conn, self.id, frontier.size)
             published = read_published(conn).get(self.origin)
             at_published = None

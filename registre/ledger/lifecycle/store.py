@@ -23,10 +23,11 @@ which are unsigned caches).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from registre.attest.entries import LIFECYCLE_KINDS, Entry, validate_body
 from registre.errors import RefusedError
@@ -34,6 +35,7 @@ from registre.ledger.core.append import AppendItem, append_entries, read_head
 from registre.ledger.core.database import Database
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.store.engine import read_transaction, write_transaction
+from registre.ledger.store.faults import TextNulError
 from registre.ledger.store.lifecycle_fold import (
     check_pin_source,
     rebuild_thread,
@@ -43,6 +45,7 @@ from registre.ledger.store.schema import tables
 from registre.lifecycle import (
     Event,
     LifecycleState,
+    PinRequest,
     ReplayMismatchError,
     Request,
     decide,
@@ -82,6 +85,7 @@ def record(db: Database, thread: str, request: Request, actor: str) -> tuple[Ent
         _origin, frontier = read_head(conn, thread)
         fold = slot.current(conn, frontier.size)
         check_pin_source(normalized, frontier.size)
+        refuse_new_nul(conn, thread, normalized)
         event = Event(normalized, decide(fold.state, normalized))
         item = (event.kind, event_to_body(event), actor)
         entry = append_entries(conn, signer, thread, [item])[0]
@@ -113,6 +117,7 @@ def append_checked(db: Database, thread: str, items: Sequence[AppendItem]) -> li
             validate_body(kind, body)
             checked.add(offset)
             event = parse_body(kind, body)
+            refuse_new_nul(conn, thread, event.request)
             try:
                 changes.extend(fold.add_event(seq, event))
             except ReplayMismatchError as exc:
@@ -126,6 +131,44 @@ def append_checked(db: Database, thread: str, items: Sequence[AppendItem]) -> li
         fold.size = frontier.size + len(entries)
         write_changes(conn, thread, changes)
     return entries
+
+
+def refuse_new_nul(conn: Connection, thread: str, request: object) -> None:
+    """TextNulError for a request bringing U+0000 in a text of its own (as before: a caller
+    removes it). A pin whose text is exactly the text of its signed source entry is not new
+    text: the record holds it, so it is pinned (the derived tables keep it as ``\\u0000``;
+    issue 29 item 6)."""
+    if not _holds_nul(request):
+        return
+    if isinstance(request, PinRequest) and _entry_text(conn, thread, request.seq) == request.text:
+        return
+    raise TextNulError("a text holds the NUL character (U+0000), which is not stored").with_hint(
+        "remove the NUL characters (\\u0000) from the text"
+    )
+
+
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if is_dataclass(value) and not isinstance(value, type):
+        return any(_holds_nul(getattr(value, f.name)) for f in fields(value))
+    if isinstance(value, tuple | list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+def _entry_text(conn: Connection, thread: str, seq: int) -> object:
+    leaf = conn.execute(
+        select(tables.entry.c.leaf).where(
+            tables.entry.c.thread == thread, tables.entry.c.seq == seq
+        )
+    ).scalar()
+    if not isinstance(leaf, bytes | memoryview):
+        return None
+    try:
+        return json.loads(bytes(leaf))["entry"]["body"].get("text")
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
 
 
 def current_state(db: Database, thread: str) -> LifecycleState:

@@ -2,9 +2,13 @@
 pins, revision chains and the trace of a conclusion back to the reads behind it.
 
 These are reads of caches (:mod:`registre.ledger.store.derived`), one read transaction each; they
-never decide anything. ``registre verify --db`` is what shows the caches agree with the
-signed entries. Every function raises UnknownThreadError for a thread the ledger does not hold
-and :class:`UnknownItemError` for an id the thread does not have.
+never decide anything. What they show is shown as the record, so each read first checks the
+thread's head under its key and the cached rows against the fold of the signed entries, in the
+same snapshot (issue 29 item 5): an edited row raises DerivedTablesDifferError (exit 1, "run
+`registre rebuild`") instead of being shown. The check replays the thread's lifecycle entries
+(O(lifecycle entries) per read, through the ``entry_lifecycle`` index). Every function raises
+UnknownThreadError for a thread the ledger does not hold and :class:`UnknownItemError` for an id
+the thread does not have.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, RowMapping, Table, select
 
 from registre.errors import RefusedError
+from registre.ledger.core.append import read_bound_head
 from registre.ledger.errors import UnknownThreadError
 from registre.ledger.store.derived import derived
+from registre.ledger.store.derived_check import compare_derived
 from registre.ledger.store.engine import read_transaction
+from registre.ledger.store.lifecycle_fold import ThreadFold, catch_up
 from registre.ledger.store.schema import tables
 
 __all__ = [
@@ -265,6 +272,11 @@ def _reading(engine: Engine, thread: str) -> Iterator[Connection]:
         found = conn.execute(select(tables.thread.c.id).where(tables.thread.c.id == thread))
         if found.first() is None:
             raise UnknownThreadError(f"no thread {thread!r}")
+        _, head, _ = read_bound_head(conn, thread, lock=False)
+        fold = ThreadFold(thread, keep_rows=True)
+        catch_up(conn, fold, head.size)
+        assert fold.rows is not None
+        compare_derived(conn, thread, fold.rows)
         yield conn
 
 

@@ -32,10 +32,12 @@ the lifecycle cache): the entry table is append-only and ``verify --db`` checks 
 **Seals** (schema version 5). A cache that the next model call is built from must not be
 trusted because it is in the database: a snapshot edited through SQL (a pin's text turned into
 an instruction) would otherwise be folded into a projection that registre then signs. Each row
-carries ``seal``, the thread key's Ed25519 signature of :func:`seal_message` (thread, seq,
-boundary and the SHA-256 of the snapshot text, under a domain prefix that no entry, note or
-checkpoint starts with). :func:`fold_context` uses a snapshot only if its seal verifies under
-the key it is given (the writer's own key when it signs; the thread's bound key for reads);
+carries ``seal``, the thread key's Ed25519 signature of :func:`seal_message` (origin, seq,
+boundary, the leaf hash of the compaction entry and the SHA-256 of the snapshot text, under a
+domain prefix that no entry, note or checkpoint starts with; seals of version 1, without the
+origin and leaf hash, are no longer trusted). :func:`fold_context` uses a snapshot only if its
+seal verifies under the key it is given (the writer's own key when it signs; the thread's
+bound key for reads);
 any other row -- edited, forged, unsealed (written by an older registre, or rebuilt without
 the key) -- is ignored and the fold is rebuilt from the entries: slower, never wrong.
 """
@@ -75,12 +77,14 @@ __all__ = [
     "bound_key",
     "context_entries",
     "delete_snapshots",
+    "entry_leaf_hash",
     "fold_context",
     "fold_from_snapshot",
     "fold_on",
     "insert_snapshots",
     "rebuild_thread_context",
     "seal_message",
+    "seal_row",
     "seal_verifies",
     "snapshot_json",
     "snapshot_row",
@@ -143,7 +147,10 @@ _ALL = (
     .limit(bindparam("batch"))
 )
 _BOUND_KEY = select(tables.thread.c.vkey).where(tables.thread.c.id == bindparam("thread"))
-SEAL_DOMAIN: Final = b"\x00registre/context-snapshot-seal/v1\n"
+SEAL_DOMAIN: Final = b"\x00registre/context-snapshot-seal/v2\n"
+_LEAF_HASH = select(tables.entry.c.leaf_hash).where(
+    tables.entry.c.thread == bindparam("thread"), tables.entry.c.seq == bindparam("seq")
+)
 
 
 class ContextHistoryError(StoreCorruptError):
@@ -188,29 +195,54 @@ def _encode(snapshot: Mapping[str, Any]) -> str:
 # --- seals ------------------------------------------------------------------------------------
 
 
-def seal_message(thread: str, seq: int, boundary: int, snapshot: str) -> bytes:
+def seal_message(origin: str, seq: int, boundary: int, leaf_hash: bytes, snapshot: str) -> bytes:
     """What a snapshot's seal signs: :data:`SEAL_DOMAIN` (a NUL first byte: no entry, note or
-    checkpoint starts so), then ``thread``, ``seq``, ``boundary`` and the hex SHA-256 of the
-    snapshot text, one per line."""
+    checkpoint starts so), then the thread's ``origin`` (``LOGNAME/THREAD``), ``seq``,
+    ``boundary``, the hex leaf hash of the compaction entry at ``seq`` and the hex SHA-256 of
+    the snapshot text, one per line. The leaf hash binds the seal to the one history whose
+    entry it folds up to: a seal copied from another ledger with the same key and thread id
+    (version 1 signed the thread id alone) does not verify (issue 29 item 2)."""
     digest = hashlib.sha256(snapshot.encode("utf-8")).hexdigest()
-    return SEAL_DOMAIN + f"{thread}\n{seq}\n{boundary}\n{digest}\n".encode()
+    return SEAL_DOMAIN + f"{origin}\n{seq}\n{boundary}\n{leaf_hash.hex()}\n{digest}\n".encode()
 
 
-def _seal(signer: Signer, thread: str, seq: int, boundary: int, snapshot: str) -> str:
-    signature = signer.sign(seal_message(thread, seq, boundary, snapshot))
-    return base64.b64encode(signature).decode("ascii")
+def seal_row(row: dict[str, Any], signer: Signer, leaf_hash: bytes) -> None:
+    """Seal a row of :func:`snapshot_row` with ``signer`` (the thread's key), ``leaf_hash``
+    being the leaf hash of its compaction entry (known once that entry is signed)."""
+    origin = f"{signer.name}/{row['thread']}"
+    message = seal_message(origin, row["seq"], row["boundary"], leaf_hash, row["snapshot"])
+    row["seal"] = base64.b64encode(signer.sign(message)).decode("ascii")
+
+
+def entry_leaf_hash(conn: Connection, thread: str, seq: int) -> bytes | None:
+    """The stored leaf hash of entry ``seq`` (None if there is none, or not 32 bytes)."""
+    found = conn.execute(_LEAF_HASH, {"thread": thread, "seq": seq}).scalar()
+    if not isinstance(found, bytes | memoryview) or len(found) != 32:
+        return None
+    return bytes(found)
 
 
 def seal_verifies(
-    key: Verifier, thread: str, seq: int, boundary: object, snapshot: object, seal: object
+    conn: Connection,
+    key: Verifier,
+    thread: str,
+    seq: int,
+    boundary: object,
+    snapshot: object,
+    seal: object,
 ) -> bool:
-    """Whether ``seal`` is ``key``'s seal of the row (thread, seq, boundary, snapshot).
-    Values of the wrong type (a hostile row) do not verify."""
+    """Whether ``seal`` is ``key``'s seal of the row (thread, seq, boundary, snapshot), for
+    the origin ``key`` names and the compaction entry stored at ``seq``. Values of the wrong
+    type (a hostile row) do not verify."""
     if type(boundary) is not int or not isinstance(snapshot, str) or not isinstance(seal, str):
+        return False
+    leaf_hash = entry_leaf_hash(conn, thread, seq)
+    if leaf_hash is None:
         return False
     try:
         signature = base64.b64decode(seal.encode("ascii"), validate=True)
-        key.verify(seal_message(thread, seq, boundary, snapshot), signature)
+        message = seal_message(f"{key.name}/{thread}", seq, boundary, leaf_hash, snapshot)
+        key.verify(message, signature)
     except (UnicodeEncodeError, binascii.Error, RegistreError):
         return False
     return True
@@ -230,18 +262,16 @@ def bound_key(conn: Connection, thread: str) -> Verifier | None:
 # --- rows -------------------------------------------------------------------------------------
 
 
-def snapshot_row(
-    thread: str, seq: int, state: ContextState, signer: Signer | None = None
-) -> dict[str, Any]:
-    """The row storing ``state``, the fold just after the compaction at ``seq``, sealed by
-    ``signer`` (the thread's key) when given; an unsealed row is never trusted."""
-    text = _encode(snapshot_json(state))
+def snapshot_row(thread: str, seq: int, state: ContextState) -> dict[str, Any]:
+    """The row storing ``state``, the fold just after the compaction at ``seq``, unsealed
+    (:func:`seal_row` seals it once the compaction's leaf hash is known); an unsealed row is
+    never trusted."""
     return {
         "thread": thread,
         "seq": seq,
         "boundary": state.boundary,
-        "snapshot": text,
-        "seal": None if signer is None else _seal(signer, thread, seq, state.boundary, text),
+        "snapshot": _encode(snapshot_json(state)),
+        "seal": None,
     }
 
 
@@ -381,7 +411,7 @@ def _fold_stored(
         key = key if key is not None else bound_key(conn, thread)
         seq = int(found.seq)
         if key is not None and seal_verifies(
-            key, thread, seq, found.boundary, found.snapshot, found.seal
+            conn, key, thread, seq, found.boundary, found.snapshot, found.seal
         ):
             snapshot = _decode(thread, seq, found.snapshot)
             return fold_from_snapshot(conn, thread, seq, snapshot, at), key.vkey()
@@ -440,7 +470,11 @@ def rebuild_thread_context(
     for entry in context_entries(conn, thread, 0, size):
         fold_on(state, (entry,), thread)
         if entry.kind == "context.compaction":
-            rows.append(snapshot_row(thread, entry.seq, state, signer))
+            row = snapshot_row(thread, entry.seq, state)
+            leaf_hash = entry_leaf_hash(conn, thread, entry.seq)
+            if signer is not None and leaf_hash is not None:
+                seal_row(row, signer, leaf_hash)
+            rows.append(row)
     delete_snapshots(conn, thread)
     insert_snapshots(conn, rows)
     return len(rows)

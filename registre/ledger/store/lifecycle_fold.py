@@ -271,7 +271,7 @@ def _created_row(thread: str, seq: int, state: LifecycleState, item: str) -> Cha
         assert entry is not None
         row: dict[str, Any] = {
             "status": entry.status,
-            "text": entry.text,
+            "text": stored_text(entry.text),
             "cites": _json(entry.cites),
             "successor": entry.successor,
             "predecessor": entry.predecessor,
@@ -284,7 +284,7 @@ def _created_row(thread: str, seq: int, state: LifecycleState, item: str) -> Cha
             "kind": conclusion.kind,
             "status": conclusion.status,
             "stale": conclusion.stale,
-            "text": conclusion.text,
+            "text": stored_text(conclusion.text),
             "cites": _json(conclusion.cites),
             "relies_on": _json(conclusion.relies_on),
             "successor": conclusion.successor,
@@ -295,12 +295,20 @@ def _created_row(thread: str, seq: int, state: LifecycleState, item: str) -> Cha
     assert pin is not None
     row = {
         "kind": pin.kind,
-        "text": pin.text,
+        "text": stored_text(pin.text),
         "source_seq": pin.seq,
         "live": pin.status == "live",
         "unpin_reason": pin.unpin_reason,
     }
     return Change(derived.pin.name, item, {**common, **row})
+
+
+def stored_text(text: str) -> str:
+    """A text as the derived tables keep it: U+0000, which PostgreSQL cannot store, written
+    as the six characters ``\\u0000`` (these tables are listings; the signed entry keeps the
+    text exactly, and decisions read the entries). A signed entry holding NUL therefore never
+    stops a later step (issue 29 item 6)."""
+    return text.replace("\x00", "\\u0000") if "\x00" in text else text
 
 
 def _changed_row(seq: int, state: LifecycleState, item: str) -> Change:

@@ -29,6 +29,7 @@ from registre.ledger.store.triggers import (
     trigger_ddl,
     upgrade_checkpoint_triggers_ddl,
     upgrade_thread_key_ddl,
+    upgrade_within_head_ddl,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "add_context_snapshots",
     "add_lifecycle_tables",
     "bind_thread_keys",
+    "bound_to_head",
     "drop_low_subtrees",
 ]
 
@@ -208,10 +210,42 @@ def _signing_key_id(leaf: object) -> str | None:
     return key if isinstance(key, str) else None
 
 
+def _version_7_elsewhere(conn: Connection) -> str:
+    """Schema version 6 -> 7 belongs to another change (the full-text index of the
+    working-context recall, branch ``ctxrecall``), merged beside this one: until it is, the
+    step changes nothing and says so, and version 8 applies to a database of version 6 or 7
+    alike (it touches only the triggers)."""
+    del conn
+    return "version 7 reserved (full-text index, merged separately): nothing changed"
+
+
+def bound_to_head(conn: Connection) -> str:
+    """Schema version 7 -> 8: ``entry`` and ``checkpoint`` rows past their thread's head are
+    refused at INSERT, and a checkpoint note may grow only by whole signature lines (at most
+    :data:`registre.ledger.store.triggers.MAX_NOTE_SIGNATURE_LINES`). Rows already there are
+    not re-checked: ``verify --db`` names them (``StrayRowsError``), and the writers refuse a
+    thread holding them with one error naming the row. Context snapshot seals of version 1
+    are dropped (section 2.2 of ``specs/storage.md``: a seal now binds the origin and the
+    compaction's leaf hash)."""
+    for statement in upgrade_within_head_ddl(conn.dialect.name):
+        conn.exec_driver_sql(statement)
+    # seals of version 1 signed the thread id, not the origin and the compaction's leaf hash:
+    # no longer trusted, so dropped (the fold is rebuilt from the entries; `rebuild` reseals)
+    unsealed = conn.execute(
+        CONTEXT_SNAPSHOT.update().where(CONTEXT_SNAPSHOT.c.seal.is_not(None)).values(seal=None)
+    ).rowcount
+    return (
+        "entry and checkpoint rows past the head refused; notes grow by signature lines only; "
+        f"{unsealed} context snapshot seal(s) of version 1 dropped"
+    )
+
+
 MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     1: _checkpoint_notes_grow,
     2: add_lifecycle_tables,  # derived lifecycle tables, filled from the entries
     3: add_context_snapshots,  # derived context snapshots, filled from the entries
     4: bind_thread_keys,  # thread keys, snapshot seals, row checks
     5: drop_low_subtrees,  # hashes below level 4 computed from the entries' leaf hashes
+    6: _version_7_elsewhere,  # the full-text index (branch ctxrecall) replaces this step
+    7: bound_to_head,  # rows past the head refused; notes grow by signature lines only
 }

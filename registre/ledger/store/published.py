@@ -29,9 +29,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, bindparam, select
 
+from registre.attest.notes import Verifier, open_checkpoint
+from registre.errors import RegistreError
 from registre.ledger.errors import StoreCorruptError
+from registre.ledger.store.schema import tables
 
 __all__ = [
     "DatabaseBehindError",
@@ -40,6 +43,7 @@ __all__ = [
     "published_problem",
     "read_published",
     "read_published_head",
+    "record_problem",
     "record_published",
 ]
 
@@ -79,7 +83,10 @@ def published_file(conn: Connection) -> Path | None:
     path = None
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         assert url.database is not None
-        path = Path(url.database + _SUFFIX)
+        database = url.database
+        if database.startswith("file:"):  # a read-only ledger opened by URI (engine.py)
+            database = database.removeprefix("file:")
+        path = Path(database + _SUFFIX)
     _FILES[engine] = path  # an engine's URL never changes
     return path
 
@@ -164,6 +171,51 @@ def record_published(conn: Connection, origin: str, size: int, root: bytes) -> N
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+
+
+_LARGEST_SIGNED = (
+    select(tables.checkpoint.c.size, tables.checkpoint.c.note, tables.thread.c.vkey)
+    .join(tables.thread, tables.thread.c.id == tables.checkpoint.c.thread)
+    .where(
+        tables.checkpoint.c.thread == bindparam("thread"),
+        tables.checkpoint.c.size <= tables.thread.c.size,
+    )
+    .order_by(tables.checkpoint.c.size.desc())
+    .limit(1)
+)
+
+
+def record_problem(conn: Connection, thread: str, published: PublishedHead | None) -> str | None:
+    """What is wrong with the record beside a SQLite file for ``thread`` (its entry
+    ``published``), or None: the database holds a checkpoint registre signed (its note opens
+    under the thread's key) at a size the record does not reach -- the file was deleted or
+    rolled back, or the database moved or was restored without it. Such a database is not a
+    fresh start (issue 29 item 4). A row registre did not sign is not counted here: the
+    checks of stored checkpoints and ``verify --db`` name it."""
+    path = published_file(conn)
+    if path is None:
+        return None
+    row = conn.execute(_LARGEST_SIGNED, {"thread": thread}).one_or_none()
+    if row is None or (published is not None and published.size >= int(row.size)):
+        return None
+    if not _signed_at(row.note, row.vkey, int(row.size)):
+        return None
+    recorded = "no record" if published is None else f"only size {published.size}"
+    return (
+        f"the database holds a checkpoint signed at size {row.size}, but {path.name} beside it "
+        f"has {recorded}: the record was deleted or rolled back, or the database was copied "
+        "or restored without it"
+    )
+
+
+def _signed_at(note: object, vkey: object, size: int) -> bool:
+    """Whether ``note`` is a checkpoint at ``size`` signed by the verifier key ``vkey``."""
+    if not isinstance(note, str) or not isinstance(vkey, str):
+        return False
+    try:
+        return open_checkpoint(note, Verifier.from_vkey(vkey)).checkpoint.size == size
+    except RegistreError:
+        return False
 
 
 def published_problem(

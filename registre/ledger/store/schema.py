@@ -45,7 +45,7 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 # 2: checkpoint notes may grow by cosignature lines (triggers only)
 # 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
 # 4: derived context snapshots, one per compaction (ledger.store.context_snapshots)

@@ -21,12 +21,15 @@ import re
 
 __all__ = [
     "APPEND_ONLY_TABLES",
+    "MAX_NOTE_SIGNATURE_LINES",
     "REFUSAL_MARK",
     "checkpoint_note_grows_ddl",
     "trigger_ddl",
     "trigger_names",
     "upgrade_checkpoint_triggers_ddl",
     "upgrade_thread_key_ddl",
+    "upgrade_within_head_ddl",
+    "within_head_ddl",
 ]
 
 APPEND_ONLY_TABLES = ("entry", "subtree", "checkpoint", "public_key", "schema_version")
@@ -45,20 +48,124 @@ def trigger_ddl(dialect: str, *, version: int = 2) -> list[str]:
     else:
         raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
     if version >= 2:
-        statements += checkpoint_note_grows_ddl(dialect)
+        statements += checkpoint_note_grows_ddl(dialect, cosignatures_only=version >= 8)
+    if version >= 8:
+        statements += within_head_ddl(dialect)
     return statements
 
 
-def checkpoint_note_grows_ddl(dialect: str) -> list[str]:
+MAX_NOTE_SIGNATURE_LINES = 32
+"""Signature lines a stored checkpoint note may hold (schema version 8): the log's own and
+witness cosignatures. Well below :data:`registre.attest.notes.note.MAX_SIGNATURES`, so a note the
+store accepted is always one a verifier reads."""
+
+_NOTE_LINE = "— "  # every signature line starts with an em dash and a space (C2SP signed-note)
+
+
+def _sqlite_cosignature_lines() -> str:
+    """SQLite: the text appended to a note (``NEW.note`` past ``OLD.note``) is not one or more
+    signature lines, or the note then holds more than :data:`MAX_NOTE_SIGNATURE_LINES`."""
+    added = "substr(NEW.note, length(OLD.note) + 1)"
+    body = "substr(NEW.note, length(OLD.note) + 1, length(NEW.note) - length(OLD.note) - 1)"
+    return (
+        f" OR (length(NEW.note) > length(OLD.note) AND (substr({added}, 1, 2) IS NOT "
+        f"'{_NOTE_LINE}' OR substr(NEW.note, -1) IS NOT char(10) "
+        f"OR instr(replace({body}, char(10) || '{_NOTE_LINE}', ''), char(10)) > 0 "
+        f"OR (length(NEW.note) - length(replace(NEW.note, char(10) || '{_NOTE_LINE}', ''))) / 3"
+        f" > {MAX_NOTE_SIGNATURE_LINES})) "
+    )
+
+
+def _pg_cosignature_lines() -> str:
+    """PostgreSQL: :func:`_sqlite_cosignature_lines`."""
+    added = "substr(NEW.note, length(OLD.note) + 1)"
+    body = "left(" + added + ", -1)"
+    return (
+        f" OR (length(NEW.note) > length(OLD.note) AND (left({added}, 2) <> '{_NOTE_LINE}' "
+        f"OR right(NEW.note, 1) <> chr(10) "
+        f"OR strpos(replace({body}, chr(10) || '{_NOTE_LINE}', ''), chr(10)) > 0 "
+        f"OR (length(NEW.note) - length(replace(NEW.note, chr(10) || '{_NOTE_LINE}', ''))) / 3"
+        f" > {MAX_NOTE_SIGNATURE_LINES}))"
+    )
+
+
+def within_head_ddl(dialect: str) -> list[str]:
+    """Schema version 8: an ``entry`` row at or past its thread's head, or a ``checkpoint``
+    row past it, is refused at INSERT. The append transaction moves the head first and then
+    inserts the entries below it (:mod:`registre.ledger.core.append`), so nothing can be
+    planted where a later append will write."""
+    entry_message = f"{REFUSAL_MARK}: an entry row ahead of its thread head"
+    checkpoint_message = f"{REFUSAL_MARK}: a checkpoint row ahead of its thread head"
+    if dialect == "sqlite":
+        return [
+            "CREATE TRIGGER entry_within_head BEFORE INSERT ON entry "
+            "WHEN NEW.seq >= coalesce((SELECT size FROM thread WHERE id = NEW.thread), 0) "
+            f"BEGIN SELECT RAISE(ABORT, '{entry_message}'); END",
+            "CREATE TRIGGER checkpoint_within_head BEFORE INSERT ON checkpoint "
+            "WHEN NEW.size > coalesce((SELECT size FROM thread WHERE id = NEW.thread), -1) "
+            f"BEGIN SELECT RAISE(ABORT, '{checkpoint_message}'); END",
+        ]
+    if dialect == "postgresql":
+        # statement-level, over the transition table: one check per INSERT, not per row
+        return [
+            "CREATE FUNCTION registre_entry_within_head() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN IF EXISTS (SELECT 1 FROM added LEFT JOIN thread ON thread.id = "
+            "added.thread WHERE thread.id IS NULL OR added.seq >= thread.size) THEN "
+            f"RAISE EXCEPTION '{entry_message}'; END IF; RETURN NULL; END $$",
+            "CREATE TRIGGER entry_within_head AFTER INSERT ON entry REFERENCING NEW TABLE AS "
+            "added FOR EACH STATEMENT EXECUTE FUNCTION registre_entry_within_head()",
+            "CREATE FUNCTION registre_checkpoint_within_head() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN IF EXISTS (SELECT 1 FROM added LEFT JOIN thread ON thread.id = "
+            "added.thread WHERE thread.id IS NULL OR added.size > thread.size) THEN "
+            f"RAISE EXCEPTION '{checkpoint_message}'; END IF; RETURN NULL; END $$",
+            "CREATE TRIGGER checkpoint_within_head AFTER INSERT ON checkpoint REFERENCING NEW "
+            "TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION "
+            "registre_checkpoint_within_head()",
+        ]
+    raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
+
+
+def upgrade_within_head_ddl(dialect: str) -> list[str]:
+    """Schema version 7 -> 8: :func:`within_head_ddl`, and the note trigger of version 2
+    replaced by the one letting only signature lines be appended (each dropped first if
+    there: the step may be run on a database that has them, and changes it to the same)."""
+    if dialect == "sqlite":
+        drop = [
+            f"DROP TRIGGER IF EXISTS {name}"
+            for name in ("checkpoint_note_grows", "entry_within_head", "checkpoint_within_head")
+        ]
+    elif dialect == "postgresql":
+        drop = [
+            "DROP TRIGGER IF EXISTS checkpoint_note_grows ON checkpoint",
+            "DROP TRIGGER IF EXISTS entry_within_head ON entry",
+            "DROP TRIGGER IF EXISTS checkpoint_within_head ON checkpoint",
+            "DROP FUNCTION IF EXISTS registre_checkpoint_note_grows()",
+            "DROP FUNCTION IF EXISTS registre_entry_within_head()",
+            "DROP FUNCTION IF EXISTS registre_checkpoint_within_head()",
+        ]
+    else:
+        raise ValueError(f"no append-only triggers for database dialect {dialect!r}")
+    return [
+        *drop,
+        *checkpoint_note_grows_ddl(dialect, cosignatures_only=True),
+        *within_head_ddl(dialect),
+    ]
+
+
+def checkpoint_note_grows_ddl(dialect: str, *, cosignatures_only: bool = False) -> list[str]:
     """The trigger of schema version 2 on ``checkpoint``: an UPDATE must keep ``thread``,
-    ``size``, ``root`` and ``created`` and may only append to ``note`` (cosignature lines)."""
+    ``size``, ``root`` and ``created`` and may only append to ``note``. ``cosignatures_only``
+    (version 8): what is appended must be whole signature lines (``— NAME SIG``), the note
+    then holding at most :data:`MAX_NOTE_SIGNATURE_LINES` (the database cannot check a
+    signature: the key holder's readers do, :mod:`registre.ledger.core.stored_checkpoint`)."""
     if dialect == "sqlite":
         return [
             "CREATE TRIGGER checkpoint_note_grows BEFORE UPDATE ON checkpoint "
             "WHEN NEW.thread IS NOT OLD.thread OR NEW.size IS NOT OLD.size "
             "OR NEW.root IS NOT OLD.root OR NEW.created IS NOT OLD.created "
             "OR substr(NEW.note, 1, length(OLD.note)) IS NOT OLD.note "
-            f"BEGIN SELECT RAISE(ABORT, '{REFUSAL_MARK}: a checkpoint note only grows "
+            + (_sqlite_cosignature_lines() if cosignatures_only else "")
+            + f"BEGIN SELECT RAISE(ABORT, '{REFUSAL_MARK}: a checkpoint note only grows "
             "(cosignature lines appended)'); END"
         ]
     if dialect == "postgresql":
@@ -67,7 +174,9 @@ def checkpoint_note_grows_ddl(dialect: str) -> list[str]:
             "AS $$ BEGIN IF NEW.thread IS DISTINCT FROM OLD.thread "
             "OR NEW.size IS DISTINCT FROM OLD.size OR NEW.root IS DISTINCT FROM OLD.root "
             "OR NEW.created IS DISTINCT FROM OLD.created "
-            "OR left(NEW.note, length(OLD.note)) IS DISTINCT FROM OLD.note THEN "
+            "OR left(NEW.note, length(OLD.note)) IS DISTINCT FROM OLD.note"
+            + (_pg_cosignature_lines() if cosignatures_only else "")
+            + " THEN "
             f"RAISE EXCEPTION '{REFUSAL_MARK}: a checkpoint note only grows "
             "(cosignature lines appended)'; END IF; RETURN NEW; END $$",
             "CREATE TRIGGER checkpoint_note_grows BEFORE UPDATE ON checkpoint "
@@ -106,7 +215,7 @@ def upgrade_thread_key_ddl(dialect: str) -> list[str]:
 
 def trigger_names(dialect: str) -> list[str]:
     """The names of the triggers of the current schema on ``dialect``."""
-    statements = trigger_ddl(dialect, version=5)
+    statements = trigger_ddl(dialect, version=8)
     return [m.group(1) for s in statements if (m := re.match(r"CREATE TRIGGER (\w+)", s))]
 
 

@@ -14,7 +14,7 @@ from registre.attest.notes import Verifier, open_checkpoint
 from registre.attest.tree import root_at
 from registre.errors import RegistreError
 from registre.ledger.store.nodes import StoredHashSource
-from registre.ledger.store.published import PublishedHead, published_problem
+from registre.ledger.store.published import PublishedHead, published_problem, record_problem
 from registre.ledger.store.schema import tables
 from registre.ledger.verify.entries import blob
 from registre.ledger.verify.errors import CheckpointMismatchError, RolledBackError
@@ -34,7 +34,11 @@ def check_published(
     conn: Connection, thread: str, size: int, published: PublishedHead | None
 ) -> None:
     """The thread (verified, of ``size`` entries) is not behind the checkpoint recorded outside
-    the database (RolledBackError: a rollback)."""
+    the database (RolledBackError: a rollback), and that record is there for every checkpoint
+    the database holds (RolledBackError: the record deleted or rolled back)."""
+    missing = record_problem(conn, thread, published)
+    if missing is not None:
+        raise RolledBackError(thread, None, missing)
     if published is None:
         return
     at = None

@@ -197,7 +197,9 @@ class ContextCheck:
             return True
         boundary, snapshot, seal = found
         key = self._key
-        return key is not None and seal_verifies(key, self._thread, seq, boundary, snapshot, seal)
+        return key is not None and seal_verifies(
+            self._conn, key, self._thread, seq, boundary, snapshot, seal
+        )
 
     # --- folding ------------------------------------------------------------------------------
 

@@ -293,3 +293,40 @@ def test_replaced_database_with_another_history_fail(tmp_path: Path, signer: Sig
             ledger.thread("t1").checkpoint()
         with pytest.raises(RolledBackError):
             verify_database(ledger)
+
+
+# --- issue 29 item 4: the record beside the database deleted or rolled back -----------------
+
+
+@pytest.mark.parametrize("record", ["deleted", "rolled-back"])
+def test_restored_database_with_published_record_removed_fail(
+    tmp_path: Path, signer: Signer, record: str
+) -> None:
+    """Yesterday's database restored, and the record beside it deleted or put back as it was
+    before today's checkpoint: the database still holds a checkpoint the record does not
+    reach, so it is not a fresh start -- nothing is appended or signed, and verify fails."""
+    path = tmp_path / "registre.db"
+    published = tmp_path / "registre.db.published"
+    with Ledger.open(str(path), signer) as ledger:
+        thread = ledger.create_thread("t1")
+        thread.append_many([turn(f"entry {i}") for i in range(3)])
+        thread.checkpoint()
+        thread.append_many([turn(f"entry {i}") for i in range(3, 5)])
+        thread.checkpoint(4)
+    older = published.read_bytes()  # recorded size 4
+    with Ledger.open(str(path), signer) as ledger:
+        ledger.thread("t1").checkpoint()  # size 5
+    if record == "deleted":
+        published.unlink()
+    else:  # the file as it was before: it records size 4; the database holds size 5
+        published.write_bytes(older)
+    with Ledger.open(str(path), signer, create=False) as ledger:
+        thread = ledger.thread("t1")
+        before = dump(ledger.engine)
+        with pytest.raises(DatabaseBehindError, match="signed at size 5"):
+            thread.append(*turn("a fork"))
+        with pytest.raises(DatabaseBehindError, match="deleted or rolled back"):
+            thread.checkpoint(2)  # a new signature, at a size never signed
+        with pytest.raises(RolledBackError, match=r"registre\.db\.published"):
+            verify_database(ledger)
+        assert dump(ledger.engine) == before
