@@ -37,7 +37,7 @@ from registre.bench.real.locomo import (
     pick_questions,
 )
 from registre.bench.real.methods import BASELINES, Transcript
-from registre.bench.real.replay import Call, LedgerReplay
+from registre.bench.real.replay import Call, LedgerReplay, scratch_dir
 from registre.bench.real.tally import Tallies
 from registre.bench.real.text import ContextText, answer_share, turn_present
 from registre.context import Message, Policy, TokenCounter, default_counter
@@ -70,8 +70,9 @@ def run_locomo(
     workdir: Path,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the suite (module docstring) in ``workdir`` (ledger files, deleted after; the
-    shown contexts stay); return the results (``registre-bench-real/1``, suite ``locomo``)."""
+    """Run the suite (module docstring), the ledgers in a scratch directory
+    (:func:`~registre.bench.real.replay.scratch_dir`), the contexts shown written into
+    ``workdir``; return the results (``registre-bench-real/1``, suite ``locomo``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     chosen = list(conversations)[: config.conversations]
     signer = Signer.generate("bench")
@@ -86,7 +87,8 @@ def run_locomo(
         for budget in config.budgets:
             if progress:
                 progress(f"{conversation.sample_id} at {budget:,} tokens")
-            rows, last = _run_one(conversation, questions, budget, config, workdir, signer)
+            with scratch_dir() as scratch:
+                rows, last = _run_one(conversation, questions, budget, config, scratch, signer)
             for category, method, scores, refused in rows:
                 for group in ("all", CATEGORIES[category]):
                     tallies[(budget, method, group)].add(scores, refused)

@@ -15,8 +15,11 @@ model call made there; the copy is then deleted.
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -25,7 +28,7 @@ from registre.attest.keys import Signer
 from registre.context import ContextBudgetError, Policy, Projection, TokenCounter
 from registre.ledger import Ledger
 
-__all__ = ["MODEL", "Call", "LedgerReplay"]
+__all__ = ["MODEL", "Call", "LedgerReplay", "scratch_dir"]
 
 MODEL: Final = "bench/replay"
 """The model name recorded in each ``model.call``."""
@@ -114,6 +117,16 @@ class LedgerReplay:
         finally:
             for path in _files(copy):
                 path.unlink(missing_ok=True)
+
+
+@contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A temporary directory for throwaway ledgers, removed after: in ``/dev/shm`` when it
+    is writable (the replays append every entry durably; memory spares the disk's syncs)."""
+    shm = "/dev/shm"
+    root = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="registre-bench-real-", dir=root) as path:
+        yield Path(path)
 
 
 def _files(path: Path) -> tuple[Path, ...]:

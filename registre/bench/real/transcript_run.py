@@ -34,7 +34,7 @@ from registre.bench.real.probes import (
     policy_sentences,
     reused,
 )
-from registre.bench.real.replay import LedgerReplay
+from registre.bench.real.replay import LedgerReplay, scratch_dir
 from registre.bench.real.tally import Tallies
 from registre.bench.real.text import normalize
 from registre.context import Policy, TokenCounter, default_counter, entry_text
@@ -110,7 +110,8 @@ def run_transcripts(
     workdir: Path,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the suite (module docstring) in ``workdir``; return the results
+    """Run the suite (module docstring), the ledgers in a scratch directory, the contexts
+    shown written into ``workdir``; return the results
     (``registre-bench-real/1``, suite ``transcripts``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     signer = Signer.generate("bench")
@@ -126,16 +127,17 @@ def run_transcripts(
         for budget in config.budgets:
             if progress:
                 progress(f"{path.name} at {budget:,} tokens")
-            count, sentences, last = _run_one(
-                entries,
-                steps,
-                budget,
-                config.counter,
-                workdir,
-                signer,
-                path.name,
-                (probes, calls, per),
-            )
+            with scratch_dir() as scratch:
+                count, sentences, last = _run_one(
+                    entries,
+                    steps,
+                    budget,
+                    config.counter,
+                    scratch,
+                    signer,
+                    path.name,
+                    (probes, calls, per),
+                )
             if config.show and last is not None:
                 name = f"context-transcript-{path.stem}-{budget}.txt"
                 (workdir / name).write_text(last, encoding="utf-8")
