@@ -34,6 +34,7 @@ from registre.bench.real.locomo import (
     CATEGORIES,
     LocomoConversation,
     LocomoQuestion,
+    LocomoSession,
     pick_questions,
 )
 from registre.bench.real.methods import BASELINES, Transcript
@@ -78,6 +79,7 @@ def run_locomo(
     signer = Signer.generate("bench")
     tallies = Tallies()
     whole = Tallies()
+    replayed = Tallies()
     details: list[dict[str, Any]] = []
     shown: dict[str, str] = {}
     started = time.perf_counter()
@@ -88,7 +90,9 @@ def run_locomo(
             if progress:
                 progress(f"{conversation.sample_id} at {budget:,} tokens")
             with scratch_dir() as scratch:
-                rows, last = _run_one(conversation, questions, budget, config, scratch, signer)
+                rows, last = _run_one(
+                    conversation, questions, budget, config, scratch, signer, replayed
+                )
             for category, method, scores, refused in rows:
                 for group in ("all", CATEGORIES[category]):
                     tallies[(budget, method, group)].add(scores, refused)
@@ -126,6 +130,9 @@ def run_locomo(
             for conv in chosen
         ],
         "rows": sorted(rows_json, key=lambda row: (row["budget"], _group_order(row["group"]))),
+        "replay": [
+            {"budget": key[0], **tally.to_json(("fill",))} for key, tally in replayed.items()
+        ],
         "whole": [{"group": key[0], **tally.to_json(("answer",))} for key, tally in whole.items()],
         "details": details,
         "shown": shown,
@@ -152,9 +159,11 @@ def _run_one(
     config: LocomoConfig,
     workdir: Path,
     signer: Signer,
+    replayed: Tallies,
 ) -> tuple[list[Row], str | None]:
     """Replay ``conversation`` at ``budget`` and ask ``questions``: the scored rows and the
-    text of registre's context for the last question."""
+    text of registre's context for the last question. ``replayed[(budget,)]`` counts the
+    replay's own model calls (their fill; refusals)."""
     counter = config.counter
     transcript = Transcript(counter, budget, Policy(budget_tokens=budget))
     turns: dict[str, tuple[int, str]] = {}
@@ -170,11 +179,15 @@ def _run_one(
                 return seq
 
             for session in conversation.sessions:
-                write("user", f"[session {session.number}, {session.date}]")
+                write("user", session_line(session))
                 for turn in session.turns:
                     role = "user" if turn.speaker == conversation.speaker_a else "assistant"
                     if role == "assistant":
-                        replay.call()
+                        made = replay.call()
+                        sent = made.projection.tokens if made.projection else 0
+                        replayed[(budget,)].add(
+                            {"fill": sent / budget}, refused=made.projection is None
+                        )
                         transcript.view("rolling")
                     turns[turn.dia_id] = (write(role, turn.text), turn.text)
             for question in questions:
@@ -225,12 +238,21 @@ def _score(
 def _whole(
     conversation: LocomoConversation, questions: Sequence[LocomoQuestion], whole: Tallies
 ) -> None:
-    texts = [turn.text for session in conversation.sessions for turn in session.turns]
+    texts = [
+        text
+        for session in conversation.sessions
+        for text in (session_line(session), *(turn.text for turn in session.turns))
+    ]
     for question in questions:
         context = ContextText.of([*texts, question.question])
         scores = {"answer": answer_share(context, question.answer)}
         whole[("all",)].add(scores)
         whole[(CATEGORIES[question.category],)].add(scores)
+
+
+def session_line(session: LocomoSession) -> str:
+    """The user turn that opens a session: ``[session N, DATE]``."""
+    return f"[session {session.number}, {session.date}]"
 
 
 def _render(question: LocomoQuestion, call: Call) -> str:

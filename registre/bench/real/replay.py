@@ -61,6 +61,7 @@ class LedgerReplay:
         self.thread = self.ledger.create_thread(_THREAD)
         self.calls = 0
         self.refused = 0
+        self.tokens = 0  # sent by the calls made, in total
 
     def __enter__(self) -> LedgerReplay:
         return self
@@ -88,6 +89,7 @@ class LedgerReplay:
         except ContextBudgetError as refusal:
             self.refused += 1
             return Call(None, type(refusal).__name__)
+        self.tokens += projection.tokens
         return Call(projection)
 
     def ask(self, kind: str, body: Mapping[str, object], actor: str) -> tuple[int, Call]:

@@ -102,6 +102,16 @@ def render_real_report(results: Mapping[str, Any]) -> str:
             )
         out.append("## Refused calls (questions)\n")
         out.extend(_refusals(rows, methods, "group"))
+        replay = results.get("replay", [])
+        if replay:
+            out.append("\n## registre during the replay (the call before each assistant turn)\n")
+            out.append("| budget | calls | refused | tokens sent / budget (mean) |")
+            out.append("|---|---|---|---|")
+            for row in replay:
+                out.append(
+                    f"| {row['budget']:,} | {row['calls']:,} | {row['refused']:,} | "
+                    f"{_pct(row['fill'])} |"
+                )
     else:
         out.append("# Transcripts replayed as agent loops: the context of every model call\n")
         for item in results["transcripts"]:
