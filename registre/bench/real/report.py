@@ -38,10 +38,12 @@ def _table(
     score: str,
     key: str,
     keys: Sequence[str],
+    label: str | None = None,
 ) -> list[str]:
     by = {(row["budget"], row[key], row["method"]): row for row in rows}
     budgets = sorted({row["budget"] for row in rows})
-    head = ["budget", *([key] if len(keys) > 1 else []), *(_METHOD_NAMES[m] for m in methods)]
+    first = [label or key] if len(keys) > 1 else []
+    head = ["budget", *first, *(_METHOD_NAMES[m] for m in methods)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for budget in budgets:
         for group in keys:
@@ -92,7 +94,7 @@ def render_real_report(results: Mapping[str, Any]) -> str:
             out.append("")
         for score in ("evidence", "answer"):
             out.append(f"## {_TITLES[score]}, by category\n")
-            out.extend(_table(rows, methods, score, "group", groups))
+            out.extend(_table(rows, methods, score, "group", groups, "category"))
             out.append("")
         whole = {row["group"]: row for row in results["whole"]}
         if "all" in whole:
@@ -134,6 +136,7 @@ def render_real_report(results: Mapping[str, Any]) -> str:
         per = results.get("per_transcript", [])
         if per:
             out.append("\n## Probes recalled, per transcript\n")
-            out.extend(_table(per, methods, "probes", "kind", sorted({r["kind"] for r in per})))
+            names = sorted({r["kind"] for r in per})
+            out.extend(_table(per, methods, "probes", "kind", names, "transcript"))
     out.append("")
     return "\n".join(out)

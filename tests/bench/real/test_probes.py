@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from registre.bench.real.probes import error_lines, policy_sentences, terms
-from registre.bench.real.transcript_run import _History, _probes
+from registre.bench.real.transcript_run import (
+    TranscriptConfig,
+    _History,
+    _probes,
+    run_transcripts,
+    steps_of,
+)
 from registre.importers import ImportedEntry
+from tests.bench.real.fixtures import agent_transcript, write_json
 
 
 def test_terms_by_kind() -> None:
@@ -75,3 +84,30 @@ def test_probes_are_terms_reused_from_history() -> None:
     assert ("astroid/modutils.py", "path") in found
     assert ("TypeError: missing argument 'contextfile'", "error") in found
     assert all(text != "new_module.py" for text, _kind in found)  # not in the history
+
+
+def test_a_term_reused_only_after_five_steps_is_no_probe(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "agent.json", agent_transcript(12))
+    results = run_transcripts([path], TranscriptConfig(budgets=(100_000,)), tmp_path / "out")
+    (row,) = [r for r in results["rows"] if r["method"] == "truncation" and r["kind"] == "id"]
+    # cust_77410 is read at step 0 and reused at steps 12 (the refund) and 13 (the answer):
+    # it is a probe of the calls before steps 8..13 only
+    assert row["probes_n"] == 6
+
+
+def test_steps_split_at_anything_but_agent_entries() -> None:
+    def entry(kind: str, role: str = "") -> ImportedEntry:
+        return ImportedEntry(kind, {"role": role} if role else {}, "x")
+
+    entries = [
+        entry("turn", "system"),
+        entry("turn", "user"),
+        entry("turn", "assistant"),
+        entry("imported"),
+        entry("tool.call"),
+        entry("tool.result"),
+        entry("tool.call"),
+        entry("tool.result"),
+        entry("turn", "assistant"),
+    ]
+    assert steps_of(entries) == [(2, 5), (6, 7), (8, 9)]

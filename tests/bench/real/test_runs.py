@@ -26,9 +26,10 @@ HUGE = 200_000
 
 def _row(results: dict[str, Any], budget: int, method: str, group: str = "all") -> dict[str, Any]:
     key = "group" if results["suite"] == "locomo" else "kind"
+    rows: list[dict[str, Any]] = results["rows"]
     (row,) = [
         r
-        for r in results["rows"]
+        for r in rows
         if r["budget"] == budget and r["method"] == method and r[key] == group
     ]
     return row

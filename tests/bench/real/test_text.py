@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from registre.bench.real.outputs import parse_budgets
 from registre.bench.real.text import (
     ContextText,
     answer_share,
@@ -79,3 +81,10 @@ def test_answer_share_is_a_share(context: str, answer: str) -> None:
     assert share is None or 0.0 <= share <= 1.0
     if share is not None and content_words(answer) <= content_words(context):
         assert share == 1.0
+
+
+def test_budgets() -> None:
+    assert parse_budgets("4k, 8k,16000,1.5k") == (4000, 8000, 16000, 1500)
+    for bad in ("", "0", "k", "1.2345k", "20m"):
+        with pytest.raises(ValueError):
+            parse_budgets(bad)
