@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from registre.bench.real.compare import render_comparison
 from registre.bench.real.locomo import load_locomo
 from registre.bench.real.locomo_run import LocomoConfig, run_locomo
 from registre.bench.real.outputs import write_real_outputs
@@ -28,9 +29,7 @@ def _row(results: dict[str, Any], budget: int, method: str, group: str = "all") 
     key = "group" if results["suite"] == "locomo" else "kind"
     rows: list[dict[str, Any]] = results["rows"]
     (row,) = [
-        r
-        for r in rows
-        if r["budget"] == budget and r["method"] == method and r[key] == group
+        r for r in rows if r["budget"] == budget and r["method"] == method and r[key] == group
     ]
     return row
 
@@ -126,3 +125,24 @@ def test_a_small_budget_loses_the_old_id(agent: dict[str, Any]) -> None:
     far = _row(agent, 300, "truncation", "far")  # cust_77410, read 12 steps before its reuse
     assert far["probes"] == 0.0
     assert _row(agent, 300, "truncation", "id")["probes"] < 1.0
+
+
+def test_old_beside_new(locomo: dict[str, Any], agent: dict[str, Any]) -> None:
+    better = json.loads(json.dumps(locomo))
+    for row in better["rows"]:
+        if row["method"] == "registre" and row["group"] == "all" and row["budget"] == 250:
+            row["evidence"] = 0.75
+    old = _row(locomo, 250, "registre")["evidence"]
+    table = render_comparison(locomo, better)
+    line = next(line for line in table.splitlines() if line.startswith("| 250 |"))
+    others = [
+        100 * _row(locomo, 250, name)["evidence"] for name in ("truncation", "masking", "bm25")
+    ]
+    expected = " / ".join(f"{value:.1f}%" for value in others)
+    assert f"| {100 * old:.1f}% → 75.0% / {expected} |" in line
+    with pytest.raises(ValueError, match="cannot compare"):
+        render_comparison(locomo, agent)
+    other = json.loads(json.dumps(locomo))
+    other["conversations"][0]["questions"] = 1
+    with pytest.raises(ValueError, match="different conversations"):
+        render_comparison(locomo, other)
