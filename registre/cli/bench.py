@@ -19,6 +19,7 @@ runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -104,6 +105,13 @@ def _refuse_used_database(url: str) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Real-data suites: print the results JSON.")
 @click.option(
+    "--baselines-full-budget",
+    "baselines_full",
+    is_flag=True,
+    help="Real-data suites: give the baselines the whole budget, not the room registre's "
+    "policy leaves beside its output reserve.",
+)
+@click.option(
     "--sizes",
     default="1e3,1e4",
     show_default=True,
@@ -176,6 +184,7 @@ def bench_command(
     conversations: int | None,
     fmt: str,
     as_json: bool,
+    baselines_full: bool,
     sizes: str,
     budgets: str | None,
     summarizer: str,
@@ -191,7 +200,8 @@ def bench_command(
     """Benchmark registre on long synthetic investigations, or on data you bring (--suite
     locomo PATH, --transcripts FILE...); write a report."""
     if suite is not None or transcripts or paths:
-        _real(paths, suite, transcripts, questions, conversations, fmt, as_json, budgets, out)
+        real = _RealOptions(questions, conversations, fmt, as_json, baselines_full)
+        _real(paths, suite, transcripts, real, budgets, out)
         return
     budgets = budgets or SYNTHETIC_BUDGETS
     from registre.bench.investigation import MIN_ENTRIES
@@ -239,14 +249,20 @@ def bench_command(
         click.echo(f"  {name:>8}: {path}")
 
 
+@dataclass(frozen=True)
+class _RealOptions:
+    questions: int
+    conversations: int | None
+    fmt: str
+    as_json: bool
+    baselines_full: bool
+
+
 def _real(
     paths: tuple[Path, ...],
     suite: str | None,
     transcripts: bool,
-    questions: int,
-    conversations: int | None,
-    fmt: str,
-    as_json: bool,
+    options: _RealOptions,
     budgets: str | None,
     out: Path,
 ) -> None:
@@ -272,9 +288,15 @@ def _real(
 
     if suite == "locomo":
         found = [conversation for path in paths for conversation in load_locomo(path)]
-        config = LocomoConfig(budget_list, questions, conversations)
+        config = LocomoConfig(
+            budget_list,
+            options.questions,
+            options.conversations,
+            baselines_full=options.baselines_full,
+        )
         results = run_locomo(found, config, out, progress)
     else:
+        fmt = options.fmt
         if fmt != "auto":
             from registre.importers import FORMAT_NAMES
 
@@ -282,9 +304,10 @@ def _real(
                 raise click.BadParameter(
                     f"expected auto or one of {', '.join(FORMAT_NAMES)}", param_hint="--format"
                 )
-        results = run_transcripts(paths, TranscriptConfig(budget_list, fmt), out, progress)
+        tconfig = TranscriptConfig(budget_list, fmt, baselines_full=options.baselines_full)
+        results = run_transcripts(paths, tconfig, out, progress)
     written = write_real_outputs(results, out)
-    if as_json:
+    if options.as_json:
         click.echo(json.dumps(results, indent=1, ensure_ascii=False))
         return
     click.echo(written["report"].read_text(encoding="utf-8"))

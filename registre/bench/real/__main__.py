@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", default="auto", help="transcript format (default: auto)")
     parser.add_argument("--out", type=Path, default=Path(".registre/bench-real"))
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--baselines-full-budget",
+        action="store_true",
+        help="give the baselines the whole budget, not the room beside registre's output reserve",
+    )
     args = parser.parse_args(argv)
     budgets = parse_budgets(args.budgets)
 
@@ -36,10 +41,15 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.suite == "locomo":
         conversations = [conv for path in args.paths for conv in load_locomo(path)]
-        config = LocomoConfig(budgets, args.questions, args.conversations)
+        config = LocomoConfig(
+            budgets,
+            args.questions,
+            args.conversations,
+            baselines_full=args.baselines_full_budget,
+        )
         results = run_locomo(conversations, config, args.out, progress)
     else:
-        tconfig = TranscriptConfig(budgets, args.format)
+        tconfig = TranscriptConfig(budgets, args.format, baselines_full=args.baselines_full_budget)
         results = run_transcripts(args.paths, tconfig, args.out, progress)
     paths = write_real_outputs(results, args.out)
     if args.json:

@@ -38,7 +38,13 @@ from registre.bench.real.locomo import (
     pick_questions,
 )
 from registre.bench.real.methods import BASELINES, Transcript
-from registre.bench.real.replay import Call, LedgerReplay, scratch_dir
+from registre.bench.real.replay import (
+    Call,
+    LedgerReplay,
+    baseline_rooms,
+    output_reserve,
+    scratch_dir,
+)
 from registre.bench.real.tally import Tallies
 from registre.bench.real.text import ContextText, answer_share, turn_present
 from registre.context import Message, Policy, TokenCounter, default_counter
@@ -55,7 +61,9 @@ class LocomoConfig:
     """``budgets`` in tokens; ``questions`` per conversation; ``conversations``: how many
     of the file's (None: all); ``categories`` asked; ``counter``: the token counter
     (default: registre's); ``show``: write the registre context of the last question of the
-    first conversation at each budget into the work directory."""
+    first conversation at each budget into the work directory; ``baselines_full``: give the
+    baselines the whole budget rather than the room registre's policy leaves beside its
+    output reserve (:func:`~registre.bench.real.replay.output_reserve`)."""
 
     budgets: tuple[int, ...] = (4000, 8000, 16000)
     questions: int = 30
@@ -63,6 +71,7 @@ class LocomoConfig:
     categories: frozenset[int] = frozenset(CATEGORIES)
     counter: TokenCounter = field(default_factory=default_counter)
     show: bool = True
+    baselines_full: bool = False
 
 
 def run_locomo(
@@ -120,6 +129,7 @@ def run_locomo(
         "methods": [REGISTRE, *BASELINES],
         "budgets": list(config.budgets),
         "counter": config.counter.name,
+        "baseline_room": baseline_rooms(config.budgets, config.baselines_full),
         "conversations": [
             {
                 "sample_id": conv.sample_id,
@@ -165,7 +175,9 @@ def _run_one(
     text of registre's context for the last question. ``replayed[(budget,)]`` counts the
     replay's own model calls (their fill; refusals)."""
     counter = config.counter
-    transcript = Transcript(counter, budget, Policy(budget_tokens=budget))
+    policy = Policy(budget_tokens=budget)
+    room = budget if config.baselines_full else budget - output_reserve(policy)
+    transcript = Transcript(counter, room, policy)
     turns: dict[str, tuple[int, str]] = {}
     rows: list[Row] = []
     last: str | None = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,14 @@ from registre.attest.keys import Signer
 from registre.context import ContextBudgetError, Policy, Projection, TokenCounter
 from registre.ledger import Ledger
 
-__all__ = ["MODEL", "Call", "LedgerReplay", "scratch_dir"]
+__all__ = [
+    "MODEL",
+    "Call",
+    "LedgerReplay",
+    "baseline_rooms",
+    "output_reserve",
+    "scratch_dir",
+]
 
 MODEL: Final = "bench/replay"
 """The model name recorded in each ``model.call``."""
@@ -119,6 +126,22 @@ class LedgerReplay:
         finally:
             for path in _files(copy):
                 path.unlink(missing_ok=True)
+
+
+def output_reserve(policy: Policy) -> int:
+    """The tokens ``policy`` keeps for the model's answer (its ``output_reserve``; 0 for a
+    policy that keeps none, as before the setting existed)."""
+    reserve = getattr(policy, "output_reserve", 0)
+    return reserve if type(reserve) is int and 0 <= reserve < policy.budget_tokens else 0
+
+
+def baseline_rooms(budgets: Sequence[int], full: bool) -> dict[str, int]:
+    """The tokens the baselines may send at each budget: the whole budget (``full``), or
+    what registre's default policy for that budget leaves beside its output reserve."""
+    return {
+        str(budget): budget if full else budget - output_reserve(Policy(budget_tokens=budget))
+        for budget in budgets
+    }
 
 
 @contextmanager

@@ -79,6 +79,14 @@ def render_real_report(results: Mapping[str, Any]) -> str:
     rows = list(results["rows"])
     suite = results["suite"]
     out: list[str] = []
+    rooms = results.get("baseline_room", {})
+    note = ""
+    if any(int(budget) != room for budget, room in rooms.items()):
+        note = (
+            "The baselines send at most "
+            + ", ".join(f"{room:,}" for room in rooms.values())
+            + " tokens: the room registre's policy leaves beside its output reserve.\n"
+        )
     if suite == "locomo":
         out.append("# LoCoMo: the context of the call that answers each question\n")
         convs = results["conversations"]
@@ -87,6 +95,8 @@ def render_real_report(results: Mapping[str, Any]) -> str:
             f"{sum(c['questions'] for c in convs)} questions per budget; counter "
             f"`{results['counter']}`; {results['seconds']:.0f} s.\n"
         )
+        if note:
+            out.append(note)
         groups = ["all", *sorted({r["group"] for r in rows} - {"all"})]
         for score in ("evidence", "answer", "fill"):
             out.append(f"## {_TITLES[score]}\n")
@@ -123,6 +133,8 @@ def render_real_report(results: Mapping[str, Any]) -> str:
                 f"{item['policy_sentences']} policy sentences"
             )
         out.append(f"\nCounter `{results['counter']}`; {results['seconds']:.0f} s.\n")
+        if note:
+            out.append(note)
         kinds = ["all", *sorted({r["kind"] for r in rows} - {"all"})]
         out.append(f"## {_TITLES['probes']}\n")
         out.extend(_table(rows, methods, "probes", "kind", ["all"]))

@@ -34,7 +34,12 @@ from registre.bench.real.probes import (
     policy_sentences,
     reused,
 )
-from registre.bench.real.replay import LedgerReplay, scratch_dir
+from registre.bench.real.replay import (
+    LedgerReplay,
+    baseline_rooms,
+    output_reserve,
+    scratch_dir,
+)
 from registre.bench.real.tally import Tallies
 from registre.bench.real.text import normalize
 from registre.context import Policy, TokenCounter, default_counter, entry_text
@@ -53,12 +58,15 @@ _ASSISTANT_KINDS: Final = frozenset(("tool.call",))
 class TranscriptConfig:
     """``budgets`` in tokens; ``fmt``: the transcripts' format (``auto``: detected);
     ``counter``: the token counter (default: registre's); ``show``: write registre's context
-    at the last call of each transcript at each budget into the work directory."""
+    at the last call of each transcript at each budget into the work directory;
+    ``baselines_full``: give the baselines the whole budget rather than the room registre's
+    policy leaves beside its output reserve (:func:`~registre.bench.real.replay.output_reserve`)."""
 
     budgets: tuple[int, ...] = (4000, 8000, 16000)
     fmt: str = "auto"
     counter: TokenCounter = field(default_factory=default_counter)
     show: bool = True
+    baselines_full: bool = False
 
 
 def load_entries(path: Path, fmt: str = "auto") -> tuple[str, list[ImportedEntry]]:
@@ -137,6 +145,7 @@ def run_transcripts(
                     signer,
                     path.name,
                     (probes, calls, per),
+                    config.baselines_full,
                 )
             if config.show and last is not None:
                 name = f"context-transcript-{path.stem}-{budget}.txt"
@@ -168,6 +177,7 @@ def run_transcripts(
         "methods": [REGISTRE, *BASELINES],
         "budgets": list(config.budgets),
         "counter": config.counter.name,
+        "baseline_room": baseline_rooms(config.budgets, config.baselines_full),
         "transcripts": described,
         "rows": sorted(rows, key=lambda r: (r["budget"], order.index(r["kind"]))),
         "per_transcript": [
@@ -243,10 +253,13 @@ def _run_one(
     signer: Signer,
     name: str,
     tallies: tuple[Tallies, Tallies, Tallies],
+    full: bool,
 ) -> tuple[int, int, str | None]:
     """Replay one transcript at ``budget``: how many probes and policy sentences it has, and
     registre's context at its last call."""
-    transcript = Transcript(counter, budget, Policy(budget_tokens=budget))
+    policy_of_budget = Policy(budget_tokens=budget)
+    room = budget if full else budget - output_reserve(policy_of_budget)
+    transcript = Transcript(counter, room, policy_of_budget)
     history = _History()
     starts = {first: number for number, (first, _stop) in enumerate(steps)}
     outputs = [

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
+from registre.bench.real import locomo_run as locomo_module
+from registre.bench.real import replay as replay_module
 from registre.bench.real.compare import render_comparison
 from registre.bench.real.locomo import load_locomo
 from registre.bench.real.locomo_run import LocomoConfig, run_locomo
 from registre.bench.real.outputs import write_real_outputs
+from registre.bench.real.replay import baseline_rooms, output_reserve
+from registre.bench.real.report import render_real_report
 from registre.bench.real.transcript_run import (
     TranscriptConfig,
     load_entries,
     run_transcripts,
     steps_of,
 )
-from registre.context import RecentTurnsOverBudgetError
+from registre.context import Policy, RecentTurnsOverBudgetError
 from registre.ledger import Thread
 from tests.bench.real.fixtures import agent_transcript, locomo_sample, write_json
 
@@ -146,3 +151,30 @@ def test_old_beside_new(locomo: dict[str, Any], agent: dict[str, Any]) -> None:
     other["conversations"][0]["questions"] = 1
     with pytest.raises(ValueError, match="different conversations"):
         render_comparison(locomo, other)
+
+
+class _Reserving(Policy):
+    """A policy as a later registre may give: with room kept for the model's answer."""
+
+    @property
+    def output_reserve(self) -> int:
+        return self.budget_tokens // 8
+
+
+def test_baselines_get_the_room_registre_leaves_for_the_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = Policy(budget_tokens=8000)
+    assert output_reserve(plain) == getattr(plain, "output_reserve", 0)
+    assert output_reserve(_Reserving(budget_tokens=8000)) == 1000
+    assert output_reserve(cast(Policy, SimpleNamespace(budget_tokens=10, output_reserve=10))) == 0
+    monkeypatch.setattr(replay_module, "Policy", _Reserving)
+    monkeypatch.setattr(locomo_module, "Policy", _Reserving)
+    assert baseline_rooms((4000, 8000), False) == {"4000": 3500, "8000": 7000}
+    assert baseline_rooms((4000,), True) == {"4000": 4000}
+    conversations = load_locomo(write_json(tmp_path / "tiny.json", locomo_sample()))
+    results = run_locomo(conversations, LocomoConfig(budgets=(800,)), tmp_path / "out")
+    assert results["baseline_room"] == {"800": 700}
+    for method in ("truncation", "masking", "rolling", "bm25"):
+        assert _row(results, 800, method)["fill"] <= 700 / 800
+    assert "The baselines send at most 700 tokens" in render_real_report(results)
