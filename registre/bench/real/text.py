@@ -9,7 +9,7 @@ by the same rule:
   digits (apostrophes inside a word kept), minus :data:`STOPWORDS`;
 * :func:`turn_present` -- an evidence turn is in a context when its text appears verbatim
   (whitespace-normalized) in one message, or when one line of the context both points at its
-  seq (``seq 12``, ``seqs 10-14``, ``(seq 3, 7)``) and holds at least
+  seq (``seq 12``, ``seqs 10-14``, ``(seq 3, 7)``, ``[entry 12, user]``) and holds at least
   :data:`EXCERPT_COVERAGE` of its distinct content words;
 * :func:`answer_share` -- the share of the gold answer's distinct content words that occur as
   words of the context.
@@ -53,7 +53,9 @@ STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SPACE: Final = re.compile(r"\s+")
 _SEQ_REF: Final = re.compile(
-    r"\bseqs?\s*[:#]?\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*)", re.IGNORECASE
+    r"\bseqs?\s*[:#]?\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*)"
+    r"|\bentry\s*[:#]?\s*(\d+)\b",
+    re.IGNORECASE,
 )
 _SEQ_PART: Final = re.compile(r"(\d+)(?:\s*[-–]\s*(\d+))?")
 
@@ -74,10 +76,11 @@ def normalize(text: str) -> str:
 
 
 def seq_refs(line: str) -> frozenset[int]:
-    """The seqs a line points at: ``seq N``, ``seqs N-M``, ``seq N, M`` (ranges inclusive)."""
+    """The seqs a line points at: ``seq N``, ``seqs N-M``, ``seq N, M`` (ranges inclusive),
+    ``entry N`` (one entry; ``entries N-M`` is a range header, not a pointer)."""
     found: set[int] = set()
     for match in _SEQ_REF.finditer(line):
-        for part in _SEQ_PART.finditer(match.group(1)):
+        for part in _SEQ_PART.finditer(match.group(1) or match.group(2)):
             first = int(part.group(1))
             last = int(part.group(2)) if part.group(2) else first
             if last - first <= 10_000:

@@ -60,6 +60,8 @@ def test_seq_refs() -> None:
     assert seq_refs("segments reconcile (seq 61-63)") == {61, 62, 63}
     assert seq_refs("seqs 3, 7–8 and nothing else 99") == {3, 7, 8}
     assert seq_refs("no pointer 12") == frozenset()
+    assert seq_refs("[entry 28, user] text") == {28}
+    assert seq_refs("[summary of ledger entries 0-467]") == frozenset()  # a header
 
 
 def test_answer_share() -> None:
