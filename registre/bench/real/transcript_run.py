@@ -268,7 +268,6 @@ def _run_one(
         )
         for first, stop in steps
     ]
-    prompts: list[str] = []
     policy: list[str] = []
     total = 0
     last: str | None = None
@@ -306,13 +305,11 @@ def _run_one(
                 seq = replay.append(entry.kind, entry.body, entry.actor)
                 transcript.add(seq, entry.kind, entry.body)
                 history.add(index, entry)
-                if entry.kind == "turn":
-                    role = entry.body.get("role")
-                    if role == "system" and not latest_user and not history.errors:
-                        prompts.append(str(entry.body.get("text", "")))
-                        policy = policy_sentences(prompts)
-                    elif role == "user":
-                        latest_user = str(entry.body.get("text", ""))
+                if transcript.system and len(transcript.messages) == transcript.system:
+                    prompt = transcript.messages[: transcript.system]  # the leading system turns
+                    policy = policy_sentences(message.content for message in prompt)
+                if entry.kind == "turn" and entry.body.get("role") == "user":
+                    latest_user = str(entry.body.get("text", ""))
     finally:
         transcript.close()
     return total, len(policy), last
