@@ -178,3 +178,12 @@ def test_baselines_get_the_room_registre_leaves_for_the_answer(
     for method in ("truncation", "masking", "rolling", "bm25"):
         assert _row(results, 800, method)["fill"] <= 700 / 800
     assert "The baselines send at most 700 tokens" in render_real_report(results)
+
+
+def test_the_package_face_is_lazy_and_complete() -> None:
+    import registre.bench.real as face
+
+    for name in face.__all__:
+        assert callable(getattr(face, name)), name
+    with pytest.raises(AttributeError):
+        _ = face.nothing_here
