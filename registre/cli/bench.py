@@ -1,4 +1,9 @@
-"""`registre bench`: long synthetic investigations through the real ledger, measured.
+"""`registre bench`: long synthetic investigations through the real ledger, measured; or, with
+``--suite locomo PATH`` / ``--transcripts FILE...``, the working context on data the user
+brings (``registre.bench.real``: LoCoMo conversations, agent transcripts), registre beside
+truncation, observation masking, the rolling summary and BM25 retrieval alone; it writes
+``report-SUITE.md`` and ``results-SUITE.json`` into ``--out`` (``--json``: the results on
+standard output).
 
 For each size and budget it records one investigation (``registre.bench.investigation``) on a fresh
 embedded SQLite ledger in ``--out`` (or on the database ``--db`` names), projecting the
@@ -14,6 +19,7 @@ runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -25,6 +31,8 @@ MAX_SIZE = 2_000_000
 """The largest investigation bench records (entries): a few GB of memory and database."""
 MAX_BUDGET = 10_000_000
 """The largest context budget bench accepts (tokens)."""
+SYNTHETIC_BUDGETS = "8k,32k,128k"
+REAL_BUDGETS = "4k,8k,16k"
 
 
 def _quantities(text: str, what: str, option: str, limit: int) -> tuple[int, ...]:
@@ -61,6 +69,48 @@ def _refuse_used_database(url: str) -> None:
 
 
 @click.command("bench")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=True, path_type=Path))
+@click.option(
+    "--suite",
+    type=click.Choice(["locomo"]),
+    default=None,
+    help="A public benchmark on data you bring: locomo PATH (locomo10.json, a sample, the zip, "
+    "or a directory of per-conversation files).",
+)
+@click.option(
+    "--transcripts",
+    is_flag=True,
+    help="Replay each transcript PATH (any format `registre import` reads) as an agent loop "
+    "and score the probes the agent reuses.",
+)
+@click.option(
+    "--questions",
+    type=click.IntRange(min=1, max=10_000),
+    default=30,
+    show_default=True,
+    help="--suite locomo: questions per conversation (categories 1-4).",
+)
+@click.option(
+    "--conversations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="--suite locomo: only the first N conversations.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    help="--transcripts: the transcripts' format (auto: detected).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Real-data suites: print the results JSON.")
+@click.option(
+    "--baselines-full-budget",
+    "baselines_full",
+    is_flag=True,
+    help="Real-data suites: give the baselines the whole budget, not the room registre's "
+    "policy leaves beside its output reserve.",
+)
 @click.option(
     "--sizes",
     default="1e3,1e4",
@@ -70,9 +120,9 @@ def _refuse_used_database(url: str) -> None:
 )
 @click.option(
     "--budgets",
-    default="8k,32k,128k",
-    show_default=True,
-    help=f"Context budgets in tokens, comma separated (k = 1000; at most {MAX_BUDGET:,}).",
+    default=None,
+    help=f"Context budgets in tokens, comma separated (k = 1000; at most {MAX_BUDGET:,}); "
+    f"default {SYNTHETIC_BUDGETS} (synthetic), {REAL_BUDGETS} (--suite, --transcripts).",
 )
 @click.option(
     "--summarizer",
@@ -127,8 +177,16 @@ def _refuse_used_database(url: str) -> None:
     help="Entries per measure of appends beside raw durable transactions (0: not measured).",
 )
 def bench_command(
+    paths: tuple[Path, ...],
+    suite: str | None,
+    transcripts: bool,
+    questions: int,
+    conversations: int | None,
+    fmt: str,
+    as_json: bool,
+    baselines_full: bool,
     sizes: str,
-    budgets: str,
+    budgets: str | None,
     summarizer: str,
     db: str | None,
     out: Path,
@@ -139,7 +197,13 @@ def bench_command(
     jobs: int,
     raw_appends: int,
 ) -> None:
-    """Benchmark registre on long synthetic investigations; write a report and plots."""
+    """Benchmark registre on long synthetic investigations, or on data you bring (--suite
+    locomo PATH, --transcripts FILE...); write a report."""
+    if suite is not None or transcripts or paths:
+        real = _RealOptions(questions, conversations, fmt, as_json, baselines_full)
+        _real(paths, suite, transcripts, real, budgets, out)
+        return
+    budgets = budgets or SYNTHETIC_BUDGETS
     from registre.bench.investigation import MIN_ENTRIES
     from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
 
@@ -179,7 +243,73 @@ def bench_command(
 
         results = run_bench(config, advance)
         bar.update(pending)
-    paths = write_outputs(results, out)
+    written = write_outputs(results, out)
     click.echo(f"{len(results['runs'])} run(s) in {results['seconds']:.0f} s")
-    for name, path in paths.items():
+    for name, path in written.items():
         click.echo(f"  {name:>8}: {path}")
+
+
+@dataclass(frozen=True)
+class _RealOptions:
+    questions: int
+    conversations: int | None
+    fmt: str
+    as_json: bool
+    baselines_full: bool
+
+
+def _real(
+    paths: tuple[Path, ...],
+    suite: str | None,
+    transcripts: bool,
+    options: _RealOptions,
+    budgets: str | None,
+    out: Path,
+) -> None:
+    """``--suite locomo PATH...`` or ``--transcripts FILE...`` (module docstring)."""
+    import json
+
+    from registre.bench.real.locomo import load_locomo
+    from registre.bench.real.locomo_run import LocomoConfig, run_locomo
+    from registre.bench.real.outputs import write_real_outputs
+    from registre.bench.real.transcript_run import TranscriptConfig, run_transcripts
+
+    if suite is not None and transcripts:
+        raise click.UsageError("give --suite locomo PATH or --transcripts FILE..., not both")
+    if suite is None and not transcripts:
+        raise click.UsageError("PATH given without --suite locomo or --transcripts")
+    if not paths:
+        what = "the LoCoMo file or folder" if suite else "at least one transcript file"
+        raise click.UsageError(f"give {what} after the options")
+    budget_list = _quantities(budgets or REAL_BUDGETS, "budget", "--budgets", MAX_BUDGET)
+
+    def progress(text: str) -> None:
+        click.echo(f"  {text}", err=True)
+
+    if suite == "locomo":
+        found = [conversation for path in paths for conversation in load_locomo(path)]
+        config = LocomoConfig(
+            budget_list,
+            options.questions,
+            options.conversations,
+            baselines_full=options.baselines_full,
+        )
+        results = run_locomo(found, config, out, progress)
+    else:
+        fmt = options.fmt
+        if fmt != "auto":
+            from registre.importers import FORMAT_NAMES
+
+            if fmt not in FORMAT_NAMES:
+                raise click.BadParameter(
+                    f"expected auto or one of {', '.join(FORMAT_NAMES)}", param_hint="--format"
+                )
+        tconfig = TranscriptConfig(budget_list, fmt, baselines_full=options.baselines_full)
+        results = run_transcripts(paths, tconfig, out, progress)
+    written = write_real_outputs(results, out)
+    if options.as_json:
+        click.echo(json.dumps(results, indent=1, ensure_ascii=False))
+        return
+    click.echo(written["report"].read_text(encoding="utf-8"))
+    for name, path in written.items():
+        click.echo(f"  {name:>8}: {path}", err=True)
