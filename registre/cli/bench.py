@@ -203,7 +203,7 @@ def bench_command(
         real = _RealOptions(questions, conversations, fmt, as_json, baselines_full)
         _real(paths, suite, transcripts, real, budgets, out)
         return
-    budgets = budgets or SYNTHETIC_BUDGETS
+    budgets = SYNTHETIC_BUDGETS if budgets is None else budgets
     from registre.bench.investigation import MIN_ENTRIES
     from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
 
@@ -281,7 +281,9 @@ def _real(
     if not paths:
         what = "the LoCoMo file or folder" if suite else "at least one transcript file"
         raise click.UsageError(f"give {what} after the options")
-    budget_list = _quantities(budgets or REAL_BUDGETS, "budget", "--budgets", MAX_BUDGET)
+    budget_list = _quantities(
+        REAL_BUDGETS if budgets is None else budgets, "budget", "--budgets", MAX_BUDGET
+    )
 
     def progress(text: str) -> None:
         click.echo(f"  {text}", err=True)
