@@ -34,6 +34,7 @@ from registre.attest.body_fields import (
     name,
     one_of,
     policy,
+    recalls,
     seqs,
     sha256_hex,
     source,
@@ -217,6 +218,7 @@ SCHEMAS: dict[str, Check] = {
         _Field("token_counter", name),
         _Field("shape", one_of(*PROVIDER_SHAPES), required=False),
         _Field("lifecycle_block", block_version, required=False),
+        _Field("recalled", recalls, required=False),
     ),
 }
 """The check of the body of each kind registre defines itself (lifecycle kinds aside)."""

@@ -11,7 +11,8 @@ Inside one write transaction, :func:`append_entries`
    the first append to a thread written before the field existed -- recomputed from its stored
    lifecycle entries), appends its leaf hash to the frontier and
    collects the subtrees that completed;
-3. inserts the entries, the completed subtree hashes from
+3. inserts the entries, their full-text index rows (:mod:`registre.ledger.store.search`),
+   the completed subtree hashes from
    :data:`~registre.ledger.store.schema.LOWEST_STORED_LEVEL` up (lower ones are computed from
    the entries' ``leaf_hash`` when read), and moves the head (size, root, frontier) -- only
    if it is still at the size read in step 1.
@@ -52,6 +53,7 @@ from registre.ledger.store.published import (
     read_published_head,
 )
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
+from registre.ledger.store.search import index_entries
 
 __all__ = [
     "AppendItem",
@@ -357,6 +359,7 @@ def append_entries(
     cursor = conn.connection.cursor()
     try:
         _insert_rows(cursor, sql, conn.dialect.name, thread, entries, batch.subtrees)
+        index_entries(cursor, conn.dialect.name, thread, entries)
         frontier_blob = b"".join(frontier.hashes())
         cursor.execute(sql["move_head"], (frontier.size, root, frontier_blob, thread, old_size))
         if cursor.rowcount != 1:

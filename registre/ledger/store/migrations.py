@@ -25,6 +25,7 @@ from registre.ledger.store.derived import DERIVED_TABLES, LIFECYCLE_ENTRY_INDEX
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, rebuild_thread
 from registre.ledger.store.row_checks import row_check_ddl
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, SCHEMA_VERSION, metadata, tables
+from registre.ledger.store.search import rebuild_search
 from registre.ledger.store.triggers import (
     trigger_ddl,
     upgrade_checkpoint_triggers_ddl,
@@ -35,6 +36,7 @@ __all__ = [
     "MIGRATIONS",
     "add_context_snapshots",
     "add_lifecycle_tables",
+    "add_search_index",
     "bind_thread_keys",
     "drop_low_subtrees",
 ]
@@ -200,6 +202,13 @@ def _require_stored_levels(conn: Connection) -> None:
             conn.exec_driver_sql(statement.replace(" NOT VALID", ""))
 
 
+def add_search_index(conn: Connection) -> str:
+    """Schema version 6 -> 7: the full-text index over the entries' texts
+    (:mod:`registre.ledger.store.search`), built from every thread's entries."""
+    count = rebuild_search(conn)
+    return f"full-text index of the entries' texts; {count} entries indexed"
+
+
 def _signing_key_id(leaf: object) -> str | None:
     try:
         key = json.loads(bytes(leaf))["entry"]["key"]  # type: ignore[call-overload]
@@ -214,4 +223,5 @@ MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     3: add_context_snapshots,  # derived context snapshots, filled from the entries
     4: bind_thread_keys,  # thread keys, snapshot seals, row checks
     5: drop_low_subtrees,  # hashes below level 4 computed from the entries' leaf hashes
+    6: add_search_index,  # the full-text index of the entries' texts, built from them
 }
