@@ -111,7 +111,7 @@ def test_upgrade_from_version_5_drops_low_rows(
     with Ledger.open(db_url, signer) as upgraded:
         assert _levels(upgraded) == {4: 2, 5: 1}
         assert _index_definition(upgraded) == new_index
-        assert _versions(upgraded)[-1] == (
+        assert _versions(upgraded)[-2] == (
             6,
             f"subtree rows below level 4 removed (computed from the entries' leaf hashes); "
             f"{low} row(s); lifecycle entry index predicate as equalities",
