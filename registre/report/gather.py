@@ -33,7 +33,7 @@ from registre.attest.entry import Entry, open_entry
 from registre.attest.errors import RegistreError
 from registre.attest.projection import claims_block, rebuild_projection
 from registre.attest.verifier import TrustPolicy, verify_bundle
-from registre.attest.verify_context import ContextReplay
+from registre.attest.verify_context import BundleEntries, ContextReplay
 from registre.attest.verify_report import VerifyReport, report_of
 from registre.attest.verify_semantics import ModelCall, SemanticHooks
 from registre.context import TokenCounter
@@ -110,7 +110,8 @@ class _RecordingReplay(ContextReplay):
         lifecycle = None
         if claims_block(call.body):
             lifecycle = call.lifecycle if call.lifecycle is not None else replay_lifecycle(call)
-        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle)
+        entries = BundleEntries(call.prefix)
+        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle, entries)
         self.contexts[call.seq] = _context_of(call, projection)
 
 
