@@ -16,7 +16,7 @@ from registre.ledger.context.store import rebuild_context
 from registre.ledger.errors import ForeignThreadError, ThreadKeyError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_cache import fold_cache
-from registre.ledger.store.context_snapshots import seal_message
+from registre.ledger.store.context_snapshots import entry_leaf_hash, seal_message
 from registre.ledger.store.published import DatabaseBehindError
 from registre.ledger.store.row_checks import CHECK_MARK
 from registre.ledger.thread import Thread
@@ -95,7 +95,11 @@ def test_context_snapshot_edited_under_a_seal_that_does_not_verify_fail(
     assert POISON in poisoned
     if seal != "kept":
         impostor = Signer.generate(ledger.require_signer().name)
-        message = seal_message(thread.id, last, boundary, poisoned)
+        with ledger.engine.connect() as conn:
+            leaf_hash = entry_leaf_hash(conn, thread.id, last)
+        assert leaf_hash is not None
+        origin = f"{ledger.require_signer().name}/{thread.id}"
+        message = seal_message(origin, last, boundary, leaf_hash, poisoned)
         forged = base64.b64encode(impostor.sign(message)).decode("ascii")
         execute(ledger.engine, f"UPDATE context_snapshot SET seal = '{forged}' WHERE seq = {last}")
     fold_cache().clear()  # as a new process
