@@ -48,10 +48,10 @@ is folded without mention. Lines are written section by section in
 :data:`~registre.context.model.SECTIONS` order, task lines first, then oldest
 first. Deterministic: equal items and plans give equal summaries.
 
-**Where.** :mod:`~registre.context.extractive_reader` reads the items into
-candidate lines, :mod:`~registre.context.extractive_options` writes their options,
-:mod:`~registre.context.extractive_lines` holds the candidates and their ranks,
-and :mod:`~registre.context.extractive_budget` fits them to the allowance.
+**Where.** :mod:`~registre.context.extractive.reader` reads the items into
+candidate lines, :mod:`~registre.context.extractive.options` writes their options,
+:mod:`~registre.context.extractive.lines` holds the candidates and their ranks,
+and :mod:`~registre.context.extractive.budget` fits them to the allowance.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from registre.context.compaction import CompactionPlan, FoldItem
-from registre.context.extractive_budget import fit_lines
-from registre.context.extractive_reader import CandidateReader
+from registre.context.extractive.budget import fit_lines
+from registre.context.extractive.reader import CandidateReader
 from registre.context.model import Summary
 
 __all__ = ["ExtractiveSummarizer"]

@@ -31,7 +31,7 @@ from registre.context.excerpt import (
     render,
     sentences,
 )
-from registre.context.extractive_lines import (
+from registre.context.extractive.lines import (
     MEMO_SIZE,
     OTHER,
     SECTION_LABELS,
@@ -42,7 +42,7 @@ from registre.context.extractive_lines import (
     demote,
     line_rank,
 )
-from registre.context.extractive_options import aggregate_candidates, quote_options
+from registre.context.extractive.options import aggregate_candidates, quote_options
 from registre.context.model import SECTIONS, coalesce
 from registre.context.toolcalls import ToolPair, digest_tool_group, tool_name
 
