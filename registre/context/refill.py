@@ -10,7 +10,7 @@ projection ends with the lifecycle block, the block's share.
 
 The refill is cut in **blocks**, fixed at the compaction: walking back from the boundary,
 a block ends at the first *safe start* (an entry that is not a tool result, with no tool
-result from it on answering a call before it) where it holds at least a tenth of the window
+result from it on answering a call before it) where it holds at least a fifth of the window
 (:data:`REFILL_BLOCK_PERMILLE`); the oldest entries form a last, smaller block from the
 oldest safe start. A projection shows the largest number of whole blocks, newest first,
 that fit the room. So between compactions the refill changes only when the tail has grown
@@ -40,7 +40,7 @@ from registre.context.tokens import TokenCounter
 
 __all__ = ["REFILL_BLOCK_PERMILLE", "RefillPlan", "refill_plan", "refill_room"]
 
-REFILL_BLOCK_PERMILLE: Final = 100
+REFILL_BLOCK_PERMILLE: Final = 200
 """A refill block holds at least this share of the window (budget less output reserve)."""
 
 

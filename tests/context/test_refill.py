@@ -102,6 +102,11 @@ def test_refilled_entries_are_verbatim_in_the_manifest() -> None:
     policy = Policy(budget_tokens=4000)
     builder, _seen = _long_thread(policy, turns=300)
     projection = project(builder.state, 4000, policy, builder.counter)
+    for number in range(200):  # to a call that shows a refill (most do)
+        if projection.refill_tokens:
+            break
+        builder.turn("user", f"One more question, number {number}, about day {number}.")
+        projection = project(builder.state, 4000, policy, builder.counter)
     assert projection.refill_tokens > 0
     refilled = [
         seq

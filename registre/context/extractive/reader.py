@@ -32,6 +32,7 @@ from registre.context.excerpt import (
 )
 from registre.context.extractive.lines import (
     FACT,
+    KEY,
     MEMO_SIZE,
     OTHER,
     SECTION_LABELS,
@@ -43,7 +44,13 @@ from registre.context.extractive.lines import (
     line_rank,
 )
 from registre.context.extractive.options import aggregate_candidates, quote_options
-from registre.context.extractive.salience import Salience, is_phatic, novelty_order, terms
+from registre.context.extractive.salience import (
+    Salience,
+    is_directive,
+    is_phatic,
+    novelty_order,
+    terms,
+)
 from registre.context.model import SECTIONS, coalesce
 from registre.context.toolcalls import ToolPair, digest_tool_group, tool_name
 
@@ -158,6 +165,8 @@ class CandidateReader:
             return
         elif "?" in text[: (sentences(text) or [(0, len(text))])[0][1]]:
             self._single("open_threads", f"{plain(role)} asked: ", text, item, rank=FACT)
+        elif role != "assistant" and is_directive(text):  # a standing rule: still in force
+            self._single("decisions", f"{plain(role)}: ", text, item, rank=KEY)
         else:
             rank = min(FACT, line_rank("findings", text))
             self._single("findings", f"{plain(role)}: ", text, item, rank=rank)

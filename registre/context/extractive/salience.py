@@ -14,6 +14,10 @@ thread itself and nothing about its domain:
 * **novelty**: :func:`novelty_order` takes lines greedily by the weight of the terms no
   line before them has said, so the summary does not say the same thing twice.
 
+**Directives** (:func:`is_directive`): a user or system turn stating a standing rule
+(``from now on``, ``always``, ``never``, ``must``, ``do not``, ``make sure``) ranks with
+the decisions: a later step must still obey it.
+
 **Phatic** texts (:func:`is_phatic`) carry nothing a later step needs -- "Thanks!",
 "Hello!", "Sure!", "1.", "[Request interrupted by user]" -- and never become a line.
 
@@ -35,6 +39,7 @@ from typing import Final
 
 __all__ = [
     "Salience",
+    "is_directive",
     "is_phatic",
     "novelty_order",
     "template",
@@ -307,6 +312,20 @@ def is_phatic(text: str) -> bool:
     if len(words) > 5 or any(_SPECIFIC.search(token) for token in _TOKEN.findall(body)):
         return False
     return len(_content(body)) <= 1
+
+
+_DIRECTIVE: Final = re.compile(
+    r"\b(?:from now on|going forward|from here on|always|never|must|must not|do not|don't|"
+    r"make sure|be sure to|remember to|every time|whenever|should not|shouldn't)\b",
+    re.IGNORECASE,
+)
+
+
+def is_directive(text: str) -> bool:
+    """Whether ``text`` states a standing rule for what follows (``from now on``,
+    ``always``, ``never``, ``must``, ``do not``, ``make sure``, ...): a directive a later
+    step must still obey, whatever the domain."""
+    return _DIRECTIVE.search(text) is not None
 
 
 def template(text: str) -> str:

@@ -10,7 +10,10 @@ one cut at a word boundary):
   ``decisions``, ``task: …`` (whole, else its opening sentences, as far as three fifths of
   the allowance go);
 * the other turns, whoever spoke: ``findings`` ``user: …`` / ``assistant: …`` /
-  ``system: …``, or ``open_threads`` ``user asked: …`` when the first sentence asks;
+  ``system: …``, or ``open_threads`` ``user asked: …`` when the first sentence asks, or
+  ``decisions`` ``user: …`` for a user or system turn stating a standing rule
+  (:func:`~registre.context.extractive.salience.is_directive`: ``from now on``,
+  ``always``, ``never``, ``must``, ``do not``, ``make sure`` …);
   *phatic* turns (``Thanks!``, ``Sure!``, ``1.``, ``[Request interrupted by user]``:
   :func:`~registre.context.extractive.salience.is_phatic`) get no line at all;
   ``decision`` entries ``decided: …``;
@@ -43,19 +46,19 @@ theirs (coalesced, never bridged), or, if that does not fit, the newest of them.
 quotes their key sentence whole; then the others in their best option that fits; then the
 first ones get their better options while the allowance lasts. Within a rank the sections
 take turns, most informative first in each. A folded entry whose whole text a live pin
-carries (``plan.pinned``) gets no line. The ranks: task lines; decisions, failed calls,
-exceptional tool results and findings with a failure word (``does not reconcile``); findings
-with a figure and an exception word, figures stated in tool outputs; other findings with a
-figure or an exception word (evidence and conclusions, which the lifecycle state keeps under
-their ids, rank here; so does every other non-phatic turn and question: a turn is ranked by
-what it says, not by who said it); tool aggregates; the rest; other aggregates. Within a
-rank, most informative first (salience), then newer first. A finding about an id superseded
-or retracted in the same summary, and a statement made again later with other figures (the
-same words once its numbers are blanked), rank with the rest. Singles that do not fit are
-gathered into one ``N entries: more … not quoted here`` line per section if that fits; what
-still does not fit is folded without mention. Lines are written section by section in
-:data:`~registre.context.model.SECTIONS` order, task lines first, then oldest first.
-Deterministic: equal items and plans give equal summaries.
+carries (``plan.pinned``) gets no line. The ranks: task lines; standing rules, decisions,
+failed calls, exceptional tool results and findings with a failure word (``does not
+reconcile``); findings with a figure and an exception word, figures stated in tool outputs;
+other findings with a figure or an exception word (evidence and conclusions, which the
+lifecycle state keeps under their ids, rank here; so does every other non-phatic turn and
+question: a turn is ranked by what it says, not by who said it); tool aggregates; the rest;
+other aggregates. Within a rank, most informative first (salience), then newer first. A
+finding about an id superseded or retracted in the same summary, and a statement made again
+later with other figures (the same words once its numbers are blanked), rank with the rest.
+Singles that do not fit are gathered into one ``N entries: more … not quoted here`` line per
+section if that fits; what still does not fit is folded without mention. Lines are written
+section by section in :data:`~registre.context.model.SECTIONS` order, task lines first, then
+oldest first. Deterministic: equal items and plans give equal summaries.
 
 **Where.** :mod:`~registre.context.extractive.reader` reads the items into
 candidate lines, :mod:`~registre.context.extractive.options` writes their options,

@@ -151,3 +151,15 @@ def test_rare_and_specific_terms_weigh_more() -> None:
     weights = salience.weights("the report mentions src/io.py and 42 errors")
     assert weights["src/io.py"] > weights["report"]
     assert weights["42"] > weights["report"]
+
+
+def test_a_standing_rule_outranks_chatter_whoever_wrote_the_rest() -> None:
+    turns = [("user", "Audit the loan tape.")]
+    for number in range(120):
+        turns.append(("assistant", f"Segment S{number} holds {number * 11} loans, checked."))
+        if number == 5:
+            turns.append(("user", "From now on, leave Retail loans under EUR 2.5m out of totals."))
+    builder = _conversation(turns, Policy(budget_tokens=900, keep_recent_turns=2))
+    lines = _summary(builder)
+    rule = [line for line in lines if "From now on" in line[1]]
+    assert rule and rule[0][0] == "decisions" and rule[0][1].startswith("user: “From now on")
