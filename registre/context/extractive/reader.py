@@ -138,6 +138,8 @@ class CandidateReader:
         rank: int | None = None,
     ) -> None:
         options = quote_options(prefix, text, ((item.seq, item.seq),), escape=escape)
+        if item.kind == "turn":  # a form quoting only a courtesy ("Thanks, Mel!") says nothing
+            options = tuple(option for option in options if not _phatic_quote(option.text))
         self._add(section, options, ids, rank)
 
     def _add(
@@ -242,6 +244,12 @@ class CandidateReader:
         else:
             options = [Option(text, item.pointers) for text in _older_texts(item.text)]
             self._add(section, options)
+
+
+def _phatic_quote(text: str) -> bool:
+    """Whether the quotes of a line's ``text`` are phatic together (or it has none)."""
+    quoted = " ".join(piece for mark, piece in split_segments(text) if mark)
+    return is_phatic(quoted)
 
 
 def _merge_duplicates(singles: list[Candidate]) -> list[Candidate]:

@@ -163,3 +163,20 @@ def test_a_standing_rule_outranks_chatter_whoever_wrote_the_rest() -> None:
     lines = _summary(builder)
     rule = [line for line in lines if "From now on" in line[1]]
     assert rule and rule[0][0] == "decisions" and rule[0][1].startswith("user: “From now on")
+
+
+def test_a_line_never_quotes_only_the_courtesy_of_a_longer_turn() -> None:
+    turns = [("user", "Tell me about the garden.")]
+    for number in range(60):
+        turns.append(
+            (
+                "assistant",
+                f"Mel: Thanks, Caroline! Plot {number} grows {number + 2} kinds of tomatoes "
+                f"this year, and the {number}th bed floods after rain.",
+            )
+        )
+        turns.append(("user", f"Caroline: Wow! What about bed {number}?"))
+    builder = _conversation(turns, Policy(budget_tokens=900, keep_recent_turns=2))
+    for _section, text, _pointers in _summary(builder):
+        spans = quoted_spans(text)
+        assert not spans or not is_phatic(" ".join(spans)), text
