@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from registre.attest.bodies import validate_body
+from registre.attest.entries import validate_body
 from registre.context import (
     ContextState,
     PinsOverBudgetError,
