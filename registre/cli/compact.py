@@ -14,7 +14,6 @@ parameters (``specs/context.md`` section 5.1; a line ``seq N\tpin\t...`` each), 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -74,7 +73,7 @@ def compact_command(
             state = thread.context_state()
     if entry is None:
         tokens = context_tokens(state, default_counter())
-        mark = replace(policy, budget_tokens=budget).high_water_tokens
+        mark = policy.with_budget(budget).compact_above_tokens
         why = (
             f"not above the high-water mark of {mark}"
             if tokens <= mark

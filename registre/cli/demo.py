@@ -208,13 +208,16 @@ def _replayed(run: dict[str, Any], thread: Thread) -> None:
 
 
 def _expanded(run: dict[str, Any], thread: Thread, signer: Signer) -> None:
-    seqs = run["compaction"]["seqs"]
-    compaction = thread.entry(seqs[-1]) if seqs else None
-    pointers = [
-        line["pointers"][0][0]
-        for line in (compaction.body.get("summary") or [] if compaction is not None else [])
-        if line.get("pointers")
-    ]
+    compaction, pointers = None, []
+    for seq in reversed(run["compaction"]["seqs"]):  # the latest compaction with a summary
+        compaction = thread.entry(seq)
+        pointers = [
+            line["pointers"][0][0]
+            for line in compaction.body.get("summary") or []
+            if line.get("pointers")
+        ]
+        if pointers:
+            break
     if compaction is None or not pointers:
         _step(5, "no summary pointer to expand: the context never needed compacting "
                  "(lower --budget or raise --entries to see one)")  # fmt: skip

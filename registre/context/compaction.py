@@ -36,7 +36,9 @@ shown head and tail only (:func:`~registre.context.render.elided_message`),
 biggest first, each the biggest elision (cut at line, else word, boundaries) with which the
 context fits the budget.
 
-If the live pins alone exceed the budget it raises
+For a version 2 policy "the budget" of the tiers is the window, the budget less the output
+reserve (``Policy.window_tokens``): the reply keeps its room. If the live pins alone exceed
+the budget it raises
 :class:`~registre.context.errors.PinsOverBudgetError`; if even the fourth tier
 cannot fit the budget (the recent turns are too big at their smallest)
 :class:`~registre.context.errors.RecentTurnsOverBudgetError`; both say by how many
@@ -103,19 +105,20 @@ def plan_compaction(
     state is not changed. O(tail + live summaries), plus O(log(size) x size) per latest
     output elided."""
     before = context_tokens(state, counter)
-    if before <= policy.high_water_tokens:
+    if before <= policy.compact_above_tokens:
         return None
-    budget = policy.budget_tokens
     pins = live_pin_tokens(state, counter)
-    if pins > budget:
+    if pins > policy.budget_tokens:
         raise PinsOverBudgetError(
-            f"the live pins alone take {pins} tokens, {pins - budget} over the budget of "
-            f"{budget}; unpin something or raise the budget",
+            f"the live pins alone take {pins} tokens, {pins - policy.budget_tokens} over the "
+            f"budget of {policy.budget_tokens}; unpin something or raise the budget",
             needed=pins,
-            budget=budget,
+            budget=policy.budget_tokens,
         )
+    budget = policy.window_tokens()  # what the context may take: the reply keeps its room
     layout = Layout(state, policy, counter, pins)
-    low, high = policy.low_water_tokens, policy.high_water_tokens
+    high = policy.compact_above_tokens
+    low = min(policy.low_water_tokens, high)
     # 1: a summary with its desired allowance, down to the low-water mark, else the high.
     for target in (low, high):
         choice = layout.tiers(target, before, level=DESIRED)

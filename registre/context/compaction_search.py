@@ -1,7 +1,8 @@
 """The search behind :func:`registre.context.compaction.plan_compaction`: token
 accounting of the context after every candidate compaction (:class:`Layout`), the tiers tried
 against a target (stubs, fold, refold; stand-ins inside the recent turns), and the elision of
-the latest turn's tool outputs to head and tail (``specs/context.md`` section 5). Pure: the
+the recent turns' own words and the latest turn's tool outputs to head and tail
+(``specs/context.md`` section 5). Pure: the
 state searched is never changed.
 """
 
@@ -65,6 +66,10 @@ class Layout:
         stub_tokens: dict[int, int] = {}
         elidable: list[int] = []
         for index, item in enumerate(tail):
+            if item.kind in ("turn", "tool.call") and not item.control:
+                if index >= self.protected and item.text:
+                    elidable.append(index)  # a recent turn's own words: elided, never stubbed
+                continue
             if item.kind != "tool.result" or item.stub_only:
                 continue
             if index < self.protected and item.verbatim_tokens(counter) <= threshold:
@@ -218,7 +223,9 @@ class Layout:
                 break
             item = self.tail[index]
             sizes = _elision_sizes(item, self.tokens[index] - need, self.counter) or (0, 0)
-            tokens = message_tokens(elided_message(item.seq, item.body, *sizes), self.counter)
+            tokens = message_tokens(
+                elided_message(item.seq, item.body, *sizes, item.kind), self.counter
+            )
             if tokens >= self.tokens[index]:
                 continue
             elided.append((index, *sizes))
@@ -237,7 +244,9 @@ class Layout:
         saved = sum(self.recent_savings.values())
         for index in self.elidable:
             item = self.tail[index]
-            smallest = message_tokens(elided_message(item.seq, item.body, 0, 0), self.counter)
+            smallest = message_tokens(
+                elided_message(item.seq, item.body, 0, 0, item.kind), self.counter
+            )
             saved += max(0, self.tokens[index] - smallest)
         return saved
 
@@ -314,7 +323,7 @@ def _elision_sizes(
     content = item.text
 
     def tokens(sizes: tuple[int, int]) -> int:
-        return message_tokens(elided_message(item.seq, item.body, *sizes), counter)
+        return message_tokens(elided_message(item.seq, item.body, *sizes, item.kind), counter)
 
     if tokens((0, 0)) > max_tokens:
         return None

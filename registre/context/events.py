@@ -234,11 +234,11 @@ def _check_tail_rules(
         for seq in seqs:
             if seq - state.boundary >= protected:  # step 5: only for a context over budget
                 before = context_tokens(state, counter) if before is None else before
-                if before <= policy.budget_tokens:
+                if before <= policy.window_tokens():  # the budget less the output reserve
                     raise CompactionFoldsRecentTurnsError(
                         f"{where} {what} entry {seq}, inside the {policy.keep_recent_turns} "
                         f"most recent turns, while the context ({before} tokens) fits the "
-                        f"budget of {policy.budget_tokens}: the recent turns are kept whole "
+                        f"budget of {policy.window_tokens()}: the recent turns are kept whole "
                         "unless they do not fit"
                     )
                 continue

@@ -37,7 +37,7 @@ The pieces the state is made of live in their own modules and are re-exported he
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from registre.context.errors import (
     CompactionElisionError,
@@ -63,15 +63,27 @@ from registre.lifecycle.model import Accepted, PinnedItem, UnpinRequest
 from registre.lifecycle.pins import pin_set_sha256, with_left_out_pin
 from registre.lifecycle.state import LifecycleState
 
+ELIDED_KINDS: Final = frozenset({"turn", "tool.call", "tool.result"})
+"""The kinds a compaction may elide (show head and tail): a turn and a tool call's arguments
+as a tool result (``specs/context.md`` section 7)."""
+
+REFILL_WINDOW: Final = 256
+"""How many entries before the fold boundary the state keeps for a refill
+(``specs/context.md`` section 4.2)."""
+
 # HeaderPin, LiveSummary, SummaryRun, TailItem, protected_start and safe_cuts are re-exported
 # from stable_prefix and tail (see the module docstring).
 __all__ = [
+    "ELIDED_KINDS",
+    "REFILL_WINDOW",
     "ContextState",
     "HeaderPin",
     "LiveSummary",
     "StateCache",
     "SummaryRun",
     "TailItem",
+    "folded_item",
+    "fresh_item",
     "protected_start",
     "safe_cuts",
 ]
@@ -98,6 +110,7 @@ class ContextState:
         "_at",
         "_boundary",
         "_caches",
+        "_folded",
         "_header",
         "_header_seq",
         "_open_calls",
@@ -120,6 +133,7 @@ class ContextState:
         self._open_calls: dict[str, TailItem] = {}
         self._shared_pins = False
         self._caches: dict[str, StateCache] = {}
+        self._folded: tuple[TailItem, ...] = ()
 
     @classmethod
     def replay(cls, entries: Iterable[ContextEntry]) -> ContextState:
@@ -161,6 +175,13 @@ class ContextState:
         """The tail: entries ``boundary..at`` in order (index = seq - boundary)."""
         return self._tail
 
+    @property
+    def folded(self) -> Sequence[TailItem]:
+        """The entries of ``max(0, boundary - REFILL_WINDOW) .. boundary - 1`` as fresh tail
+        items (no stub, no elision), in seq order: what a refill may show again
+        (:mod:`registre.context.refill`). Changes only at a compaction."""
+        return self._folded
+
     def live_pins(self) -> tuple[PinnedItem, ...]:
         """The pins live now, in pin order."""
         return self._pins.live_pins()
@@ -198,6 +219,7 @@ class ContextState:
         other._tail = list(self._tail)
         other._boundary = self._boundary
         other._open_calls = dict(self._open_calls)
+        other._folded = self._folded
         other._caches = {name: cache.copy() for name, cache in self._caches.items()}
         return other
 
@@ -375,10 +397,12 @@ class ContextState:
             remaining.insert(position, LiveSummary.build(record.seq, first, last, record.lines))
             self._summaries = remaining
             if folds_tail:
-                for item in self._tail[: last + 1 - self._boundary]:
+                leaving = self._tail[: last + 1 - self._boundary]
+                for item in leaving:
                     key = _pair_key(item)
                     if key is not None and self._open_calls.get(key) is item:
                         del self._open_calls[key]
+                self._folded = _recently_folded(self._folded, leaving, last + 1)
                 self._tail = list(kept)
                 self._boundary = last + 1
         for item in stub_items:
@@ -387,7 +411,7 @@ class ContextState:
             item.elision = None
         for item, (_seq, head, tail) in zip(elided_items, record.elided, strict=True):
             item = self._replace_item(item)
-            item.elide(elided_message(item.seq, item.body, head, tail))
+            item.elide(elided_message(item.seq, item.body, head, tail, item.kind))
         self._caches.clear()
         self._header = _header(self._pins, self._pin_entry, self._header)
         self._header_seq = record.seq
@@ -432,7 +456,8 @@ class ContextState:
         return items
 
     def _elided_items(self, record: CompactionRecord, kept: Sequence[TailItem]) -> list[TailItem]:
-        """The items ``record`` elides: tool results of the kept tail not shown as a stub
+        """The items ``record`` elides: turns, tool calls and tool results of the kept tail
+        not shown as a stub
         (an elided one may be elided again, the new elision replacing the old), not stubbed
         by the same compaction, and more characters than the elision shows
         (CompactionElisionError otherwise)."""
@@ -445,10 +470,10 @@ class ContextState:
             index = seq - start
             item = kept[index] if 0 <= index < len(kept) else None
             where = f"compaction at seq {record.seq} elides entry {seq}"
-            if item is None or item.kind != "tool.result" or item.stub_only or seq in stubbed:
+            if item is None or item.kind not in ELIDED_KINDS or item.stub_only or seq in stubbed:
                 raise CompactionElisionError(
-                    f"{where}, which is not a tool.result of the tail it keeps, unstubbed "
-                    "(nor one it stubs)"
+                    f"{where}, which is not a turn, tool call or tool result of the tail it "
+                    "keeps, unstubbed (nor one it stubs)"
                 )
             length = len(item.text)
             if head + tail >= length:
@@ -466,7 +491,7 @@ class ContextState:
         for seq, head, last in record.elided:
             if boundary <= seq < boundary + len(tail):
                 item = self._replace_item(tail[seq - boundary])
-                item.elide(elided_message(item.seq, item.body, head, last))
+                item.elide(elided_message(item.seq, item.body, head, last, item.kind))
         for seq in record.stubbed:
             if boundary <= seq < boundary + len(tail):
                 self._replace_item(tail[seq - boundary]).elision = None
@@ -500,6 +525,54 @@ def _header(
             item = HeaderPin(pin, entry_seq, pin_message(pin))
         header.append(item)
     return tuple(header)
+
+
+def _recently_folded(
+    folded: Sequence[TailItem], leaving: Sequence[TailItem], boundary: int
+) -> tuple[TailItem, ...]:
+    """``folded`` then ``leaving`` (as fresh items), those from ``boundary - REFILL_WINDOW``
+    on."""
+    start = boundary - REFILL_WINDOW
+    kept = [item for item in folded if item.seq >= start]
+    kept += [fresh_item(item) for item in leaving if item.seq >= start]
+    return tuple(kept)
+
+
+def folded_item(entry: ContextEntry) -> TailItem:
+    """The fresh item (:func:`fresh_item`) of an entry before the boundary, made from the
+    entry alone: what a state restored from a snapshot keeps in :attr:`ContextState.folded`."""
+    kind, body = entry.kind, entry.body
+    text = entry_text(kind, body)
+    control = kind in ("context.pin", "context.unpin")
+    message = None if kind in CONTROL_KINDS or control else message_of(kind, body, text)
+    call_id = body.get("call_id") if kind in ("tool.call", "tool.result") else None
+    return TailItem(
+        entry.seq,
+        kind,
+        entry.actor,
+        body,
+        text,
+        message,
+        control,
+        kind in ("turn", "tool.call"),
+        call_id if isinstance(call_id, str) else None,
+    )
+
+
+def fresh_item(item: TailItem) -> TailItem:
+    """``item`` as the fold first made it from its entry: no stub, no elision, no pairing
+    (a refill pairs its items itself)."""
+    return TailItem(
+        item.seq,
+        item.kind,
+        item.actor,
+        item.body,
+        item.text,
+        item.message,
+        item.control,
+        item.begins_turn,
+        item.call_id,
+    )
 
 
 def _firsts(summaries: Sequence[LiveSummary]) -> str:

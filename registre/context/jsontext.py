@@ -6,16 +6,20 @@ whitespace, integers in decimal, strings with only ``"``, ``\\`` and U+0000..U+0
 (``\\b \\t \\n \\f \\r`` short, the others ``\\u00xx`` in lowercase hex). lifecycle may not import
 attest, so this module writes that text itself; ``tests/context`` checks it against
 :func:`registre.attest.canonical_json.jcs.canonical_bytes`.
+
+:func:`json_fields` reads the other way: the ``"key": value`` pairs of a JSON text that
+carry ids and values, as written there (what a summary quotes of a structured tool output).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
 
 from registre.lifecycle.errors import LifecycleFormatError
 
-__all__ = ["canonical_text", "escape_string"]
+__all__ = ["canonical_text", "escape_string", "json_fields"]
 
 _SHORT: Final = {
     '"': '\\"',
@@ -87,3 +91,47 @@ def _write(value: object, path: str, parts: list[str]) -> None:
 
 def _utf16_units(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
+
+
+_IDENTIFIER: Final = re.compile(r"\d|[^\W\d_][_/.:][^\W_]|[a-z][A-Z]")
+_FIELD: Final = re.compile(
+    r'"((?:[^"\\\n]|\\.){1,60})"\s*:\s*("(?:[^"\\\n]|\\.){0,120}"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false)'
+)
+_KEYED: Final = re.compile(r'"([^"\\\n]{1,60})"(?=\s*:\s*[{\[])')
+_ID_KEY: Final = re.compile(
+    r"(?:^|[_\W])(?:ids?|key|code|number|no|ref|reference|uuid|sha\w*)$|Id$|ID$"
+)
+
+
+def json_fields(text: str, limit: int = 6) -> list[str]:
+    """From ``text``, if it reads as a JSON object or array, the ``"key": value`` pairs
+    (exactly as written in ``text``) that carry ids and values: keys naming an id
+    (``user_id``, ``reservationId``, ``code``), then keys of nested values holding a digit
+    (``"credit_card_9879898"``) and string values holding a digit or an identifier's marks,
+    then numbers, in that order and each in text order; at most ``limit``. Empty for other
+    text."""
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return []
+    ids: list[str] = []
+    specific: list[str] = []
+    numbers: list[str] = []
+    seen: set[str] = set()
+    for match in _KEYED.finditer(text):
+        if any(char.isdigit() for char in match[1]) and match[0] not in seen:
+            seen.add(match[0])
+            specific.append(match[0])
+    for match in _FIELD.finditer(text):
+        whole, key, value = match[0], match[1], match[2]
+        if whole in seen:
+            continue
+        seen.add(whole)
+        if value.startswith('"') and len(value) <= 2:
+            continue
+        if _ID_KEY.search(key):
+            ids.append(whole)
+        elif value.startswith('"') and _IDENTIFIER.search(value[1:-1]):
+            specific.append(whole)
+        elif not value.startswith('"') and value not in ("true", "false"):
+            numbers.append(whole)
+    return (ids + specific + numbers)[:limit]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from registre.context.errors import PinsOverBudgetError, ProjectionOverBudgetError
@@ -48,6 +48,7 @@ from registre.context.lifecycle_block import (
 )
 from registre.context.model import Message
 from registre.context.policy import Policy
+from registre.context.refill import RefillPlan, refill_plan, refill_room
 from registre.context.render import message_tokens, pin_message
 from registre.context.tokens import TokenCounter
 from registre.lifecycle.state import LifecycleState
@@ -150,6 +151,7 @@ class Projection:
     message_tokens: tuple[int, ...]
     manifest: Manifest
     block: LifecycleBlock | None = None
+    refill_tokens: int = 0
 
     @property
     def tokens(self) -> int:
@@ -157,9 +159,16 @@ class Projection:
         return self.manifest.tokens
 
     @property
+    def core_tokens(self) -> int:
+        """Tokens of the pins, summaries and tail: the context without the refill and the
+        lifecycle block (what compaction plans on)."""
+        block = 0 if self.block is None else self.block.tokens
+        return self.manifest.tokens - self.refill_tokens - block
+
+    @property
     def compaction_due(self) -> bool:
-        """Whether the context passed the policy's high-water mark: time to compact."""
-        return self.manifest.tokens > self.policy.high_water_tokens
+        """Whether the context passed the policy's compaction mark: time to compact."""
+        return self.core_tokens > self.policy.compact_above_tokens
 
     def to_json(self) -> dict[str, object]:
         """Plain JSON data, ready for RFC 8785: the projection digest is SHA-256 over its
@@ -233,11 +242,27 @@ def project(
     view = _view(state)
     counts = view.counts(state, counter)
     view.extend(state)
-    messages = view.prefix_messages + view.messages
-    tokens = counts.prefix + counts.values
     total = counts.prefix_total + counts.total
     if total > budget:
         _refuse(state, budget, total, counter)
+    refill, start = None, 0
+    if policy.refills and state.folded:
+        room = refill_room(policy, budget, total, block=lifecycle is not None)
+        refill = refill_plan(state, policy, counter, budget)
+        start = refill.start(room)
+        if start == len(refill.items):
+            refill = None
+    if refill is None:
+        messages = view.prefix_messages + view.messages
+        tokens = counts.prefix + counts.values
+        runs = view.manifest_runs()
+        refilled = 0
+    else:
+        messages = [*view.prefix_messages, *refill.messages[start:], *view.messages]
+        tokens = [*counts.prefix, *refill.tokens[start:], *counts.values]
+        runs = _refilled_runs(view, refill, start)
+        refilled = sum(refill.tokens[start:])
+        total += refilled
     block = None
     if lifecycle is not None:
         allowance = block_allowance(budget, total)
@@ -248,9 +273,17 @@ def project(
             messages.append(block.message)
             tokens.append(block.tokens)
             total += block.tokens
-    manifest = Manifest(view.manifest_runs(), len(view.prefix_messages), counts.prefix_total, total)
+    manifest = Manifest(runs, len(view.prefix_messages), counts.prefix_total, total)
     return Projection(
-        state.at, budget, counter.name, policy, tuple(messages), tuple(tokens), manifest, block
+        state.at,
+        budget,
+        counter.name,
+        policy,
+        tuple(messages),
+        tuple(tokens),
+        manifest,
+        block,
+        refilled,
     )
 
 
@@ -424,6 +457,35 @@ class _View:
             _push(runs, self.tail_runs[0])
             runs.extend(self.tail_runs[1:])
         return tuple(runs)
+
+
+def _refilled_runs(view: _View, refill: RefillPlan, start: int) -> tuple[ManifestRun, ...]:
+    """The manifest's runs with ``refill.items[start:]`` shown verbatim after the prefix:
+    their entries ``verbatim`` (the others of the prefix runs keep their status), the tail's
+    messages moved down by the refill's."""
+    base = len(view.prefix_messages)
+    items = refill.items[start:]
+    shown = {item.seq: base + index for index, item in enumerate(items)}
+    first = items[0].seq
+    runs: list[ManifestRun] = []
+    for run in view.prefix_runs():
+        if run.last < first:
+            _push(runs, run)
+            continue
+        if run.first < first:
+            _push(runs, replace(run, last=first - 1))
+        for seq in range(max(run.first, first), run.last + 1):
+            message = shown.get(seq)
+            if message is None:
+                _push(runs, replace(run, first=seq, last=seq))
+            else:
+                _push(runs, ManifestRun(seq, seq, "verbatim", message))
+    moved = len(items)
+    for run in view.tail_runs:
+        if run.message is not None and run.message >= base:
+            run = replace(run, message=run.message + moved)
+        _push(runs, run)
+    return tuple(runs)
 
 
 def _view(state: ContextState) -> _View:

@@ -164,10 +164,14 @@ ELISION_MARK: Final = "\u2026"
 
 
 def elided_message(
-    seq: int, body: Mapping[str, object], head_chars: int, tail_chars: int
+    seq: int,
+    body: Mapping[str, object],
+    head_chars: int,
+    tail_chars: int,
+    kind: str = "tool.result",
 ) -> Message:
-    """The head-and-tail rendering of a bulky tool result: ``tool``, with its name and call
-    id, and the content::
+    """The head-and-tail rendering of a bulky entry, with the role, name and call id of its
+    own message. A tool result's content is::
 
         [output elided: N bytes, showing the first A and last B characters; ledger entry SEQ]
         HEAD
@@ -176,18 +180,25 @@ def elided_message(
 
     N is the UTF-8 bytes of the content; HEAD its first A characters (Unicode code points)
     and TAIL its last B, each line left out when empty; ``[error] `` comes first when
-    ``is_error``. Raises ValueError unless ``0 <= A``, ``0 <= B`` and ``A + B`` is less than
-    the content's length (an elision leaves something out)."""
-    content = _string(body, "content")
+    ``is_error``. A ``turn`` reads ``[turn elided: …]`` over its text, a ``tool.call``
+    ``[arguments elided: …]`` over its arguments text (``specs/context.md`` section 7).
+    Raises ValueError unless ``0 <= A``, ``0 <= B`` and ``A + B`` is less than the text's
+    length (an elision leaves something out)."""
+    if kind == "tool.result":
+        content, what = _string(body, "content"), "output"
+    elif kind in ("turn", "tool.call"):
+        content, what = entry_text(kind, body), "turn" if kind == "turn" else "arguments"
+    else:
+        raise ValueError(f"entry {seq} is a {kind}; only turns, tool calls and results elide")
     if head_chars < 0 or tail_chars < 0 or head_chars + tail_chars >= len(content):
         raise ValueError(
             f"an elision of entry {seq} shows {head_chars} + {tail_chars} of its "
             f"{len(content)} characters; it must leave some out"
         )
     size = len(content.encode("utf-8", "surrogatepass"))
-    prefix = "[error] " if body.get("is_error") is True else ""
+    prefix = "[error] " if kind == "tool.result" and body.get("is_error") is True else ""
     parts = [
-        f"{prefix}[output elided: {size} bytes, showing the first {head_chars} and last "
+        f"{prefix}[{what} elided: {size} bytes, showing the first {head_chars} and last "
         f"{tail_chars} characters; ledger entry {seq}]"
     ]
     if head_chars:
@@ -195,9 +206,12 @@ def elided_message(
     parts.append(ELISION_MARK)
     if tail_chars:
         parts.append(content[len(content) - tail_chars :])
-    return Message(
-        "tool", "\n".join(parts), _optional_string(body, "name"), _string(body, "call_id")
-    )
+    text = "\n".join(parts)
+    if kind == "turn":
+        return message_of(kind, body, text)
+    if kind == "tool.call":
+        return Message("assistant", text, _string(body, "name"), _string(body, "call_id"))
+    return Message("tool", text, _optional_string(body, "name"), _string(body, "call_id"))
 
 
 def summary_message(

@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from registre.context.fold import ContextState, HeaderPin, LiveSummary
+from registre.context.fold import (
+    ELIDED_KINDS,
+    REFILL_WINDOW,
+    ContextState,
+    HeaderPin,
+    LiveSummary,
+    folded_item,
+)
 from registre.context.model import ContextEntry, SummaryLine, coalesce
 from registre.context.render import pin_message, stub_message
 from registre.lifecycle.errors import LifecycleFormatError
@@ -82,10 +89,17 @@ def state_snapshot(state: ContextState) -> dict[str, object]:
     }
 
 
-def restore_state(snapshot: Mapping[str, object], tail: Iterable[ContextEntry]) -> ContextState:
-    """The state ``snapshot`` was taken of, given its tail: the entries ``boundary..at``.
+def restore_state(
+    snapshot: Mapping[str, object],
+    tail: Iterable[ContextEntry],
+    folded: Iterable[ContextEntry] = (),
+) -> ContextState:
+    """The state ``snapshot`` was taken of, given its tail: the entries ``boundary..at``,
+    and ``folded``: the entries ``max(0, boundary - REFILL_WINDOW) .. boundary - 1`` that
+    a refill may show (:attr:`ContextState.folded`; leave it empty and no refill shows
+    anything, which only a version 1 policy's projection may rely on).
 
-    O(pins + live summaries + tail).
+    O(pins + live summaries + tail + folded).
     """
     data = _object(snapshot, "snapshot", _FIELDS)
     if data["format"] != SNAPSHOT_FORMAT:
@@ -110,6 +124,13 @@ def restore_state(snapshot: Mapping[str, object], tail: Iterable[ContextEntry]) 
     state._summaries = [_summary(item) for item in _list(data["summaries"], "snapshot.summaries")]
     state._boundary = _int(data["boundary"], "snapshot.boundary")
     state._at = state._boundary - 1
+    start = state._boundary - REFILL_WINDOW
+    state._folded = tuple(
+        folded_item(entry) for entry in folded if start <= entry.seq < state._boundary
+    )
+    seqs = [item.seq for item in state._folded]
+    if seqs and seqs != list(range(max(0, start), state._boundary)):
+        raise ValueError("the folded entries are not the entries just before the boundary")
     for entry in tail:
         if entry.seq != state.at + 1:
             raise ValueError(f"tail entry {entry.seq} where entry {state.at + 1} was expected")
@@ -119,9 +140,10 @@ def restore_state(snapshot: Mapping[str, object], tail: Iterable[ContextEntry]) 
     by_seq = {item.seq: item for item in state.tail}
     for seq in _list(data["stubbed"], "snapshot.stubbed"):
         item = by_seq.get(seq) if isinstance(seq, int) else None
-        if item is None or item.kind != "tool.result":
+        if item is None or item.kind not in ELIDED_KINDS:
             raise ValueError(f"stubbed entry {seq!r} is not a tool result of the tail")
-        item.stub = stub_message(item.seq, item.body)
+        if item.kind == "tool.result":  # an elided turn or call: its compaction elides it
+            item.stub = stub_message(item.seq, item.body)
     state._caches.clear()
     return state
 

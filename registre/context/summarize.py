@@ -7,7 +7,7 @@ summarizer that fails (raises) or misbehaves (invented quotes, pointers outside 
 over its share) leaves the ledger untouched.
 
 * :class:`~registre.context.extractive.ExtractiveSummarizer`
-  (``registre.extractive`` version ``2``) ships with the project: deterministic, no model,
+  (``registre.extractive`` version ``3``) ships with the project: deterministic, no model,
   it writes lines by importance (the task, instructions, decisions, failures and exceptions,
   findings with their figures, then aggregates of the bulk saying what was done and what came
   out), quotes the entries' own words and points at exactly the entries each line stands for;

@@ -12,8 +12,10 @@ it is pure, and a caller may opt out (``Thread.compact(task_pin=False)``,
 
 An entry is pinned only once: never again after a pin of its whole text (a caller who
 unpinned it has said it is no longer needed), and only when its pin takes at most
-:data:`TASK_PIN_SHARE_PERMILLE` per mille of the budget (a bigger one stays in the summary's
-``task:`` line, which quotes as much of it as fits).
+:data:`TASK_PIN_SHARE_PERMILLE` per mille of the budget -- for the system prompt of a
+version 2 policy, its ``system_share_permille`` (default half the budget: a policy the agent
+must follow stays whole) -- (a bigger one stays in the summary's ``task:`` line, which
+quotes as much of it as fits).
 """
 
 from __future__ import annotations
@@ -48,13 +50,18 @@ def task_pins_due(
     """``(seq, text)`` of each task entry to pin before ``plan`` is recorded: the first
     ``turn`` of role ``system`` and the first of role ``user`` among ``entries`` (the
     thread's first entries, in order), that the plan folds (or an earlier compaction
-    folded), whose whole text was never pinned before, whose text is not blank and whose pin message
-    fits :data:`TASK_PIN_SHARE_PERMILLE` of the plan's budget. Empty when nothing is
+    folded), whose whole text was never pinned before, whose text is not blank and whose pin
+    message fits :data:`TASK_PIN_SHARE_PERMILLE` of the plan's budget (the system turn: the
+    policy's ``system_share_permille`` for a version 2 policy). Empty when nothing is
     planned to fold."""
     if plan is None or plan.folded is None:
         return []
     folded_to = plan.folded[1]
-    limit = plan.policy.budget_tokens * TASK_PIN_SHARE_PERMILLE // 1000
+    policy = plan.policy
+    limit = policy.budget_tokens * TASK_PIN_SHARE_PERMILLE // 1000
+    system_limit = limit
+    if policy.version == 2:
+        system_limit = policy.budget_tokens * policy.system_share_permille // 1000
     made = state.pinned_texts()
     found: dict[str, tuple[int, str]] = {}
     for entry in entries:
@@ -71,6 +78,8 @@ def task_pins_due(
         if (seq, text) in made or not text.strip():
             continue
         shown = Message("system", f"[pinned {TASK_PIN_KIND} pin-000] {text}")
-        if message_tokens(shown, counter) <= limit:
+        if message_tokens(shown, counter) <= (
+            system_limit if found.get("system") == (seq, text) else limit
+        ):
             due.append((seq, text))
     return due

@@ -11,8 +11,9 @@ extractive`): the calls of one tool in a fold, read as a group.
   empty``, ``1 failed``), the exceptions named by their distinguishing arguments, and the
   first line of the newest ordinary result;
 * **quotes** to write as lines of their own: each failed call (``dead_ends``), each result
-  unlike the others of its group (``tool_outputs``), each line of a table-like output that is
-  unlike its rows and states a figure (``tool_outputs``).
+  unlike the others of its group (``tool_outputs``), the id and value fields of each JSON
+  result (``"user_id": "sofia_kim_7287"``, not its first bytes; ``tool_outputs``), each line
+  of a table-like output that is unlike its rows and states a figure (``tool_outputs``).
 
 A result is *unlike the others* when most results of the group share one template (the text
 with its numbers and the call's own argument words blanked) and it does not, or when it
@@ -32,6 +33,7 @@ from typing import Final
 from registre.context.compaction import FoldItem
 from registre.context.excerpt import (
     Aggregate,
+    Segment,
     distinct,
     first_line_quote,
     has_failure,
@@ -40,8 +42,9 @@ from registre.context.excerpt import (
     line_shape,
     name_text,
     prose_words,
+    quote,
 )
-from registre.context.jsontext import canonical_text
+from registre.context.jsontext import canonical_text, json_fields
 from registre.context.model import Span, coalesce
 
 __all__ = ["CHUNK", "ToolDigest", "ToolPair", "ToolQuote", "digest_tool_group", "tool_name"]
@@ -82,13 +85,15 @@ class ToolPair:
 @dataclass(frozen=True, slots=True)
 class ToolQuote:
     """A line of its own to write: ``prefix`` then quotes of ``source`` (a substring of an
-    entry the pointers hold); ``strong``: choose sentences by failure words first."""
+    entry the pointers hold); ``strong``: choose sentences by failure words first;
+    ``fields``: ``source`` is JSON fields, one a line, each quoted as it is (best first)."""
 
     section: str
     prefix: str
     source: str
     pointers: tuple[Span, ...]
     strong: bool
+    fields: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +134,12 @@ def digest_tool_group(name: str, pairs: Sequence[ToolPair]) -> ToolDigest:
         if outcomes[index] == "failed":
             source = _error_text(result.text)
             quotes.append(ToolQuote("dead_ends", f"{label} failed: ", source, pair.pointers, True))
+        elif fields := json_fields(result.text):  # a record: its ids and values
+            source = "\n".join(fields)
+            strong = index in unusual
+            quotes.append(
+                ToolQuote("tool_outputs", f"{label}: ", source, pair.pointers, strong, fields=True)
+            )
         elif index in unusual:
             quotes.append(ToolQuote("tool_outputs", f"{label}: ", result.text, pair.pointers, True))
         else:
@@ -171,9 +182,19 @@ def _aggregate(
         args=_args_digest([arguments[index] for index in chunk]),
         outcomes=tuple((label, tally[label]) for label in _OUTCOMES if tally[label]),
         exceptions=tuple(exceptions),
-        example=tuple(first_line_quote(newest.text, 80)) if newest is not None else (),
+        example=_example(newest.text) if newest is not None else (),
     )
     return aggregate, coalesce(span for index in chunk for span in pairs[index].pointers)
+
+
+def _example(text: str) -> tuple[Segment, ...]:
+    """What an aggregate quotes of its newest ordinary result: the first two id and value
+    fields of a JSON output (:func:`~registre.context.extractive.salience.json_fields`),
+    else its first line."""
+    fields = json_fields(text, 2)
+    if fields:
+        return tuple(quote("\n".join(fields)))
+    return tuple(first_line_quote(text, 80))
 
 
 def _arguments(call: FoldItem | None) -> _Arguments:

@@ -13,6 +13,7 @@ POLICY = Policy(
     keep_recent_turns=2,
     bulky_tool_output_tokens=40,
     summary_share_permille=400,
+    version=1,  # the six fields the example records (specs/context.md section 10)
 )
 
 PYTEST_OUTPUT = (

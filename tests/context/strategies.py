@@ -52,6 +52,7 @@ def policies(draw: st.DrawFn) -> Policy:
         keep_recent_turns=draw(st.integers(0, 4)),
         bulky_tool_output_tokens=draw(st.integers(30, 400)),
         summary_share_permille=draw(st.integers(300, 500)),
+        version=draw(st.sampled_from((1, 2))),
     )
 
 

@@ -299,5 +299,6 @@ def test_threads_counted_with_a_bpe_counter_replay_by_name() -> None:
         state.apply(entry)
     counter = resolve_counter("bpe-openai.o200k_base/1", counter_registry())
     projection = project(state, policy.budget_tokens, policy, counter)
-    assert projection.tokens == context_tokens(state, counter) <= policy.budget_tokens
+    assert projection.core_tokens == context_tokens(state, counter) <= policy.budget_tokens
+    assert projection.tokens <= policy.window_tokens()
     assert projection.tokens != context_tokens(state, default_counter())

@@ -129,14 +129,24 @@ def test_pins_alone_too_big_says_by_how_much() -> None:
     assert f"{pins} tokens, 11 over the budget of {pins - 11}" in str(caught.value)
 
 
-def test_recent_turns_too_big_says_by_how_much() -> None:
+def test_recent_turns_too_big_are_elided_not_refused() -> None:
+    """Issue 28 item 5: long recent turns are shown head and tail, not refused."""
     policy = Policy(budget_tokens=500, keep_recent_turns=3)
     builder = ThreadBuilder(policy=policy, compact=False)
     for step in range(3):
         builder.turn("assistant", f"Turn {step}: " + "reading the source carefully " * 40)
+    plan = plan_compaction(builder.state, policy, COUNTER)
+    assert plan is not None and plan.elided
+
+
+def test_recent_turns_too_big_even_at_their_markers_says_by_how_much() -> None:
+    policy = Policy(budget_tokens=200, keep_recent_turns=12, summary_share_permille=500)
+    builder = ThreadBuilder(policy=policy, compact=False)
+    for step in range(12):
+        builder.turn("assistant", f"Turn {step}: " + "reading the source carefully " * 4)
     with pytest.raises(RecentTurnsOverBudgetError, match="lower keep_recent_turns") as caught:
         plan_compaction(builder.state, policy, COUNTER)
-    assert caught.value.over_by == caught.value.needed - 500 > 0
+    assert caught.value.over_by == caught.value.needed - caught.value.budget > 0
     assert isinstance(caught.value, ContextBudgetError)
 
 

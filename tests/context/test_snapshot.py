@@ -18,7 +18,7 @@ def test_snapshot_of_the_example_holds_no_folded_entry() -> None:
     assert snapshot["stubbed"] == [6]
     assert snapshot["header"] == ["pin-1"]
     assert "so the bug is likely there" not in json.dumps(snapshot)  # entry 4's unquoted words
-    restored = restore_state(snapshot, builder.entries[5:])
+    restored = restore_state(snapshot, builder.entries[5:], builder.entries[:5])
     counter = default_counter()
     assert project(restored, 320, POLICY, counter) == project(builder.state, 320, POLICY, counter)
 

@@ -31,7 +31,7 @@ from registre.context import (
     validate_compaction,
 )
 from registre.context.errors import CompactionElisionError, CompactionStubError
-from registre.context.fold import protected_start
+from registre.context.fold import REFILL_WINDOW, protected_start
 from registre.context.projection import live_pin_tokens
 from registre.context.record import CompactionRecord, record_to_body
 from registre.context.render import (
@@ -154,7 +154,8 @@ def test_a_32_kib_output_in_the_latest_turn_is_elided_to_fit_8k() -> None:
     output = big_output()
     builder = investigation(BUDGET_8K, output)
     projection = project(builder.state, 8000, BUDGET_8K, COUNTER)
-    assert projection.tokens <= 8000
+    window = BUDGET_8K.window_tokens()  # the output reserve stays free
+    assert projection.tokens <= window
     compaction = builder.entries[builder.compactions[-1]]
     record = parse_compaction(compaction.seq, compaction.body)
     ((seq, head, tail),) = record.elided
@@ -170,7 +171,7 @@ def test_a_32_kib_output_in_the_latest_turn_is_elided_to_fit_8k() -> None:
     assert output[:head].endswith(text(0, 9)[-10:]) or output[head] == "\n"
     assert output[len(output) - tail - 1] == "\n"
     assert head > 1000 and tail > 1000
-    assert 8000 - projection.tokens < 50
+    assert window - projection.tokens < 50
     # the call and its (elided) result stay together, the call verbatim
     call = projection.messages[-2]
     assert call.call_id == last.call_id and call.role == "assistant"
@@ -209,21 +210,22 @@ def test_the_tiers_that_do_not_touch_the_recent_turns_come_first() -> None:
 
 
 def test_refused_only_when_the_recent_turns_at_their_smallest_do_not_fit() -> None:
-    """Three long assistant turns (no tool output to stub): refused, saying by how much."""
-    policy = Policy(budget_tokens=500, keep_recent_turns=3)
+    """Twelve recent turns whose markers alone exceed the budget: refused, saying by how
+    much (long turns are elided first: issue 28 item 5)."""
+    policy = Policy(budget_tokens=200, keep_recent_turns=12, summary_share_permille=500)
     builder = ThreadBuilder(policy=policy, compact=False)
-    for step in range(3):
-        builder.turn("assistant", f"Turn {step}: " + "reading the source carefully " * 40)
+    for step in range(11):
+        builder.turn("assistant", f"Turn {step}: " + "reading the source carefully " * 4)
     builder.tool("bash", "cat huge.log", big_output(8))
     with pytest.raises(RecentTurnsOverBudgetError) as caught:
         plan_compaction(builder.state, policy, COUNTER)
     error = caught.value
-    assert error.needed > error.budget == 500
+    assert error.needed > error.budget == policy.window_tokens()
     smallest_latest = message_tokens(
         elided_message(builder.seq - 1, builder.entries[-1].body, 0, 0), COUNTER
     )
     assert error.needed >= smallest_latest
-    assert f"{error.over_by} over the budget of 500" in str(error)
+    assert f"{error.over_by} over the budget of {error.budget}" in str(error)
     assert "elided" in str(error)
 
 
@@ -250,15 +252,21 @@ def test_an_empty_output_in_the_latest_turn_is_never_elided() -> None:
     builder = ThreadBuilder(policy=policy, compact=False)
     builder.turn("user", "Search everywhere. " * 60)
     builder.tool("bash", "true", "")
-    with pytest.raises(RecentTurnsOverBudgetError, match="66 over the budget of 200"):
-        plan_compaction(builder.state, policy, COUNTER)
+    plan = plan_compaction(builder.state, policy, COUNTER)  # the long turn is elided
+    assert plan is not None
+    assert [seq for seq, _head, _tail in plan.elided] == [0]
 
 
 def test_a_restored_snapshot_shows_the_same_elision_and_the_later_stub() -> None:
     builder = investigation(BUDGET_8K, big_output())
     seq = builder.compactions[-1]
     snapshot = json.loads(json.dumps(state_snapshot(builder.state)))
-    restored = restore_state(snapshot, builder.entries[builder.state.boundary :])
+    boundary = builder.state.boundary
+    restored = restore_state(
+        snapshot,
+        builder.entries[boundary:],
+        builder.entries[max(0, boundary - REFILL_WINDOW) : boundary],
+    )
     assert project(restored, 8000, BUDGET_8K, COUNTER) == project(
         builder.state, 8000, BUDGET_8K, COUNTER
     )
@@ -272,7 +280,11 @@ def test_a_restored_snapshot_shows_the_same_elision_and_the_later_stub() -> None
     for split in (seq + 1, len(builder.entries)):
         original = ContextState.replay(builder.entries[:split])
         snapshot = json.loads(json.dumps(state_snapshot(original)))
-        restored = restore_state(snapshot, builder.entries[original.boundary : split])
+        restored = restore_state(
+            snapshot,
+            builder.entries[original.boundary : split],
+            builder.entries[max(0, original.boundary - REFILL_WINDOW) : original.boundary],
+        )
         assert state_snapshot(restored) == state_snapshot(original)
         assert project(restored, 10**9, BUDGET_8K, COUNTER) == project(
             original, 10**9, BUDGET_8K, COUNTER
@@ -305,16 +317,26 @@ def test_stand_ins_in_the_recent_turns_of_a_context_over_budget_verify() -> None
 
 def test_compaction_stubbing_the_recent_turns_of_a_context_that_fits_fail() -> None:
     builder = recent_output(budget=1000)
-    with pytest.raises(CompactionFoldsRecentTurnsError, match="fits the budget of 1000"):
+    with pytest.raises(
+        CompactionFoldsRecentTurnsError, match="fits the budget of 875"
+    ):  # 1000 - reserve
         verify(builder, body_of(builder, stubbed=(4,)))
     with pytest.raises(CompactionFoldsRecentTurnsError, match="elides entry 4"):
         verify(builder, body_of(builder, elided=((4, 40, 60),)))
 
 
-def test_compaction_eliding_a_turn_fail() -> None:
+def test_compaction_eliding_a_small_turn_fail() -> None:
+    """A turn outside the recent turns is elided only if bulky (it is not: refused)."""
     builder = recent_output()
-    with pytest.raises(CompactionElisionError, match=r"not a tool\.result"):
+    with pytest.raises(CompactionElisionError, match="bulky threshold"):
         verify(builder, body_of(builder, elided=((0, 2, 2),)))
+
+
+def test_compaction_eliding_a_pin_fail() -> None:
+    builder = recent_output()
+    builder.pin("definition", "A spec is what find_spec returns for a module name.")
+    with pytest.raises(CompactionElisionError, match="not a turn, tool call or tool result"):
+        verify(builder, body_of(builder, elided=((5, 2, 2),)))
 
 
 def test_compaction_eliding_a_small_result_fail() -> None:
@@ -534,7 +556,11 @@ def test_restored_snapshots_keep_the_stand_ins(
     split = data.draw(st.integers(0, len(builder.entries)))
     original = ContextState.replay(builder.entries[:split])
     snapshot = json.loads(json.dumps(state_snapshot(original)))
-    restored = restore_state(snapshot, builder.entries[original.boundary : split])
+    restored = restore_state(
+        snapshot,
+        builder.entries[original.boundary : split],
+        builder.entries[max(0, original.boundary - REFILL_WINDOW) : original.boundary],
+    )
     for entry in builder.entries[split:]:
         original.apply(entry)
         restored.apply(entry)

@@ -50,7 +50,7 @@ def test_extractive_summary_of_the_example() -> None:
             "pointers": [[0, 0]],
         },
     ]
-    assert (ExtractiveSummarizer.name, ExtractiveSummarizer.version) == ("registre.extractive", "2")
+    assert (ExtractiveSummarizer.name, ExtractiveSummarizer.version) == ("registre.extractive", "3")
 
 
 def test_extractive_summary_with_room_for_every_item() -> None:

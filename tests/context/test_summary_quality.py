@@ -313,10 +313,11 @@ def test_an_ample_allowance_leaves_no_line_of_counts_only() -> None:
         python.text.startswith("24 entries: 12 python calls (segment ")
         and "12 returned output" in python.text
     )
-    chit_chat = next(line for line in summary.lines if "short turn" in line.text)
-    assert chit_chat.text.startswith(
-        "12 entries: 12 short turns; e.g. “Looking at the next segment now, as planned.”"
-    )
+    # said twelve times: one line, pointing at every time (issue 28: duplicates merge)
+    again = [line for line in summary.lines if "Looking at the next segment" in line.text]
+    assert len(again) == 1
+    assert again[0].text == "assistant: “Looking at the next segment now, as planned.”"
+    assert sum(last - first + 1 for first, last in again[0].pointers) == 12
 
 
 def test_a_tight_allowance_keeps_the_most_important_lines() -> None:
@@ -329,7 +330,8 @@ def test_a_tight_allowance_keeps_the_most_important_lines() -> None:
         )
     summary = summarize(fold.items, (0, fold.seq - 1), 200, fold.texts)
     texts = [line.text for line in summary.lines]
-    assert any(text.startswith("instruction: “Instruction 1: from now on") for text in texts), texts
+    # no role-based label (issue 28): the user's words, chosen for what they say
+    assert any(text.startswith("user: “Instruction 1: from now on") for text in texts), texts
     assert any(text.startswith("task: ") for text in texts), texts
     offices_line(summary, offices)
     assert sum(1 for text in texts if "Status" in text) < 10  # the least important go

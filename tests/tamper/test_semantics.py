@@ -103,7 +103,7 @@ def test_pin_pointing_forward_fail() -> None:
 
 
 def genuine_compaction() -> dict[str, Any]:
-    """The body of the compaction the story records at seq 7 (folding 0..3)."""
+    """The body of the compaction the story records at seq 7."""
     body: dict[str, Any] = copy.deepcopy(build_thread(10).entries[7].body)
     return body
 
@@ -152,7 +152,9 @@ def test_compaction_eliding_its_future_fail() -> None:
 def test_compaction_pointer_outside_range_fail() -> None:
     """A summary line pointing at an entry outside what was folded (signed anyway)."""
     body = genuine_compaction()
-    body["summary"][0]["pointers"] = [[2, 3], [5, 5]]
+    outside = body["folded"]["to"] + 1  # still before the compaction's own seq
+    assert outside < 7
+    body["summary"][0]["pointers"] = [[2, 3], [outside, outside]]
     fails(with_compaction(body, forge=True), BodySchemaError, step=3, seq=7)
 
 

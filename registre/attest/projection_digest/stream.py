@@ -321,7 +321,7 @@ def call_digest(projection: Projection, state: ContextState, shape: str = REGIST
     ``projection`` is ``project(state, ...)`` (``state`` not folded further since): the
     registre shape streamed from the parts ``state`` carries (module docstring), which it
     keeps for the next call on it or on a copy."""
-    if shape != REGISTRE_SHAPE or projection.at != state.at:
+    if shape != REGISTRE_SHAPE or projection.at != state.at or projection.refill_tokens:
         return shape_digest(projection, shape)
     parts = _carried(state)
     manifest = projection.manifest
@@ -392,6 +392,8 @@ class ModelCallChecker:
             return None
         counter = resolve_counter(str(body["token_counter"]), self._registry)
         policy = parse_policy(body["policy"], "body.policy")
+        if policy.refills and state.folded:
+            return None  # a refill is laid out by project itself (the full check)
         parts = self._parts = _carried(state, self._parts)
         prefix_tokens, total = parts.tokens_for(state, counter)
         if total > budget:

@@ -28,7 +28,6 @@ projection verbatim.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from registre.attest.entries import Entry
@@ -192,7 +191,7 @@ class ContextThread(ThreadCore):
         does ContextBudgetError (the pins or the most recent turns cannot fit)."""
         if budget is not None:
             resolve_policy(budget, None)
-            policy = replace(policy or Policy(), budget_tokens=budget)
+            policy = (policy or Policy()).with_budget(budget)
         policy, counter = policy or Policy(), counter or default_counter()
         summarizer = summarizer or ExtractiveSummarizer()
         planned = None

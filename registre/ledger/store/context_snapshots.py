@@ -62,6 +62,7 @@ from registre.context import (
     restore_state,
     state_snapshot,
 )
+from registre.context.fold import REFILL_WINDOW
 from registre.errors import RegistreError
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.context_cache import CATCH_UP, fold_cache
@@ -429,10 +430,12 @@ def fold_from_snapshot(
         raise StoreCorruptError(
             f"thread {thread}: the context snapshot at seq {seq} has no valid boundary"
         ).with_hint(rebuild_hint(thread))
-    entries = list(context_entries(conn, thread, boundary, at + 1))
+    start = max(0, boundary - REFILL_WINDOW)
+    entries = list(context_entries(conn, thread, start, at + 1))
+    folded, entries = entries[: boundary - start], entries[boundary - start :]
     later = entries[seq + 1 - boundary :]
     try:
-        state = restore_state(snapshot, entries[: seq + 1 - boundary])
+        state = restore_state(snapshot, entries[: seq + 1 - boundary], folded)
     except (LifecycleFormatError, ValueError, KeyError) as exc:
         raise StoreCorruptError(
             f"thread {thread}: the context snapshot at seq {seq} does not restore ({exc})"

@@ -66,7 +66,8 @@ def test_compact_returns_none_when_no_compaction_would_shrink(
 ) -> None:
     grown(thread, 3)
     tokens = context_tokens(thread.context_state(), COUNTER)
-    policy = Policy(budget_tokens=tokens, keep_recent_turns=100)  # past H, nothing to fold
+    # past H, nothing to fold, and within the window (no reserve): no tier-4 elision is due
+    policy = Policy(budget_tokens=tokens, keep_recent_turns=100, output_reserve_tokens=0)
     assert tokens > policy.high_water_tokens
     size = thread.head().size
     assert thread.compact(policy=policy) is None

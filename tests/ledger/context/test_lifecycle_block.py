@@ -183,6 +183,7 @@ def test_every_block_fits_and_verify_db_reproduces_it(
         keep_recent_turns=SMALL.keep_recent_turns,
         bulky_tool_output_tokens=SMALL.bulky_tool_output_tokens,
         summary_share_permille=SMALL.summary_share_permille,
+        output_reserve_tokens=0,  # the whole budget is the window: 600 is sized for it
     )
     calls = []
     for number, action in enumerate([*actions, "call"]):

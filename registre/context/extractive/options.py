@@ -31,7 +31,7 @@ from registre.context.excerpt import (
     split_segments,
     write_aggregate,
 )
-from registre.context.extractive_lines import (
+from registre.context.extractive.lines import (
     BULK,
     SECTION_LABELS,
     TOOLS,

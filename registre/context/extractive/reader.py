@@ -21,17 +21,18 @@ from registre.context.compaction import SUMMARY_LINE_KIND, FoldItem
 from registre.context.excerpt import (
     Aggregate,
     distinct,
-    first_line_quote,
-    has_exception,
-    has_figure,
     name_text,
     older_line_variants,
     plain,
+    quote,
     read_aggregate,
     render,
     sentences,
+    split_segments,
 )
-from registre.context.extractive_lines import (
+from registre.context.extractive.lines import (
+    FACT,
+    KEY,
     MEMO_SIZE,
     OTHER,
     SECTION_LABELS,
@@ -42,7 +43,14 @@ from registre.context.extractive_lines import (
     demote,
     line_rank,
 )
-from registre.context.extractive_options import aggregate_candidates, quote_options
+from registre.context.extractive.options import aggregate_candidates, quote_options
+from registre.context.extractive.salience import (
+    Salience,
+    is_directive,
+    is_phatic,
+    novelty_order,
+    terms,
+)
 from registre.context.model import SECTIONS, coalesce
 from registre.context.toolcalls import ToolPair, digest_tool_group, tool_name
 
@@ -99,15 +107,23 @@ class CandidateReader:
         for name, pairs in self.tools.items():
             digest = digest_tool_group(name, pairs)
             for line in digest.quotes:
-                options = quote_options(line.prefix, line.source, line.pointers, strong=line.strong)
+                if line.fields:  # the id and value fields, most first, never cut inside
+                    fields = line.source.split("\n")
+                    options = [
+                        Option(
+                            line.prefix + render(quote("\n".join(fields[:count]))), line.pointers
+                        )
+                        for count in range(len(fields), 0, -1)
+                    ]
+                else:
+                    options = list(
+                        quote_options(line.prefix, line.source, line.pointers, strong=line.strong)
+                    )
                 self._add(line.section, options)
             self.parts.extend(Part("tool_outputs", a, p) for a, p in digest.aggregates)
-        if self.short:
-            example = tuple(first_line_quote(self.short[-1].text, 60))
-            aggregate = Aggregate(len(self.short), "short turn", example=example)
-            pointers = coalesce((item.seq, item.seq) for item in self.short)
-            self.parts.append(Part("findings", aggregate, pointers))
+        self.singles = _merge_duplicates(self.singles)
         demote(self.singles)
+        _score(self.singles, Salience(item.text for item in self.items))
         return self.singles + aggregate_candidates(self.parts)
 
     def _single(
@@ -122,6 +138,8 @@ class CandidateReader:
         rank: int | None = None,
     ) -> None:
         options = quote_options(prefix, text, ((item.seq, item.seq),), escape=escape)
+        if item.kind == "turn":  # a form quoting only a courtesy ("Thanks, Mel!") says nothing
+            options = tuple(option for option in options if not _phatic_quote(option.text))
         self._add(section, options, ids, rank)
 
     def _add(
@@ -140,23 +158,20 @@ class CandidateReader:
         text = item.text
         first = first_allowed and role in ("system", "user") and role not in self.roles
         self.roles.add(role)
-        if first:
+        if first and not is_phatic(text):
             prefix = "task: " if role == "user" else "task: system prompt "
             pointers = ((item.seq, item.seq),)
             options = quote_options(prefix, text, pointers, whole=_TASK_CHARS, leading=True)
             self._add("decisions", options, rank=TASK)
-        elif len(text.split()) < (4 if role == "user" else 12) and not (
-            has_figure(text) or has_exception(text) or "?" in text
-        ):
-            self.short.append(item)
-        elif role == "user" and "?" in text[: (sentences(text) or [(0, len(text))])[0][1]]:
-            self._single("open_threads", "question: ", text, item)
-        elif role == "user":
-            self._single("decisions", "instruction: ", text, item)
-        elif role == "system":
-            self._single("decisions", "system: ", text, item)
+        elif first or is_phatic(text):  # says nothing a later step could need: no line
+            return
+        elif "?" in text[: (sentences(text) or [(0, len(text))])[0][1]]:
+            self._single("open_threads", f"{plain(role)} asked: ", text, item, rank=FACT)
+        elif role != "assistant" and is_directive(text):  # a standing rule: still in force
+            self._single("decisions", f"{plain(role)}: ", text, item, rank=KEY)
         else:
-            self._single("findings", f"{plain(role)}: ", text, item)
+            rank = min(FACT, line_rank("findings", text))
+            self._single("findings", f"{plain(role)}: ", text, item, rank=rank)
 
     def _tool(self, item: FoldItem, shown: Mapping[int, FoldItem]) -> None:
         partner = shown.get(item.partner) if item.partner is not None else None
@@ -229,6 +244,55 @@ class CandidateReader:
         else:
             options = [Option(text, item.pointers) for text in _older_texts(item.text)]
             self._add(section, options)
+
+
+def _phatic_quote(text: str) -> bool:
+    """Whether the quotes of a line's ``text`` are phatic together (or it has none)."""
+    quoted = " ".join(piece for mark, piece in split_segments(text) if mark)
+    return is_phatic(quoted)
+
+
+def _merge_duplicates(singles: list[Candidate]) -> list[Candidate]:
+    """``singles`` with duplicates merged: lines of one section whose first option quotes the
+    same terms (:func:`~registre.context.extractive.salience.terms`: the same words and
+    figures, whatever the case, the punctuation and who said it or which call gave it; a
+    line without quotes by its whole text) become the newest of them, pointing at all
+    of theirs (its quotes are the newest entry's words, which it still points at). A
+    statement made again with other figures is not merged: :func:`demote` ranks the older
+    one lower."""
+    groups: dict[tuple[str, str], list[Candidate]] = {}
+    for candidate in singles:
+        if candidate.rank == TASK or candidate.ids:
+            groups[(candidate.section, f"\x00{id(candidate)}")] = [candidate]
+            continue
+        text = candidate.options[0].text
+        quoted = " ".join(piece for mark, piece in split_segments(text) if mark)
+        key = (candidate.section, " ".join(terms(quoted or text)))
+        groups.setdefault(key, []).append(candidate)
+    merged: list[Candidate] = []
+    for group in groups.values():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        newest = max(group, key=lambda candidate: candidate.newest)
+        spans = sorted(span for candidate in group for span in candidate.options[0].pointers)
+        pointers = coalesce(spans)
+        options = tuple(Option(option.text, pointers) for option in newest.options)
+        rank = min(candidate.rank for candidate in group)
+        merged.append(Candidate(newest.section, options, rank, newest.ids))
+    return merged
+
+
+def _score(singles: Sequence[Candidate], salience: Salience) -> None:
+    """Give each single line (the task lines aside) the information it adds to the lines
+    before it, in the order a greedy reader takes them within its rank
+    (:func:`~registre.context.extractive.salience.novelty_order`)."""
+    ranks = sorted({candidate.rank for candidate in singles if candidate.rank != TASK})
+    for rank in ranks:
+        group = [candidate for candidate in singles if candidate.rank == rank]
+        texts = [candidate.options[0].text for candidate in group]
+        for index, gain in novelty_order(texts, salience):
+            group[index].score = gain
 
 
 @lru_cache(maxsize=MEMO_SIZE)

@@ -26,8 +26,8 @@ from registre.context.excerpt import (
     sentences,
     split_segments,
 )
-from registre.context.extractive_lines import FACT, MEMO_SIZE, TASK, Candidate, Option
-from registre.context.extractive_options import more_lines
+from registre.context.extractive.lines import FACT, MEMO_SIZE, TASK, Candidate, Option
+from registre.context.extractive.options import more_lines
 from registre.context.model import (
     SECTIONS,
     SummaryLine,

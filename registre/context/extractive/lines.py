@@ -83,23 +83,26 @@ class Option:
 class Candidate:
     """A line the summary may hold: its ``options``, best (longest) first, all pointing at
     the same entries; its ``rank`` (lower is more important); the ``ids`` it is about;
-    ``aggregate`` for a count line (which is never gathered into a ``more …`` line)."""
+    ``aggregate`` for a count line (which is never gathered into a ``more …`` line);
+    ``score``, the information it adds to the lines before it (higher first in a rank)."""
 
     section: str
     options: tuple[Option, ...]
     rank: int
     ids: tuple[str, ...] = ()
     aggregate: bool = False
+    score: float = 0.0
 
     @property
     def newest(self) -> int:
         """The last entry the line points at."""
         return self.options[0].pointers[-1][1]
 
-    def order(self) -> tuple[int, int, str]:
-        """The sort key of importance: rank, then newest first, then text (a total order,
-        so equal candidates sort equally)."""
-        return (self.rank, -self.newest, self.options[0].text)
+    def order(self) -> tuple[int, float, int, str]:
+        """The sort key of importance: rank, then the information it adds (``score``, see
+        :mod:`registre.context.extractive.salience`), then newest first, then text (a
+        total order, so equal candidates sort equally)."""
+        return (self.rank, -self.score, -self.newest, self.options[0].text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,6 @@ from registre.context import (
     default_counter,
     plan_compaction,
 )
-from registre.context import extractive_budget as budget
-from registre.context import extractive_lines as lines
-from registre.context import extractive_reader as reader
 from registre.context.excerpt import (
     distinct,
     has_exception,
@@ -34,7 +31,8 @@ from registre.context.excerpt import (
     sentences,
     split_segments,
 )
-from registre.context.extractive_lines import OTHER, Candidate, Option
+from registre.context.extractive import budget, lines, reader
+from registre.context.extractive.lines import OTHER, Candidate, Option
 from tests.context.strategies import policies, run_script, scripts
 from tests.context.threads import ThreadBuilder
 
