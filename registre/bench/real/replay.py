@@ -129,10 +129,9 @@ class LedgerReplay:
 
 
 def output_reserve(policy: Policy) -> int:
-    """The tokens ``policy`` keeps for the model's answer (its ``output_reserve``; 0 for a
-    policy that keeps none, as before the setting existed)."""
-    reserve = getattr(policy, "output_reserve", 0)
-    return reserve if type(reserve) is int and 0 <= reserve < policy.budget_tokens else 0
+    """The tokens ``policy`` keeps for the model's answer (``output_reserve_tokens``: 0 for
+    a version 1 policy, ``min(4096, budget / 8)`` by default)."""
+    return policy.output_reserve_tokens
 
 
 def baseline_rooms(budgets: Sequence[int], full: bool) -> dict[str, int]:

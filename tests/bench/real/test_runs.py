@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from registre.bench.real import locomo_run as locomo_module
-from registre.bench.real import replay as replay_module
 from registre.bench.real.compare import render_comparison
 from registre.bench.real.locomo import load_locomo
 from registre.bench.real.locomo_run import LocomoConfig, run_locomo
@@ -153,23 +150,10 @@ def test_old_beside_new(locomo: dict[str, Any], agent: dict[str, Any]) -> None:
         render_comparison(locomo, other)
 
 
-class _Reserving(Policy):
-    """A policy as a later registre may give: with room kept for the model's answer."""
-
-    @property
-    def output_reserve(self) -> int:
-        return self.budget_tokens // 8
-
-
-def test_baselines_get_the_room_registre_leaves_for_the_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    plain = Policy(budget_tokens=8000)
-    assert output_reserve(plain) == getattr(plain, "output_reserve", 0)
-    assert output_reserve(_Reserving(budget_tokens=8000)) == 1000
-    assert output_reserve(cast(Policy, SimpleNamespace(budget_tokens=10, output_reserve=10))) == 0
-    monkeypatch.setattr(replay_module, "Policy", _Reserving)
-    monkeypatch.setattr(locomo_module, "Policy", _Reserving)
+def test_baselines_get_the_room_registre_leaves_for_the_answer(tmp_path: Path) -> None:
+    assert output_reserve(Policy(budget_tokens=8000)) == 1000  # min(4096, budget / 8)
+    assert output_reserve(Policy(budget_tokens=64000)) == 4096
+    assert output_reserve(Policy(budget_tokens=8000, output_reserve_tokens=0)) == 0
     assert baseline_rooms((4000, 8000), False) == {"4000": 3500, "8000": 7000}
     assert baseline_rooms((4000,), True) == {"4000": 4000}
     conversations = load_locomo(write_json(tmp_path / "tiny.json", locomo_sample()))
