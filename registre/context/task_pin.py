@@ -20,7 +20,7 @@ quotes as much of it as fits).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from registre.context.compaction import CompactionPlan
@@ -29,7 +29,18 @@ from registre.context.model import ContextEntry, Message
 from registre.context.render import message_tokens
 from registre.context.tokens import TokenCounter
 
-__all__ = ["TASK_PIN_KIND", "TASK_PIN_SCAN", "TASK_PIN_SHARE_PERMILLE", "task_pins_due"]
+__all__ = [
+    "TASK_PIN_ACTOR",
+    "TASK_PIN_KIND",
+    "TASK_PIN_SCAN",
+    "TASK_PIN_SHARE_PERMILLE",
+    "TaskScan",
+    "stale_task_pins",
+    "task_pins_due",
+]
+
+TASK_PIN_ACTOR: Final = "registre"
+"""The actor of an automatic task pin's ``context.pin`` (and of its unpin)."""
 
 TASK_PIN_KIND: Final = "task_parameter"
 """The pin kind of an automatic task pin (the header shows task parameters first)."""
@@ -38,7 +49,64 @@ TASK_PIN_SHARE_PERMILLE: Final = 125
 """An automatic task pin takes at most an eighth of the budget."""
 
 TASK_PIN_SCAN: Final = 64
-"""The task entries are looked for among the thread's first 64 entries."""
+"""The first task's turns are looked for among the thread's first 64 entries."""
+
+
+class TaskScan:
+    """The task turns of a thread's *current task*, read entry by entry (:meth:`feed`, in
+    seq order; only ``turn`` entries with a string ``text`` matter).
+
+    A thread runs one task, or tasks one after another: a new task starts at a ``turn`` of
+    role ``system`` whose next turn is of role ``user`` (a session restarted with its system
+    prompt, as an agent serving one customer after another does). Its *task turns* are that
+    system turn and that user turn; before any such restart, the thread's first system turn
+    and its first user turn among entries ``0 .. TASK_PIN_SCAN - 1``. :attr:`turns` gives
+    them in seq order; the result never depends on how the entries were split between
+    calls to :meth:`feed`."""
+
+    __slots__ = ("_pending", "_system", "_user")
+
+    def __init__(self) -> None:
+        self._system: ContextEntry | None = None
+        self._user: ContextEntry | None = None
+        self._pending: ContextEntry | None = None  # a system turn not yet followed by a turn
+
+    def feed(self, entry: ContextEntry) -> None:
+        """Read the next entry (seq order)."""
+        role, text = entry.body.get("role"), entry.body.get("text")
+        if entry.kind != "turn" or not isinstance(text, str):
+            return
+        pending, self._pending = self._pending, None
+        if role == "system":
+            self._pending = entry
+            if self._system is None and entry.seq < TASK_PIN_SCAN:
+                self._system = entry  # the first task's system turn
+        elif role == "user":
+            if pending is not None and pending is not self._system:
+                self._system, self._user = pending, entry  # a new task starts
+            elif self._user is None and entry.seq < TASK_PIN_SCAN:
+                self._user = entry
+
+    @property
+    def turns(self) -> list[ContextEntry]:
+        """The current task's system and user turns (those found), in seq order."""
+        found = [entry for entry in (self._system, self._user) if entry is not None]
+        return sorted(found, key=lambda entry: entry.seq)
+
+
+def stale_task_pins(
+    live: Iterable[tuple[str, int, str]], turns: Sequence[ContextEntry]
+) -> list[str]:
+    """The ids of the automatic task pins ``live`` (``(pin id, source seq, text)`` of each
+    live ``task_parameter`` pin the writer made itself) that belong to an earlier task: made
+    from an entry before the current task's first task turn (``turns``, from
+    :class:`TaskScan`), with a text no current task turn has. Empty while the thread runs
+    its first task."""
+    if not turns:
+        return []
+    start = turns[0].seq
+    current = {entry.body.get("text") for entry in turns}
+    return [pin_id for pin_id, seq, text in live if seq < start and text not in current]
 
 
 def task_pins_due(
@@ -63,6 +131,7 @@ def task_pins_due(
     if policy.version == 2:
         system_limit = policy.budget_tokens * policy.system_share_permille // 1000
     made = state.pinned_texts()
+    carried = {pin.text for pin in state.live_pins()}  # the same text is never pinned twice
     found: dict[str, tuple[int, str]] = {}
     for entry in entries:
         if entry.seq > folded_to or len(found) == 2:
@@ -75,7 +144,7 @@ def task_pins_due(
         found[str(role)] = (entry.seq, text)
     due = []
     for seq, text in sorted(found.values()):
-        if (seq, text) in made or not text.strip():
+        if (seq, text) in made or text in carried or not text.strip():
             continue
         shown = Message("system", f"[pinned {TASK_PIN_KIND} pin-000] {text}")
         if message_tokens(shown, counter) <= (

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from registre.attest.entries import LIFECYCLE_KINDS, Entry
 from registre.context import TASK_PIN_KIND
+from registre.context.task_pin import TASK_PIN_ACTOR
 from registre.ledger.context.api import ContextThread
 from registre.ledger.context.store import CONTEXT_WRITE_KINDS, append_context_checked
 from registre.ledger.core.append import AppendItem, batch_kinds
@@ -28,10 +29,6 @@ from registre.ledger.lifecycle.store import append_checked
 __all__ = [
     "Thread",
 ]
-
-
-TASK_PIN_ACTOR = "registre"
-"""The actor of an automatic task pin."""
 
 
 class Thread(LifecycleThread, ContextThread):
@@ -47,6 +44,14 @@ class Thread(LifecycleThread, ContextThread):
             return
         try:
             self.pin(TASK_PIN_KIND, text, seq, actor=TASK_PIN_ACTOR)
+        except PinRefusedError:
+            return
+
+    def _unpin_task(self, pin_id: str, reason: str) -> None:
+        """Unpin ``pin_id``, an automatic task pin of an earlier task (section 5.1), with
+        ``reason``; a refusal (already unpinned) is left alone."""
+        try:
+            self.unpin(pin_id, reason, actor=TASK_PIN_ACTOR)
         except PinRefusedError:
             return
 

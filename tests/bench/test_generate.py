@@ -23,8 +23,9 @@ from registre.bench.generate import (
 )
 from registre.bench.textgen import MAX_OUTPUT_BYTES
 from registre.context import entry_text
+from registre.context.task_pin import TASK_PIN_ACTOR
 from registre.ledger.ledger import Ledger
-from registre.ledger.thread import TASK_PIN_ACTOR, Thread
+from registre.ledger.thread import Thread
 
 SIGNER = Signer.from_seed("bench.test", bytes(range(32)))
 

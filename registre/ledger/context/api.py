@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sqlalchemy import Connection
+
 from registre.attest.entries import Entry
 from registre.attest.projection_digest import (
     REGISTRE_SHAPE,
@@ -56,7 +58,7 @@ from registre.context import (
     task_pins_due,
 )
 from registre.context.events import COMPACTION_ACTOR
-from registre.context.task_pin import TASK_PIN_SCAN
+from registre.context.task_pin import TASK_PIN_ACTOR, TASK_PIN_KIND, stale_task_pins
 from registre.errors import RefusedError
 from registre.ledger.context.store import (
     MODEL_CALL_ACTOR,
@@ -225,17 +227,41 @@ class ContextThread(ThreadCore):
         if plan.folded is None:
             return True, planned
         with read_transaction(self._db.engine, snapshot=True) as conn:
-            entries = task_turns(conn, self.id, min(state.at + 1, TASK_PIN_SCAN))
+            entries = task_turns(conn, self.id, state.at + 1)
+            stale = stale_task_pins(self._automatic_task_pins(conn, state), entries)
         due = task_pins_due(entries, state, plan, counter)
-        if due and compaction_would_record(self._db, self.id, policy, counter, summarizer):
+        if (due or stale) and compaction_would_record(
+            self._db, self.id, policy, counter, summarizer
+        ):
+            for pin_id in stale:
+                self._unpin_task(pin_id, f"a new task started at entry {entries[0].seq}")
             for seq, text in due:
                 self._pin_task(seq, text)
             return True, None  # the head moved: plan again
         return True, planned
 
+    def _automatic_task_pins(
+        self, conn: Connection, state: ContextState
+    ) -> list[tuple[str, int, str]]:
+        """``(pin id, source seq, text)`` of each live ``task_parameter`` pin whose
+        ``context.pin`` entry the writer made itself (actor ``registre``)."""
+        found = []
+        for pin in state.live_pins():
+            if pin.kind != TASK_PIN_KIND:
+                continue
+            made_at = state.pin_entry_seq(pin.id)
+            made = next(iter(context_entries(conn, self.id, made_at, made_at + 1)))
+            if made.actor == TASK_PIN_ACTOR:
+                found.append((pin.id, pin.seq, pin.text))
+        return found
+
     def _pin_task(self, seq: int, text: str) -> None:
         """Pin the whole ``text`` of entry ``seq`` as a task parameter. The working-context
         wing cannot write lifecycle events: :class:`registre.ledger.thread.Thread` does."""
+
+    def _unpin_task(self, pin_id: str, reason: str) -> None:
+        """Unpin the automatic task pin ``pin_id`` of an earlier task, saying why
+        (:class:`registre.ledger.thread.Thread` does)."""
 
     def model_call(
         self,

@@ -92,6 +92,7 @@ __all__ = [
     "stored_seal",
     "stored_snapshot",
     "stored_snapshots",
+    "turn_entries",
 ]
 
 
@@ -113,6 +114,17 @@ _LEAVES = (
     select(_entry.c.seq, _entry.c.leaf)
     .where(
         _entry.c.thread == bindparam("thread"),
+        _entry.c.seq >= bindparam("start"),
+        _entry.c.seq < bindparam("stop"),
+    )
+    .order_by(_entry.c.seq)
+    .limit(bindparam("batch"))
+)
+_TURN_LEAVES = (
+    select(_entry.c.seq, _entry.c.leaf)
+    .where(
+        _entry.c.thread == bindparam("thread"),
+        _entry.c.kind == "turn",
         _entry.c.seq >= bindparam("start"),
         _entry.c.seq < bindparam("stop"),
     )
@@ -346,6 +358,23 @@ def context_entries(
                 raise ContextHistoryError(thread, next_seq, "the entry is missing")
             yield _context_entry(thread, next_seq, row.leaf)
             next_seq += 1
+
+
+def turn_entries(
+    conn: Connection, thread: str, start: int, stop: int, *, batch: int = 500
+) -> Iterator[ContextEntry]:
+    """The ``turn`` entries ``start <= seq < stop`` (by the stored ``kind`` column; each
+    parsed from its leaf, not signature-checked), in seq order. ContextHistoryError for a
+    leaf that is not the entry at its seq."""
+    next_seq = start
+    while next_seq < stop:
+        params = {"thread": thread, "start": next_seq, "stop": stop, "batch": batch}
+        rows = conn.execute(_TURN_LEAVES, params).all()
+        for row in rows:
+            yield _context_entry(thread, int(row.seq), row.leaf)
+        if len(rows) < batch:
+            return
+        next_seq = int(rows[-1].seq) + 1
 
 
 def _context_entry(thread: str, seq: int, leaf: object) -> ContextEntry:

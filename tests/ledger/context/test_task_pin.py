@@ -81,3 +81,55 @@ def test_task_too_big_for_an_eighth_of_the_budget_is_not_pinned(thread: Thread) 
         step(thread, number)
     assert thread.compact(policy=SMALL) is not None
     assert thread.pins() == []
+
+
+NEXT_TASK = "Customer 2: move reservation ZFA04Y to the 14th; the payment is credit_card_9879898."
+
+
+def test_pin_follows_the_current_task_unpinned_with_a_signed_reason(
+    ledger: Ledger, thread: Thread
+) -> None:
+    """Tasks one after another (the system prompt sent again, then a new user): at the next
+    compaction the first task's user pin is unpinned, signed, and the new task's is pinned;
+    the system prompt, the same text, stays pinned once."""
+    started(thread)
+    thread.compact(policy=SMALL)
+    old_system, old_task = thread.pins(live=True)
+    restart = thread.append_many(
+        [
+            ("turn", {"role": "system", "text": SYSTEM}, "operator"),
+            ("turn", {"role": "user", "text": NEXT_TASK}, "bob"),
+        ]
+    )
+    for number in range(12, 30):
+        step(thread, number)
+        thread.compact(policy=SMALL)
+    live = thread.pins(live=True)
+    assert [(pin.text, pin.source_seq) for pin in live] == [
+        (SYSTEM, 0),
+        (NEXT_TASK, restart[1].seq),
+    ]
+    unpinned = next(pin for pin in thread.pins() if pin.id == old_task.id)
+    assert not unpinned.live
+    assert unpinned.unpin_reason == f"a new task started at entry {restart[0].seq}"
+    assert thread.entry(unpinned.changed_seq or 0).actor == "registre"
+    assert old_system.live and old_system.id == live[0].id
+    messages = thread.project(budget=600, policy=SMALL).messages
+    assert NEXT_TASK in messages[1].content and TASK not in repr(messages)
+    verify_database(ledger, thread=thread.id)
+
+
+def test_callers_task_parameter_pins_are_never_unpinned(ledger: Ledger, thread: Thread) -> None:
+    started(thread, 4)
+    thread.pin("task_parameter", TASK, 1)
+    thread.append_many(
+        [
+            ("turn", {"role": "system", "text": SYSTEM}, "operator"),
+            ("turn", {"role": "user", "text": NEXT_TASK}, "bob"),
+        ]
+    )
+    for number in range(4, 30):
+        step(thread, number)
+        thread.compact(policy=SMALL)
+    assert any(pin.text == TASK and pin.live for pin in thread.pins())
+    verify_database(ledger, thread=thread.id)
