@@ -5,6 +5,7 @@ traceback, and the ledger unchanged."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,6 +132,11 @@ def test_witnessed_database_verifies_against_witness(
     assert lines[1].startswith(f"witness ok t1: {WITNESS_KEY.name} cosigned size 3 of ")
     assert lines[1].endswith("; the database holds it")
     assert lines[2] == "verified 1 thread(s) against the keys stored in the database"
+    result = run("verify", "--db", str(db), "--witness", spec(endpoint), "--json")
+    assert result.code == 0, result.err
+    (check,) = json.loads(result.out)["witnesses"]
+    assert list(check) == ["thread", "witness", "verdict", "size", "detail"]
+    assert (check["thread"], check["verdict"], check["size"]) == ("t1", "confirmed", 3)
 
 
 def test_verify_db_witness_key_alone_refused(workdir: Path, run: Run) -> None:
