@@ -41,7 +41,10 @@ database -- which only proves the database is consistent with itself.
 
 Once every thread is verified, two database-wide steps: no row lies outside a thread's tree
 (11) and the append-only triggers and row checks are in place (12)
-(:mod:`registre.ledger.verify.rows`).
+(:mod:`registre.ledger.verify.rows`). What the witnesses last cosigned -- the one defence of
+a database restored together with its ``.published`` record, or of a restored PostgreSQL
+database -- is step 14 of ``specs/storage.md`` section 7, run by the caller on the reports
+returned here (:func:`registre.ledger.verify.witnesses.check_witnesses`).
 
 Where each part lives: this module holds :func:`verify_database`; one snapshot's threads and
 steps 11-12 are :mod:`registre.ledger.verify.snapshot`, the ``jobs`` path
