@@ -43,6 +43,7 @@ COMMAND_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("mcp", "mcpcmd", "mcp_group", "Serve registre to MCP clients as their memory."),
     ("pin", "pin", "pin_command", "Pin a text so every projection of THREAD carries it."),
     ("prove", "prove", "prove_group", "Print inclusion and consistency proofs."),
+    ("reanchor", "reanchor", "reanchor_command", "Record again a ledger's lost .published file."),
     ("rebuild", "rebuild", "rebuild_command", "Rebuild the derived tables from the entries."),
     ("report", "report", "report_command", "Verify a bundle and write its audit report (HTML)."),
     ("source", "evidence", "source_group", "Register the passages an agent read."),

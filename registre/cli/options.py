@@ -22,6 +22,8 @@ Commands that only read use the key if it is there; commands that write need it.
 * :func:`read_text`: a long ``--text``: inline, ``@FILE`` or ``-`` (``@@`` for a literal ``@``).
 * :func:`refusal` and :func:`report_batch`: the error for a request the rules refused (the
   refusal is on the ledger), and the report of a batch.
+* :func:`witness_endpoints` and :func:`echo_witness_checks`: the ``--witness VKEY@URL``
+  witnesses asked by ``verify --db`` and ``reanchor``, and one line per answer.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -49,6 +51,10 @@ from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError
 from registre.ledger.store import engine
 from registre.ledger.store.engine import database_url
 from registre.ledger.thread import Thread
+
+if TYPE_CHECKING:
+    from registre.ledger.verify.witnesses import WitnessCheck
+    from registre.witness.client import WitnessEndpoint
 
 __all__ = [
     "ACTOR_HELP",
@@ -71,6 +77,7 @@ __all__ = [
     "db_option",
     "dry_run_option",
     "echo_json",
+    "echo_witness_checks",
     "json_option",
     "key_file_option",
     "key_passphrase",
@@ -86,6 +93,7 @@ __all__ = [
     "resolve_db",
     "resolve_key_file",
     "stored_checkpoint",
+    "witness_endpoints",
 ]
 
 DEFAULT_HOME = Path(".registre")
@@ -403,3 +411,30 @@ def report_batch(result: BatchResult, what: str, *, as_json: bool = False) -> No
             f"{len(rejected)} of {total} {what}s rejected (recorded as seq {result.seq}); "
             f"{what} {first_index}: {first.message}"
         )
+
+
+def witness_endpoints(specs: tuple[str, ...], quorum: int | None) -> list[WitnessEndpoint]:
+    """The witnesses ``verify --db`` and ``reanchor`` ask (``--witness VKEY@URL``); UsageError
+    for a key without a URL or a ``--quorum`` without a witness, WitnessSpecError for a
+    malformed one."""
+    if quorum is not None and not specs:
+        raise click.UsageError("--quorum needs at least one --witness")
+    if not specs:
+        return []
+    from registre.witness.client import WitnessEndpoint
+
+    for spec in specs:
+        if "@" not in spec:
+            raise click.UsageError(
+                f"--witness {spec[:80]!r} is a key alone; name the witness as VKEY@URL: it "
+                "is asked what it last cosigned"
+            )
+    return [WitnessEndpoint.parse(spec) for spec in specs]
+
+
+def echo_witness_checks(checks: Sequence[WitnessCheck]) -> None:
+    """One line per witness's answer about a thread (``registre verify --db --witness``,
+    ``registre reanchor``): ``witness ok THREAD: ...`` or ``witness unconfirmed THREAD: ...``."""
+    for check in checks:
+        word = "witness ok" if check.confirmed else "witness unconfirmed"
+        click.echo(f"{word} {check.thread}: {check.detail}")

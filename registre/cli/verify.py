@@ -15,6 +15,13 @@
   consistent with itself; pin the operator's key with ``--vkey`` to show it was written by
   that key. ``--thread`` (repeatable) verifies only those threads; ``--jobs N`` shares the
   threads among N processes. The result lines come in thread id order either way.
+* ``registre verify --db [URL] --witness VKEY@URL [--witness ...] [--quorum N]`` -- then
+  step 14 (:mod:`registre.ledger.verify.witnesses`): no thread is behind, or forks from,
+  what each witness last cosigned for its origin (exit 1, BehindWitnessError or
+  ForkedFromWitnessError), and each thread is confirmed by ``--quorum`` witnesses (default:
+  every ``--witness``; WitnessQuorumError, exit 1). With ``--db`` a witness is named as for
+  ``registre checkpoint``: its key, ``@``, its URL (it is asked); a bundle's ``--witness`` is a
+  key alone (its cosignatures are in the bundle). Nothing is written to the database.
 """
 
 from __future__ import annotations
@@ -22,24 +29,32 @@ from __future__ import annotations
 import base64
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from registre.attest.__main__ import run_verify, verify_options
 from registre.attest.notes import Verifier
-from registre.cli.options import db_option, echo_json, resolve_db
+from registre.cli.options import (
+    db_option,
+    echo_json,
+    echo_witness_checks,
+    resolve_db,
+    witness_endpoints,
+)
 from registre.ledger.ledger import Ledger
 from registre.ledger.verify.database import verify_database
+from registre.ledger.verify.thread import ThreadReport
+
+if TYPE_CHECKING:
+    from registre.ledger.verify.witnesses import WitnessCheck
 
 __all__ = ["verify_command"]
 
 _BUNDLE_ONLY = {
     "key_text": "--key",
     "key_file": "--key-file",
-    "witness_keys": "--witness",
-    "quorum": "--quorum",
     "state_file": "--state",
     "require_full": "--require-full",
     "max_age": "--max-age",
@@ -97,9 +112,12 @@ def verify_command(
         raise click.UsageError(
             f"{given[0]} applies to a bundle (FILE.zip); with --db pin keys with --vkey"
         )
+    quorum = bundle_options.get("quorum")
+    endpoints = witness_endpoints(tuple(bundle_options.get("witness_keys") or ()), quorum)
     keys = [Verifier.from_vkey(text) for text in vkeys] or None
     threads = list(thread_ids) or None
     jobs = int(bundle_options.get("jobs") or 1)
+    checks: list[WitnessCheck] = []
     with Ledger.open(resolve_db(db), create=False) as ledger:
         if bundle_options.get("as_json") or not sys.stderr.isatty():
             reports = verify_database(ledger, threads=threads, keys=keys, jobs=jobs)
@@ -109,23 +127,48 @@ def verify_command(
                 reports = verify_database(
                     ledger, threads=threads, keys=keys, jobs=jobs, progress=bar.update
                 )
-    trust = "pinned key(s)" if keys else "the keys stored in the database"
-    if bundle_options.get("as_json"):
-        echo_json(
-            {
-                "verified": True,
-                "trusted": "pinned" if keys else "stored",
-                "threads": [
-                    {
-                        "thread": report.thread,
-                        "size": report.size,
-                        "root": base64.b64encode(report.root).decode("ascii"),
-                        "checkpoints": report.checkpoints,
-                    }
-                    for report in reports
-                ],
-            }
-        )
+        if endpoints:
+            # 14. what the witnesses last cosigned (the HTTP client is imported only here)
+            from registre.ledger.verify.witnesses import check_witnesses
+
+            needed = len(endpoints) if quorum is None else int(quorum)
+            log_keys = keys or ledger.stored_keys()
+            checks = check_witnesses(ledger, reports, endpoints, needed, log_keys)
+    _print(reports, checks, bool(keys), bool(bundle_options.get("as_json")))
+
+
+def _print(
+    reports: list[ThreadReport], checks: list[WitnessCheck], pinned: bool, as_json: bool
+) -> None:
+    """The result: one line per thread and per witness's answer, then the trust line; or
+    the JSON of ``specs/cli.md``."""
+    trust = "pinned key(s)" if pinned else "the keys stored in the database"
+    if as_json:
+        document: dict[str, object] = {
+            "verified": True,
+            "trusted": "pinned" if pinned else "stored",
+            "threads": [
+                {
+                    "thread": report.thread,
+                    "size": report.size,
+                    "root": base64.b64encode(report.root).decode("ascii"),
+                    "checkpoints": report.checkpoints,
+                }
+                for report in reports
+            ],
+        }
+        if checks:
+            document["witnesses"] = [
+                {
+                    "thread": check.thread,
+                    "witness": check.witness,
+                    "verdict": check.verdict,
+                    "size": check.size,
+                    "detail": check.detail,
+                }
+                for check in checks
+            ]
+        echo_json(document)
         return
     for report in reports:
         root = base64.b64encode(report.root).decode("ascii")
@@ -133,4 +176,18 @@ def verify_command(
             f"ok {report.thread}: {report.size} entries, root {root}, "
             f"{report.checkpoints} checkpoint(s)"
         )
+    echo_witness_checks(checks)
     click.echo(f"verified {len(reports)} thread(s) against {trust}")
+
+
+for _param in verify_command.params:  # the bundle's options, as --db reads two of them
+    if _param.name == "witness_keys" and isinstance(_param, click.Option):
+        _param.help = (
+            "A witness verifier key to pin (cosignature/v1); repeatable. With --db: "
+            "VKEY@URL, a witness asked what it last cosigned."
+        )
+    elif _param.name == "quorum" and isinstance(_param, click.Option):
+        _param.help = (
+            "Cosignatures from pinned witnesses the head needs; with --db, witnesses that "
+            "must confirm each thread. Default: every --witness."
+        )

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from registre.attest.notes import parse_note
-from registre.errors import VerificationError
 from registre.ledger.core.thread_core import StoredCheckpoint
 from registre.ledger.thread import Thread
 from registre.witness.client import (
@@ -26,6 +24,7 @@ from registre.witness.client import (
     WitnessEndpoint,
     WitnessOutcome,
     collect_cosignatures,
+    cosigned_sizes,
 )
 from registre.witness.errors import WitnessQuorumError
 
@@ -43,22 +42,7 @@ class WitnessedCheckpoint:
 
 def last_cosigned_sizes(thread: Thread, witnesses: Sequence[WitnessEndpoint]) -> dict[str, int]:
     """Per witness vkey, the largest stored checkpoint size with a valid cosignature from it."""
-    sizes: dict[str, int] = {}
-    wanted = {(w.verifier.name, w.verifier.key_id): w for w in witnesses}
-    for stored in reversed(thread.checkpoints()):
-        if len(sizes) == len(wanted):
-            break
-        text, signatures = parse_note(stored.note)
-        for signature in signatures:
-            witness = wanted.get((signature.name, signature.key_id))
-            if witness is None or witness.verifier.vkey() in sizes:
-                continue
-            try:
-                witness.verifier.verify(text.encode("utf-8"), signature.signature)
-            except VerificationError:
-                continue
-            sizes[witness.verifier.vkey()] = stored.size
-    return sizes
+    return cosigned_sizes(((c.size, c.note) for c in thread.checkpoints()), witnesses)
 
 
 def witness_checkpoint(

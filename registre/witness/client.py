@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -51,10 +52,12 @@ from registre.witness.protocol import (
 
 __all__ = [
     "CollectedCosignatures",
+    "Conflict",
     "WitnessEndpoint",
     "WitnessOutcome",
     "collect_cosignatures",
     "collect_cosignatures_async",
+    "cosigned_sizes",
 ]
 
 ProofFor = Callable[[int], Sequence[bytes]]
@@ -101,12 +104,20 @@ class WitnessEndpoint:
         return cls(verifier, url)
 
 
+Conflict = Literal["ahead", "fork"]
+"""Why a witness refused, when its answer says it saw another history of the log:
+``ahead``, it holds a larger tree than the checkpoint sent; ``fork``, it holds another root
+at a size the checkpoint's tree has (a 422, or the earlier text's 409 for the size sent)."""
+
+
 @dataclass(frozen=True)
 class WitnessOutcome:
     """What one witness did. Exactly one of ``cosignature`` and ``problem`` is set.
 
     ``cosignature`` is the verified line and ``timestamp`` its time; ``problem`` says why
     there is none. ``old_size`` is the old size of the last request sent (None if none was).
+    ``conflict`` and ``held_size`` are set when the refusal says the witness saw another
+    history: its kind, and the size it said it holds (the witness's unsigned word).
     """
 
     name: str
@@ -115,6 +126,8 @@ class WitnessOutcome:
     timestamp: int | None
     problem: str | None
     old_size: int | None
+    conflict: Conflict | None = None
+    held_size: int | None = None
 
     def describe(self) -> str:
         """One line for people: ``cosigned by NAME at T`` or ``NAME (URL): problem``."""
@@ -136,7 +149,38 @@ class CollectedCosignatures:
 
 
 class _Problem(Exception):
-    """One witness's failure, turned into its outcome's ``problem``."""
+    """One witness's failure, turned into its outcome's ``problem`` (and ``conflict``)."""
+
+    def __init__(
+        self, message: str, conflict: Conflict | None = None, held: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+        self.held = held
+
+
+def cosigned_sizes(
+    checkpoints: Iterable[tuple[int, str]], witnesses: Sequence[WitnessEndpoint]
+) -> dict[str, int]:
+    """Per witness vkey, the largest size among ``checkpoints`` (size, signed note) whose note
+    carries a valid cosignature from that witness's pinned key: the size the log last knew it
+    to hold (step 1's ``old``). Witnesses with none are left out."""
+    sizes: dict[str, int] = {}
+    wanted = {(w.verifier.name, w.verifier.key_id): w for w in witnesses}
+    for size, note in sorted(checkpoints, key=lambda pair: pair[0], reverse=True):
+        if len(sizes) == len(wanted):
+            break
+        text, signatures = parse_note(note)
+        for signature in signatures:
+            witness = wanted.get((signature.name, signature.key_id))
+            if witness is None or witness.verifier.vkey() in sizes:
+                continue
+            try:
+                witness.verifier.verify(text.encode("utf-8"), signature.signature)
+            except VerificationError:
+                continue
+            sizes[witness.verifier.vkey()] = size
+    return sizes
 
 
 def collect_cosignatures(
@@ -236,7 +280,9 @@ async def _ask(
                 raise _Problem(
                     f"it holds size {old_size} of {checkpoint.origin}, beyond this checkpoint's "
                     f"size {checkpoint.size}: it saw a longer history of this log (fork or "
-                    "rollback of this ledger)"
+                    "rollback of this ledger)",
+                    "ahead",
+                    old_size,
                 )
             body = AddCheckpointRequest.build(old_size, proof_for(old_size), note).encode()
             sent = old_size
@@ -260,10 +306,25 @@ async def _ask(
             if status == 422 and old_size == checkpoint.size:
                 raise _other_root(old_size, checkpoint, 422)
             first = data[:200].decode("utf-8", "replace").strip().splitlines()
-            raise _Problem(f"refused with HTTP {status}: {first[0] if first else '(no body)'}")
+            # a 422 from the size it holds: the proof from its root does not verify
+            conflict: Conflict | None = "fork" if status == 422 else None
+            raise _Problem(
+                f"refused with HTTP {status}: {first[0] if first else '(no body)'}",
+                conflict,
+                old_size if conflict else None,
+            )
         raise AssertionError("unreachable")  # pragma: no cover
     except _Problem as problem:
-        return WitnessOutcome(witness.name, witness.url, None, None, str(problem), sent)
+        return WitnessOutcome(
+            witness.name,
+            witness.url,
+            None,
+            None,
+            str(problem),
+            sent,
+            problem.conflict,
+            problem.held,
+        )
     except RegistreError as exc:
         return WitnessOutcome(witness.name, witness.url, None, None, str(exc), sent)
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -274,7 +335,9 @@ async def _ask(
 def _other_root(size: int, checkpoint: Checkpoint, status: int) -> _Problem:
     return _Problem(
         f"it holds another checkpoint of size {size} for {checkpoint.origin} ({status}): "
-        "this log showed it a different history"
+        "this log showed it a different history",
+        "fork",
+        size,
     )
 
 

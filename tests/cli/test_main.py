@@ -24,7 +24,8 @@ SHARED = ("registre.cli.options", "registre.cli.files")
 TOP_LEVEL = [
     *("append", "backup", "bench", "checkpoint", "compact", "conclude", "conclusions"),
     *("context", "demo", "evidence", "expand", "export", "import", "init", "key", "log", "mcp"),
-    *("pin", "prove", "rebuild", "report", "source", "thread", "trace", "transcript", "unpin"),
+    *("pin", "prove", "reanchor", "rebuild", "report", "source", "thread", "trace"),
+    *("transcript", "unpin"),
     *("verify", "witness"),
 ]
 

@@ -60,6 +60,7 @@ from registre.ledger.errors import (
 )
 from registre.ledger.store.published import (
     DatabaseBehindError,
+    PublishedRecordMissingError,
     published_problem,
     read_published_head,
     record_problem,
@@ -284,11 +285,15 @@ def require_not_behind(
 ) -> None:
     """DatabaseBehindError if ``thread`` (head ``size``; ``root_at``: its root at the
     published size, when the caller computed it) is behind the checkpoint recorded outside
-    the database (:mod:`registre.ledger.store.published`)."""
+    the database (:mod:`registre.ledger.store.published`); PublishedRecordMissingError if
+    that record does not reach a checkpoint the database holds (deleted or rolled back)."""
     published = read_published_head(conn, origin)
-    problem = published_problem(published, size, root_at) or record_problem(conn, thread, published)
+    problem = published_problem(published, size, root_at)
     if problem is not None:
         raise DatabaseBehindError(f"thread {thread}: {problem}; nothing was written")
+    missing = record_problem(conn, thread, published)
+    if missing is not None:
+        raise PublishedRecordMissingError(f"thread {thread}: {missing}; nothing was written")
 
 
 def store_public_key(conn: Connection, verifier: Verifier, added: str | None = None) -> None:

@@ -11,7 +11,16 @@ reports the same (:func:`published_problem`).
 
 The file is written inside the checkpoint's write transaction, after the note is signed, so
 it never records a size the database does not already hold; a crash before the commit leaves a
-record whose size and root the database still has. Sizes only grow.
+record whose size and root the database still has. Sizes only grow. The first checkpoint ever
+signed creates the file.
+
+A database holding a checkpoint its thread's key signed at a size the record does not reach
+-- the file deleted or rolled back, or the database moved or restored without it -- is not a
+fresh start: :class:`PublishedRecordMissingError` (issue 29 item 4). A database is moved or
+copied together with its record; a record that was lost is written again only by
+``registre reanchor`` (:func:`reanchor_published`, after verification and, unless the
+operator says otherwise, the witnesses), which notes the decision in the file's
+``reanchored`` list.
 
 **PostgreSQL** databases get no file: a restore there is an administrator's act on the
 server, and the defence is the witnesses, which refuse a checkpoint that is not consistent
@@ -25,7 +34,7 @@ import binascii
 import json
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,12 +46,15 @@ from registre.ledger.errors import StoreCorruptError
 from registre.ledger.store.schema import tables
 
 __all__ = [
+    "REANCHOR_HINT",
     "DatabaseBehindError",
     "PublishedHead",
+    "PublishedRecordMissingError",
     "published_file",
     "published_problem",
     "read_published",
     "read_published_head",
+    "reanchor_published",
     "record_problem",
     "record_published",
 ]
@@ -53,6 +65,15 @@ _CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, PublishedHead]]] = {}
 _FILES: weakref.WeakKeyDictionary[Engine, Path | None] = weakref.WeakKeyDictionary()
 
 
+REANCHOR_HINT = (
+    "put back the .published file that was beside this database (a database is moved or "
+    "copied together with it); if only that file was lost, `registre reanchor --witness "
+    "VKEY@URL` records this database's checkpoints again once the witnesses confirm it is not "
+    "behind (specs/storage.md 3.2)"
+)
+"""How to recover from a record that does not reach the database's checkpoints."""
+
+
 class DatabaseBehindError(StoreCorruptError):
     """The database is behind a checkpoint registre already signed for the thread: it was
     restored from an older copy, or replaced. Nothing is appended or signed."""
@@ -61,6 +82,15 @@ class DatabaseBehindError(StoreCorruptError):
         "restore the newest copy of the database (its -wal file too); if this database is "
         "the one to keep, its published history was lost and the thread must not be extended"
     )
+
+
+class PublishedRecordMissingError(DatabaseBehindError):
+    """A SQLite database holds a checkpoint its thread's key signed at a size the
+    ``.published`` record beside it does not reach (no record, or a smaller one): the record
+    was deleted or rolled back, or the database was moved or restored without it. Not a fresh
+    start; nothing is appended or signed until the record is put back or re-anchored."""
+
+    hint = REANCHOR_HINT
 
 
 @dataclass(frozen=True)
@@ -156,7 +186,52 @@ def record_published(conn: Connection, origin: str, size: int, root: bytes) -> N
     if known is not None and known.size >= size:
         return
     heads[origin] = PublishedHead(origin, size, root)
-    document = {
+    _write(path, heads, _history(path))
+
+
+def reanchor_published(
+    conn: Connection, found: Sequence[PublishedHead], witnesses: Sequence[str], when: str
+) -> list[PublishedHead]:
+    """Record the heads ``found`` (each thread's largest checkpoint, verified by the caller)
+    that go beyond the record, and note the re-anchoring in the file's ``reanchored`` list
+    (``{"time": when, "witnesses": [names], "threads": {origin: size}}``; ``witnesses`` empty:
+    none was asked). Returns the heads recorded (none: nothing is written). Called in a write
+    transaction, like :func:`record_published`; a recorded size never shrinks. StoreCorruptError
+    for a database that keeps no record (PostgreSQL, in-memory SQLite)."""
+    path = published_file(conn)
+    if path is None:
+        raise StoreCorruptError("this database keeps no .published record")
+    heads = read_published(conn)
+    raised = [
+        head for head in found if head.origin not in heads or heads[head.origin].size < head.size
+    ]
+    if not raised:
+        return []
+    for head in raised:
+        heads[head.origin] = head
+    event = {
+        "time": when,
+        "witnesses": list(witnesses),
+        "threads": {head.origin: head.size for head in raised},
+    }
+    _write(path, heads, [*_history(path), event])
+    return raised
+
+
+def _history(path: Path) -> list[object]:
+    """The ``reanchored`` list of the record at ``path`` ([] when there is none)."""
+    try:
+        with open(path, "rb") as handle:
+            document = json.loads(handle.read(_MAX_BYTES + 1))
+    except (OSError, ValueError):
+        return []
+    history = document.get("reanchored") if isinstance(document, dict) else None
+    return list(history) if isinstance(history, list) else []
+
+
+def _write(path: Path, heads: Mapping[str, PublishedHead], history: list[object]) -> None:
+    """Write the record (temporary file, fsync, rename): every head, and ``history``."""
+    document: dict[str, object] = {
         "v": 1,
         "about": "highest checkpoint registre signed per thread origin; see specs/storage.md",
         "threads": {
@@ -164,6 +239,8 @@ def record_published(conn: Connection, origin: str, size: int, root: bytes) -> N
             for head in sorted(heads.values(), key=lambda h: h.origin)
         },
     }
+    if history:
+        document["reanchored"] = history
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=1, sort_keys=True)

@@ -17,7 +17,11 @@ from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.published import PublishedHead, published_problem, record_problem
 from registre.ledger.store.schema import tables
 from registre.ledger.verify.entries import blob
-from registre.ledger.verify.errors import CheckpointMismatchError, RolledBackError
+from registre.ledger.verify.errors import (
+    CheckpointMismatchError,
+    RecordRolledBackError,
+    RolledBackError,
+)
 
 __all__ = ["check_checkpoints", "check_published"]
 
@@ -31,14 +35,20 @@ _CHECKPOINTS = (
 
 
 def check_published(
-    conn: Connection, thread: str, size: int, published: PublishedHead | None
+    conn: Connection,
+    thread: str,
+    size: int,
+    published: PublishedHead | None,
+    *,
+    record: bool = True,
 ) -> None:
     """The thread (verified, of ``size`` entries) is not behind the checkpoint recorded outside
-    the database (RolledBackError: a rollback), and that record is there for every checkpoint
-    the database holds (RolledBackError: the record deleted or rolled back)."""
-    missing = record_problem(conn, thread, published)
+    the database (RolledBackError: a rollback), and, when ``record``, that record is there for
+    every checkpoint the database holds (RecordRolledBackError: the record deleted or rolled
+    back; ``registre reanchor`` asks for ``record=False``, since it writes that record)."""
+    missing = record_problem(conn, thread, published) if record else None
     if missing is not None:
-        raise RolledBackError(thread, None, missing)
+        raise RecordRolledBackError(thread, None, missing)
     if published is None:
         return
     at = None

@@ -41,7 +41,10 @@ database -- which only proves the database is consistent with itself.
 
 Once every thread is verified, two database-wide steps: no row lies outside a thread's tree
 (11) and the append-only triggers and row checks are in place (12)
-(:mod:`registre.ledger.verify.rows`).
+(:mod:`registre.ledger.verify.rows`). What the witnesses last cosigned -- the one defence of
+a database restored together with its ``.published`` record, or of a restored PostgreSQL
+database -- is step 14 of ``specs/storage.md`` section 7, run by the caller on the reports
+returned here (:func:`registre.ledger.verify.witnesses.check_witnesses`).
 
 Where each part lives: this module holds :func:`verify_database`; one snapshot's threads and
 steps 11-12 are :mod:`registre.ledger.verify.snapshot`, the ``jobs`` path
@@ -79,6 +82,7 @@ def verify_database(
     counters: Sequence[TokenCounter] = (),
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
+    published_record: bool = True,
 ) -> list[ThreadReport]:
     """Verify every thread (or only ``thread``, or only ``threads``) of ``db``; return one
     report per thread, in thread id order.
@@ -90,6 +94,9 @@ def verify_database(
     ``jobs``: processes verifying shares of the threads side by side (each in its own read
     snapshot; the database-wide checks 11 and 12 run once, here); 1 verifies here, in one
     snapshot. An in-memory database is always verified here.
+    ``published_record``: False skips only the check that the ``.published`` record beside a
+    SQLite file reaches every stored checkpoint (``registre reanchor``, which writes it); a
+    thread behind that record still fails.
 
     Raises a LedgerTamperedError subclass at the first failure (with ``jobs``: the failure of
     the first failing thread in id order); UnknownThreadError for an unknown thread asked for.
@@ -103,8 +110,12 @@ def verify_database(
     trusted = list(keys) if keys is not None else db.stored_keys()
     try:
         if jobs > 1 and not _in_memory(db):
-            return verify_in_processes(db, wanted, trusted, batch, counters, progress, jobs)
-        return verify_threads(db, wanted, trusted, batch, counters, progress)
+            return verify_in_processes(
+                db, wanted, trusted, batch, counters, progress, jobs, published_record
+            )
+        return verify_threads(
+            db, wanted, trusted, batch, counters, progress, published_record=published_record
+        )
     except (DataError, ProgrammingError) as exc:
         raise column_type_error(exc) from None
 

@@ -7,18 +7,22 @@ naming the thread and the first bad seq. The names say what was found in the dat
 from __future__ import annotations
 
 from registre.errors import VerificationError
+from registre.ledger.store.published import REANCHOR_HINT
 
 __all__ = [
+    "BehindWitnessError",
     "CheckpointMismatchError",
     "CompactionInvalidError",
     "ContextSnapshotMismatchError",
     "DerivedStateMismatchError",
     "EntryMismatchError",
     "EntryRejectedError",
+    "ForkedFromWitnessError",
     "HeadMismatchError",
     "LeafHashMismatchError",
     "LedgerTamperedError",
     "ModelCallDigestError",
+    "RecordRolledBackError",
     "RolledBackError",
     "StoredColumnTypeError",
     "StoredLifecycleReplayError",
@@ -77,6 +81,38 @@ class RolledBackError(LedgerTamperedError):
     restored from an older copy or replaced (``<database>.published``, specs/storage.md)."""
 
     hint = "restore the newest copy of the database, with its -wal file"
+
+
+class RecordRolledBackError(RolledBackError):
+    """The ``<database>.published`` record beside a SQLite file does not reach a checkpoint
+    the database holds, signed by the thread's key: the record was deleted or rolled back,
+    or the database moved or restored without it (issue 29 item 4)."""
+
+    hint = REANCHOR_HINT
+
+
+class BehindWitnessError(LedgerTamperedError):
+    """A pinned witness cosigned a larger tree of the thread than the database holds (or, by
+    its answer to add-checkpoint, than its largest signed checkpoint): the database is behind
+    what was published -- restored from an older copy, with or without its ``.published``
+    record (``registre verify --db --witness``, specs/storage.md 7, step 14)."""
+
+    hint = (
+        "restore the newest copy of the database (its -wal file too) and do not extend this "
+        "one: its next checkpoint would fork the history the witnesses cosigned"
+    )
+
+
+class ForkedFromWitnessError(LedgerTamperedError):
+    """A pinned witness cosigned, at a size the database holds, a root other than the
+    database's (or refused its checkpoint as inconsistent with the one it holds): the
+    database holds another history than the one published (``registre verify --db
+    --witness``, specs/storage.md 7, step 14)."""
+
+    hint = (
+        "this database is not the history the witnesses cosigned: restore the copy they saw "
+        "(`registre witness show --origin ORIGIN` on a witness prints what it cosigned)"
+    )
 
 
 class StoredColumnTypeError(VerificationError):

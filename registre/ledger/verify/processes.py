@@ -38,6 +38,7 @@ class _Share:
     threads: tuple[str, ...]
     batch: int
     counters: tuple[TokenCounter, ...]
+    published_record: bool
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,13 @@ def _verify_share(share: _Share) -> list[ThreadReport] | _Failure:
         trusted = [Verifier.from_vkey(vkey) for vkey in share.vkeys]
         try:
             return verify_threads(
-                db, share.threads, trusted, share.batch, share.counters, database_checks=False
+                db,
+                share.threads,
+                trusted,
+                share.batch,
+                share.counters,
+                database_checks=False,
+                published_record=share.published_record,
             )
         except (DataError, ProgrammingError) as exc:
             return _portable(column_type_error(exc))
@@ -92,6 +99,7 @@ def verify_in_processes(
     counters: Sequence[TokenCounter],
     progress: Callable[[int], None] | None,
     jobs: int,
+    published_record: bool = True,
 ) -> list[ThreadReport]:
     """:func:`registre.ledger.verify.snapshot.verify_threads` for the ``wanted`` threads in
     about ``4 x jobs`` shares of consecutive ids run by ``jobs`` processes, then steps 11 and
@@ -122,7 +130,14 @@ def verify_in_processes(
         pending = {
             pool.submit(
                 _verify_share,
-                _Share(url, vkeys, tuple(t for t, _ in share), batch, tuple(counters)),
+                _Share(
+                    url,
+                    vkeys,
+                    tuple(t for t, _ in share),
+                    batch,
+                    tuple(counters),
+                    published_record,
+                ),
             ): index
             for index, share in enumerate(shares)
             if share

@@ -72,9 +72,11 @@ def verify_threads(
     progress: Callable[[int], None] | None = None,
     *,
     database_checks: bool = True,
+    published_record: bool = True,
 ) -> list[ThreadReport]:
     """Verify the ``wanted`` threads (every thread when None) of ``db`` in one read snapshot,
-    in id order, each with its rollback check; then steps 11 and 12 unless
+    in id order, each with its rollback check (``published_record``: also that the record
+    beside a SQLite file reaches its checkpoints); then steps 11 and 12 unless
     ``database_checks`` is false (a worker process's share). Raises at the first failure."""
     with read_transaction(db.engine, snapshot=True) as conn:
         heads = read_heads(conn, wanted)
@@ -87,7 +89,13 @@ def verify_threads(
             report = verify_thread(
                 conn, keys, *head[:5], batch, counters, progress, head[0] in derived
             )
-            check_published(conn, report.thread, report.size, published.get(report.origin))
+            check_published(
+                conn,
+                report.thread,
+                report.size,
+                published.get(report.origin),
+                record=published_record,
+            )
             reports.append(report)
         if database_checks:
             check_database(conn, wanted)

@@ -4,6 +4,7 @@ reported by ``verify --db``, on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from registre.ledger.errors import ForeignThreadError, ThreadKeyError
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.context_cache import fold_cache
 from registre.ledger.store.context_snapshots import entry_leaf_hash, seal_message
-from registre.ledger.store.published import DatabaseBehindError
+from registre.ledger.store.published import DatabaseBehindError, PublishedRecordMissingError
 from registre.ledger.store.row_checks import CHECK_MARK
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
@@ -25,6 +26,7 @@ from registre.ledger.verify.errors import (
     ContextSnapshotMismatchError,
     EntryRejectedError,
     HeadMismatchError,
+    RecordRolledBackError,
     RolledBackError,
 )
 from registre.ledger.verify.rows import ProtectionMissingError, StrayRowsError
@@ -327,10 +329,70 @@ def test_restored_database_with_published_record_removed_fail(
     with Ledger.open(str(path), signer, create=False) as ledger:
         thread = ledger.thread("t1")
         before = dump(ledger.engine)
-        with pytest.raises(DatabaseBehindError, match="signed at size 5"):
+        with pytest.raises(PublishedRecordMissingError, match="signed at size 5"):
             thread.append(*turn("a fork"))
-        with pytest.raises(DatabaseBehindError, match="deleted or rolled back"):
+        with pytest.raises(PublishedRecordMissingError, match="deleted or rolled back"):
             thread.checkpoint(2)  # a new signature, at a size never signed
-        with pytest.raises(RolledBackError, match=r"registre\.db\.published"):
+        with pytest.raises(RecordRolledBackError, match=r"registre\.db\.published"):
             verify_database(ledger)
         assert dump(ledger.engine) == before
+
+
+def test_published_record_deleted_then_checkpoint_fail(tmp_path: Path, signer: Signer) -> None:
+    """The one-file delete of issue 29 item 4: without the record, the next checkpoint would
+    be a second signature at a size already signed, with whatever root the database has now.
+    Refused with its own error, one line and a hint that says how to recover."""
+    path = tmp_path / "registre.db"
+    published = tmp_path / "registre.db.published"
+    with Ledger.open(str(path), signer) as ledger:
+        thread = ledger.create_thread("t1")
+        thread.append_many([turn(f"entry {i}") for i in range(3)])
+        assert not published.exists()
+        thread.checkpoint()  # the first checkpoint ever creates the record
+        assert json.loads(published.read_text())["threads"][thread.origin]["size"] == 3
+    published.unlink()
+    with Ledger.open(str(path), signer, create=False) as ledger:
+        thread = ledger.thread("t1")
+        before = dump(ledger.engine)
+        with pytest.raises(PublishedRecordMissingError) as caught:
+            thread.checkpoint(2)
+        with pytest.raises(PublishedRecordMissingError):
+            thread.append(*turn("after the delete"))
+        assert dump(ledger.engine) == before
+    assert not published.exists()
+    assert str(caught.value) == (
+        "thread t1: the database holds a checkpoint signed at size 3, but registre.db.published "
+        "beside it has no record: the record was deleted or rolled back, or the database was "
+        "copied or restored without it; nothing was written"
+    )
+    assert caught.value.exit_code == 1 and "registre reanchor" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("record", ["moved with it", "left behind"])
+def test_database_moved_without_its_record_fail(
+    tmp_path: Path, signer: Signer, record: str
+) -> None:
+    """A database is moved with its record (specs/storage.md 3.2): moved together it goes on;
+    moved alone it is refused like a deleted record."""
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    with Ledger.open(str(tmp_path / "old" / "registre.db"), signer) as ledger:
+        thread = ledger.create_thread("t1")
+        thread.append_many([turn(f"entry {i}") for i in range(3)])
+        thread.checkpoint()
+    moved = (
+        ["registre.db", "registre.db.published"] if record == "moved with it" else ["registre.db"]
+    )
+    for name in moved:
+        shutil.move(tmp_path / "old" / name, tmp_path / "new" / name)
+    with Ledger.open(str(tmp_path / "new" / "registre.db"), signer, create=False) as ledger:
+        thread = ledger.thread("t1")
+        if record == "moved with it":
+            thread.append(*turn("goes on"))
+            assert thread.checkpoint().size == 4
+            verify_database(ledger)
+            return
+        with pytest.raises(PublishedRecordMissingError):
+            thread.append(*turn("refused"))
+        with pytest.raises(RecordRolledBackError):
+            verify_database(ledger)
