@@ -52,7 +52,7 @@ from langchain_core.messages import (
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from registre.adapters.records import tool_call_body
+from registre.adapters.records import last_system_text, tool_call_body
 from registre.attest.canonical_json import canonical_bytes
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
@@ -191,7 +191,7 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         self._policy = policy
         self._summarizer = summarizer
         self._seen: set[str] = set()
-        self._system = self._last_system_prompt()
+        self._system = last_system_text(self.thread)
 
     # --- model calls -------------------------------------------------------------------------
 
@@ -327,12 +327,3 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         result = await handler(request)
         self._record_result(request, result)
         return result
-
-    # --- helpers -----------------------------------------------------------------------------
-
-    def _last_system_prompt(self) -> str | None:
-        size = self.thread.head().size
-        for entry in reversed(list(self.thread.entries(max(0, size - 256), size))):
-            if entry.kind == "turn" and entry.body["role"] == "system":
-                return str(entry.body["text"])
-        return None

@@ -56,7 +56,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
-from registre.adapters.records import tool_call_body
+from registre.adapters.records import last_system_text, tool_call_body
 from registre.attest.canonical_json import canonical_bytes
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError
@@ -191,7 +191,7 @@ class RegistreCapability(AbstractCapability[Any]):
         self.budget = budget
         self._policy = policy
         self._summarizer = summarizer
-        self._system = self._instructions = self._last_system_text()
+        self._system = self._instructions = last_system_text(self.thread)
 
     def _inputs(self, messages: Sequence[ModelMessage]) -> list[Item]:
         """The entries recording the step's new ``ModelRequest`` (module docstring)."""
@@ -275,10 +275,3 @@ class RegistreCapability(AbstractCapability[Any]):
         response: ModelResponse = await handler(sent)
         self._record_response(response)
         return response
-
-    def _last_system_text(self) -> str | None:
-        size = self.thread.head().size
-        for entry in reversed(list(self.thread.entries(max(0, size - 256), size))):
-            if entry.kind == "turn" and entry.body["role"] == "system":
-                return str(entry.body["text"])
-        return None
