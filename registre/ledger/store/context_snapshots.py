@@ -65,7 +65,7 @@ from registre.context import (
 from registre.errors import RegistreError
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.context_cache import CATCH_UP, fold_cache
-from registre.ledger.store.schema import LedgerModel, tables
+from registre.ledger.store.schema import LedgerModel, entry_range, tables
 from registre.lifecycle import LifecycleFormatError, ReplayMismatchError
 from registre.lifecycle.model import LIVE
 
@@ -108,16 +108,7 @@ class ContextSnapshotRow(LedgerModel, table=True):
 CONTEXT_SNAPSHOT: Final[Table] = ContextSnapshotRow.__table__  # type: ignore[attr-defined]
 
 _entry = tables.entry
-_LEAVES = (
-    select(_entry.c.seq, _entry.c.leaf)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-    .limit(bindparam("batch"))
-)
+_LEAVES = entry_range(_entry.c.seq, _entry.c.leaf).limit(bindparam("batch"))
 _LATEST = (
     select(
         CONTEXT_SNAPSHOT.c.seq,
