@@ -19,6 +19,7 @@ runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,6 @@ import click
 
 __all__ = ["bench_command"]
 
-_REPORTED = 50  # planned entries per progress-bar update
 MAX_SIZE = 2_000_000
 """The largest investigation bench records (entries): a few GB of memory and database."""
 MAX_BUDGET = 10_000_000
@@ -47,6 +47,16 @@ def _quantities(text: str, what: str, option: str, limit: int) -> tuple[int, ...
     if max(values) > limit:
         raise click.BadParameter(f"{what}s are at most {limit:,}", param_hint=option)
     return values
+
+
+def _budgets(text: str | None, default: str) -> tuple[int, ...]:
+    """``--budgets`` (``default`` when not given), in tokens."""
+    return _quantities(default if text is None else text, "budget", "--budgets", MAX_BUDGET)
+
+
+def _echo_written(written: Mapping[str, Path], *, err: bool = False) -> None:
+    for name, path in written.items():
+        click.echo(f"  {name:>8}: {path}", err=err)
 
 
 def _refuse_used_database(url: str) -> None:
@@ -203,8 +213,8 @@ def bench_command(
         real = _RealOptions(questions, conversations, fmt, as_json, baselines_full)
         _real(paths, suite, transcripts, real, budgets, out)
         return
-    budgets = SYNTHETIC_BUDGETS if budgets is None else budgets
     from registre.bench.investigation import MIN_ENTRIES
+    from registre.bench.parallel import BatchedProgress
     from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
 
     size_list = _quantities(sizes, "size", "--sizes", MAX_SIZE)
@@ -212,7 +222,7 @@ def bench_command(
         raise click.BadParameter(
             f"sizes must be at least {MIN_ENTRIES} entries", param_hint="--sizes"
         )
-    budget_list = _quantities(budgets, "budget", "--budgets", MAX_BUDGET)
+    budget_list = _budgets(budgets, SYNTHETIC_BUDGETS)
     (lean,) = _quantities(lean_above, "size", "--lean-above", 10 * MAX_SIZE)[:1]
     resolve_summarizer(summarizer)  # a bad name fails before anything runs
     if db is not None:
@@ -231,22 +241,13 @@ def bench_command(
         raw_appends=raw_appends,
     )
     total = sum(size_list) * len(budget_list)
-    pending = 0
     with click.progressbar(length=total, label="registre bench", show_pos=True) as bar:
-
-        def advance(entries: int) -> None:
-            nonlocal pending
-            pending += entries
-            if pending >= _REPORTED:
-                bar.update(pending)
-                pending = 0
-
+        advance = BatchedProgress(bar.update)
         results = run_bench(config, advance)
-        bar.update(pending)
+        advance.flush()
     written = write_outputs(results, out)
     click.echo(f"{len(results['runs'])} run(s) in {results['seconds']:.0f} s")
-    for name, path in written.items():
-        click.echo(f"  {name:>8}: {path}")
+    _echo_written(written)
 
 
 @dataclass(frozen=True)
@@ -281,9 +282,7 @@ def _real(
     if not paths:
         what = "the LoCoMo file or folder" if suite else "at least one transcript file"
         raise click.UsageError(f"give {what} after the options")
-    budget_list = _quantities(
-        REAL_BUDGETS if budgets is None else budgets, "budget", "--budgets", MAX_BUDGET
-    )
+    budget_list = _budgets(budgets, REAL_BUDGETS)
 
     def progress(text: str) -> None:
         click.echo(f"  {text}", err=True)
@@ -313,5 +312,4 @@ def _real(
         click.echo(json.dumps(results, indent=1, ensure_ascii=False))
         return
     click.echo(written["report"].read_text(encoding="utf-8"))
-    for name, path in written.items():
-        click.echo(f"  {name:>8}: {path}", err=True)
+    _echo_written(written, err=True)
