@@ -41,6 +41,7 @@ with contextlib.redirect_stdout(io.StringIO()):
         pass
 """
 LEDGER_FACE = "import registre.ledger"
+IMPORTERS_FACE = "import registre.importers"
 
 
 def loaded(code: str) -> set[str]:
@@ -85,6 +86,28 @@ def test_an_entry_point_loads_no_database_stack(
 def test_an_entry_point_loads_no_floor_it_does_not_use(code: str, internal: str) -> None:
     modules = loaded(code)
     assert not [m for m in modules if m == internal or m.startswith(internal + ".")]
+
+
+@pytest.mark.parametrize(
+    ("face", "modules"),
+    [
+        (IMPORTERS_FACE, "registre.importers."),
+        (LEDGER_FACE, "registre.ledger."),
+    ],
+)
+def test_a_face_alone_loads_none_of_its_modules(face: str, modules: str) -> None:
+    assert not [m for m in loaded(face) if m.startswith(modules)]
+
+
+@pytest.mark.parametrize(
+    ("code", "module"),
+    [
+        ("from registre.importers import open_transcript", "registre.importers.transcript"),
+    ],
+)
+def test_a_face_loads_a_name_s_module_when_the_name_is_used(code: str, module: str) -> None:
+    """The checks above can fail: using a name loads what it needs."""
+    assert module in loaded(code)
 
 
 def test_the_ledger_loads_its_database_stack_when_used() -> None:
