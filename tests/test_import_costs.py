@@ -42,6 +42,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 """
 LEDGER_FACE = "import registre.ledger"
 IMPORTERS_FACE = "import registre.importers"
+BENCH_FACE = "import registre.bench"
 
 
 def loaded(code: str) -> set[str]:
@@ -65,6 +66,7 @@ def heavy(modules: set[str], packages: tuple[str, ...]) -> list[str]:
         ("importers", IMPORTERS, (*DATABASE, "click", "aiohttp")),
         ("registre --help", CLI_HELP, (*DATABASE, "aiohttp")),
         ("the ledger face", LEDGER_FACE, DATABASE),
+        ("the bench face", BENCH_FACE, (*DATABASE, "click", "aiohttp")),
     ],
 )
 def test_an_entry_point_loads_no_database_stack(
@@ -81,6 +83,7 @@ def test_an_entry_point_loads_no_database_stack(
         (IMPORTERS, "registre.ledger"),
         (CLI_HELP, "registre.ledger"),
         (LEDGER_FACE, "registre.ledger.store"),
+        (BENCH_FACE, "registre.ledger"),
     ],
 )
 def test_an_entry_point_loads_no_floor_it_does_not_use(code: str, internal: str) -> None:
@@ -92,6 +95,7 @@ def test_an_entry_point_loads_no_floor_it_does_not_use(code: str, internal: str)
     ("face", "modules"),
     [
         (IMPORTERS_FACE, "registre.importers."),
+        (BENCH_FACE, "registre.bench."),
         (LEDGER_FACE, "registre.ledger."),
     ],
 )
@@ -103,6 +107,7 @@ def test_a_face_alone_loads_none_of_its_modules(face: str, modules: str) -> None
     ("code", "module"),
     [
         ("from registre.importers import open_transcript", "registre.importers.transcript"),
+        ("from registre.bench import run_bench", "sqlalchemy"),
     ],
 )
 def test_a_face_loads_a_name_s_module_when_the_name_is_used(code: str, module: str) -> None:

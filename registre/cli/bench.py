@@ -36,7 +36,7 @@ REAL_BUDGETS = "4k,8k,16k"
 
 
 def _quantities(text: str, what: str, option: str, limit: int) -> tuple[int, ...]:
-    from registre.bench.run import parse_quantity
+    from registre.bench import parse_quantity
 
     try:
         values = tuple(parse_quantity(part, what) for part in text.split(",") if part.strip())
@@ -213,9 +213,14 @@ def bench_command(
         real = _RealOptions(questions, conversations, fmt, as_json, baselines_full)
         _real(paths, suite, transcripts, real, budgets, out)
         return
-    from registre.bench.investigation import MIN_ENTRIES
-    from registre.bench.parallel import BatchedProgress
-    from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
+    from registre.bench import (
+        MIN_ENTRIES,
+        BatchedProgress,
+        BenchConfig,
+        resolve_summarizer,
+        run_bench,
+        write_outputs,
+    )
 
     size_list = _quantities(sizes, "size", "--sizes", MAX_SIZE)
     if min(size_list) < MIN_ENTRIES:
@@ -270,10 +275,14 @@ def _real(
     """``--suite locomo PATH...`` or ``--transcripts FILE...`` (module docstring)."""
     import json
 
-    from registre.bench.real.locomo import load_locomo
-    from registre.bench.real.locomo_run import LocomoConfig, run_locomo
-    from registre.bench.real.outputs import write_real_outputs
-    from registre.bench.real.transcript_run import TranscriptConfig, run_transcripts
+    from registre.bench.real import (
+        LocomoConfig,
+        TranscriptConfig,
+        load_locomo,
+        run_locomo,
+        run_transcripts,
+        write_real_outputs,
+    )
 
     if suite is not None and transcripts:
         raise click.UsageError("give --suite locomo PATH or --transcripts FILE..., not both")

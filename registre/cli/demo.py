@@ -78,7 +78,7 @@ def _step(number: int, text: str) -> None:
 )
 def demo(workdir: Path, entries: int, budget: int) -> None:
     """Run the main job: record a long investigation, export, verify, report."""
-    from registre.bench.run import (
+    from registre.bench import (
         BenchConfig,
         resolve_summarizer,
         results_document,
