@@ -63,8 +63,7 @@ def _refuse_used_database(url: str) -> None:
     """RefusedError if the database ``--db`` names holds any thread: bench writes threads and
     a key of its own, for ever (a ledger is append-only), so it runs on an empty one only."""
     from registre.errors import RefusedError
-    from registre.ledger.errors import LedgerNotFoundError
-    from registre.ledger.ledger import Ledger
+    from registre.ledger import Ledger, LedgerNotFoundError
 
     try:
         with Ledger.open(url, create=False) as ledger:

@@ -34,8 +34,7 @@ from registre.attest.tree import verify_inclusion
 from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.cli.files import write_atomically
 from registre.errors import RefusedError, RegistreError
-from registre.ledger.ledger import Ledger
-from registre.ledger.thread import Thread
+from registre.ledger import Ledger, Thread
 from registre.report import gather, render_report
 from registre.report.notebook import render_notebook
 from registre.report.slides import render_slides

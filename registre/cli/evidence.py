@@ -34,8 +34,7 @@ from registre.cli.options import (
     report_batch,
 )
 from registre.errors import MalformedError
-from registre.ledger.lifecycle.api import LifecycleRefusedError
-from registre.ledger.lifecycle.views import EvidenceRecord
+from registre.ledger import EvidenceRecord, LifecycleRefusedError
 from registre.lifecycle import (
     EvidenceReviseRequest,
     LifecycleFormatError,

@@ -24,7 +24,7 @@ from registre.cli.options import (
     read_text,
     refusal,
 )
-from registre.ledger.lifecycle.api import LifecycleRefusedError
+from registre.ledger import LifecycleRefusedError
 from registre.lifecycle.model import PIN_KINDS
 
 __all__ = ["pin_command", "unpin_command"]

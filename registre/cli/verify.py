@@ -30,8 +30,7 @@ from click.core import ParameterSource
 from registre.attest.__main__ import run_verify, verify_options
 from registre.attest.notes import Verifier
 from registre.cli.options import db_option, echo_json, resolve_db
-from registre.ledger.ledger import Ledger
-from registre.ledger.verify.database import verify_database
+from registre.ledger import Ledger, verify_database
 
 __all__ = ["verify_command"]
 
