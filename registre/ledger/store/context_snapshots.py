@@ -63,6 +63,7 @@ from registre.context import (
     state_snapshot,
 )
 from registre.errors import RegistreError
+from registre.kinds import CONTEXT_COMPACTION
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.context_cache import CATCH_UP, fold_cache
 from registre.ledger.store.schema import LedgerModel, entry_range, tables
@@ -460,7 +461,7 @@ def rebuild_thread_context(
     rows: list[dict[str, Any]] = []
     for entry in context_entries(conn, thread, 0, size):
         fold_on(state, (entry,), thread)
-        if entry.kind == "context.compaction":
+        if entry.kind == CONTEXT_COMPACTION:
             row = snapshot_row(thread, entry.seq, state)
             leaf_hash = entry_leaf_hash(conn, thread, entry.seq)
             if signer is not None and leaf_hash is not None:
