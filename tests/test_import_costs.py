@@ -41,6 +41,8 @@ with contextlib.redirect_stdout(io.StringIO()):
         pass
 """
 LEDGER_FACE = "import registre.ledger"
+IMPORTERS_FACE = "import registre.importers"
+BENCH_FACE = "import registre.bench"
 
 
 def loaded(code: str) -> set[str]:
@@ -64,6 +66,7 @@ def heavy(modules: set[str], packages: tuple[str, ...]) -> list[str]:
         ("importers", IMPORTERS, (*DATABASE, "click", "aiohttp")),
         ("registre --help", CLI_HELP, (*DATABASE, "aiohttp")),
         ("the ledger face", LEDGER_FACE, DATABASE),
+        ("the bench face", BENCH_FACE, (*DATABASE, "click", "aiohttp")),
     ],
 )
 def test_an_entry_point_loads_no_database_stack(
@@ -80,11 +83,36 @@ def test_an_entry_point_loads_no_database_stack(
         (IMPORTERS, "registre.ledger"),
         (CLI_HELP, "registre.ledger"),
         (LEDGER_FACE, "registre.ledger.store"),
+        (BENCH_FACE, "registre.ledger"),
     ],
 )
 def test_an_entry_point_loads_no_floor_it_does_not_use(code: str, internal: str) -> None:
     modules = loaded(code)
     assert not [m for m in modules if m == internal or m.startswith(internal + ".")]
+
+
+@pytest.mark.parametrize(
+    ("face", "modules"),
+    [
+        (IMPORTERS_FACE, "registre.importers."),
+        (BENCH_FACE, "registre.bench."),
+        (LEDGER_FACE, "registre.ledger."),
+    ],
+)
+def test_a_face_alone_loads_none_of_its_modules(face: str, modules: str) -> None:
+    assert not [m for m in loaded(face) if m.startswith(modules)]
+
+
+@pytest.mark.parametrize(
+    ("code", "module"),
+    [
+        ("from registre.importers import open_transcript", "registre.importers.transcript"),
+        ("from registre.bench import run_bench", "sqlalchemy"),
+    ],
+)
+def test_a_face_loads_a_name_s_module_when_the_name_is_used(code: str, module: str) -> None:
+    """The checks above can fail: using a name loads what it needs."""
+    assert module in loaded(code)
 
 
 def test_the_ledger_loads_its_database_stack_when_used() -> None:

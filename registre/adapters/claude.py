@@ -52,6 +52,7 @@ from claude_agent_sdk.types import (
 
 from registre.attest.canonical_json import canonical_bytes
 from registre.errors import RefusedError
+from registre.kinds import COMPACTION_IMPORTED, TRANSCRIPT_ENTRY
 from registre.ledger import Ledger, Thread
 
 __all__ = ["FRAMEWORK", "DeleteRefusedError", "RegistreSessionStore", "precompact_hook"]
@@ -124,7 +125,7 @@ class RegistreSessionStore:
     def _lines(thread: Thread) -> Iterator[tuple[int, str | None, dict[str, Any]]]:
         """``(seq, subpath, line)`` of every mirrored transcript line, in order."""
         for entry in thread.entries():
-            if entry.kind == "transcript.entry":
+            if entry.kind == TRANSCRIPT_ENTRY:
                 body = entry.body
                 yield entry.seq, body.get("subpath"), json.loads(body["entry_json"])
 
@@ -136,7 +137,7 @@ class RegistreSessionStore:
         known = self._known.setdefault(thread.id, _Known())
         head = thread.head().size
         for entry in thread.entries(known.size, head):
-            if entry.kind == "transcript.entry":
+            if entry.kind == TRANSCRIPT_ENTRY:
                 tail = known.tails.setdefault(entry.body.get("subpath"), _Tail())
                 tail.add(entry.seq, json.loads(entry.body["entry_json"]))
         known.size = head
@@ -159,12 +160,12 @@ class RegistreSessionStore:
             if subpath is not None:
                 body["subpath"] = subpath
             body["entry_json"] = canonical_bytes(line).decode("utf-8")
-            items.append(("transcript.entry", body, _ACTOR))
+            items.append((TRANSCRIPT_ENTRY, body, _ACTOR))
             event = self._compaction_event(key["session_id"], line, tail.span)
             tail.add(seq, line)
             seq += 1
             if event is not None:
-                items.append(("compaction.imported", event, _ACTOR))
+                items.append((COMPACTION_IMPORTED, event, _ACTOR))
                 seq += 1
         if items:
             thread.append_many(items)
@@ -308,7 +309,7 @@ def precompact_hook(thread: Thread, *, budget: int | None = None) -> HookCallbac
             digest = hashlib.sha256(canonical_bytes(projection.to_json())).hexdigest()
             body["context_sha256"] = digest
         body["pins"] = [pin.id for pin in thread.pins(live=True)]
-        thread.append("compaction.imported", body, _ACTOR)
+        thread.append(COMPACTION_IMPORTED, body, _ACTOR)
         return {}
 
     return hook

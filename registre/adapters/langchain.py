@@ -52,10 +52,11 @@ from langchain_core.messages import (
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from registre.adapters.records import tool_call_body
+from registre.adapters.records import last_system_text, tool_call_body
 from registre.attest.canonical_json import canonical_bytes
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
+from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
 from registre.ledger import Thread
 
 __all__ = [
@@ -70,7 +71,7 @@ __all__ = [
 SHAPE: Final = "openai.chat"
 """The shape of every ``model.call`` the middleware records."""
 
-_CONTENT_KINDS: Final = ("turn", "tool.call", "tool.result")
+_CONTENT_KINDS: Final = (TURN, TOOL_CALL, TOOL_RESULT)
 
 Item = tuple[str, dict[str, Any], str]
 ToolHandler = Callable[[ToolCallRequest], ToolMessage | Command[Any]]
@@ -191,7 +192,7 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         self._policy = policy
         self._summarizer = summarizer
         self._seen: set[str] = set()
-        self._system = self._last_system_prompt()
+        self._system = last_system_text(self.thread)
 
     # --- model calls -------------------------------------------------------------------------
 
@@ -202,12 +203,12 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         if request.system_message is not None:
             prompt = _text(request.system_message.content, "system_message")
             if prompt and prompt != self._system:
-                items.append(("turn", {"role": "system", "text": prompt}, "system"))
+                items.append((TURN, {"role": "system", "text": prompt}, "system"))
         fresh = self._new_inputs(request.messages)
         for message in fresh:
             text = _text(message.content, "message")
             if text:
-                items.append(("turn", {"role": "user", "text": text}, "user"))
+                items.append((TURN, {"role": "user", "text": text}, "user"))
         if not fresh:
             self._check_recorded(request.messages)
         if items:
@@ -246,7 +247,7 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
                 continue
             held = (
                 entry.body["call_id"] == last.tool_call_id
-                if isinstance(last, ToolMessage) and entry.kind == "tool.result"
+                if isinstance(last, ToolMessage) and entry.kind == TOOL_RESULT
                 else isinstance(last, HumanMessage)
                 and entry.body == {"role": "user", "text": _text(last.content, "message")}
             )
@@ -266,10 +267,10 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
                 continue
             text = _text(message.content, "response")
             if text:
-                items.append(("turn", {"role": "assistant", "text": text}, "assistant"))
+                items.append((TURN, {"role": "assistant", "text": text}, "assistant"))
             for call in message.tool_calls:
                 body = tool_call_body(str(call["id"]), call["name"], dict(call["args"]))
-                items.append(("tool.call", body, "assistant"))
+                items.append((TOOL_CALL, body, "assistant"))
         if items:
             self.thread.append_many(items)
 
@@ -308,7 +309,7 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         }
         if result.status == "error":
             body["is_error"] = True
-        self.thread.append("tool.result", body, f"tool:{call['name']}")
+        self.thread.append(TOOL_RESULT, body, f"tool:{call['name']}")
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler
@@ -327,12 +328,3 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         result = await handler(request)
         self._record_result(request, result)
         return result
-
-    # --- helpers -----------------------------------------------------------------------------
-
-    def _last_system_prompt(self) -> str | None:
-        size = self.thread.head().size
-        for entry in reversed(list(self.thread.entries(max(0, size - 256), size))):
-            if entry.kind == "turn" and entry.body["role"] == "system":
-                return str(entry.body["text"])
-        return None

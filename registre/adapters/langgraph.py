@@ -65,6 +65,7 @@ from registre.adapters.langgraph_records import (
 from registre.attest.canonical_json import canonical_bytes
 from registre.attest.entries import MAX_THREAD_ID_LENGTH
 from registre.errors import MalformedError
+from registre.kinds import TRANSCRIPT_ENTRY
 from registre.ledger import Ledger, Thread
 from registre.ledger.errors import UnknownThreadError
 
@@ -132,7 +133,7 @@ class RegistreSaver(BaseCheckpointSaver[int]):
             head = thread.head().size
             if head > fold.size:
                 for entry in thread.entries(fold.size, head):
-                    if entry.kind == "transcript.entry" and entry.body["framework"] == FRAMEWORK:
+                    if entry.kind == TRANSCRIPT_ENTRY and entry.body["framework"] == FRAMEWORK:
                         fold.apply(entry.seq, json.loads(entry.body["entry_json"]))
                 fold.size = head
             return fold
@@ -151,7 +152,7 @@ class RegistreSaver(BaseCheckpointSaver[int]):
         session = thread.id[len(self._prefix) + 1 :]
         thread.append_many(
             (
-                "transcript.entry",
+                TRANSCRIPT_ENTRY,
                 {
                     "framework": FRAMEWORK,
                     "session": session,

@@ -45,6 +45,7 @@ from langgraph.store.base import (
 
 from registre.adapters.langgraph_records import FRAMEWORK
 from registre.attest.canonical_json import canonical_bytes
+from registre.kinds import TRANSCRIPT_ENTRY
 from registre.ledger import Ledger, Thread
 from registre.ledger.errors import UnknownThreadError
 
@@ -98,7 +99,7 @@ class RegistreStore(BaseStore):
     def _catch_up(self, thread: Thread) -> None:
         head = thread.head().size
         for entry in thread.entries(self._size, head):
-            if entry.kind != "transcript.entry" or entry.body["framework"] != FRAMEWORK:
+            if entry.kind != TRANSCRIPT_ENTRY or entry.body["framework"] != FRAMEWORK:
                 continue
             record = json.loads(entry.body["entry_json"])
             where = (tuple(record["namespace"]), str(record["key"]))
@@ -154,7 +155,7 @@ class RegistreStore(BaseStore):
                 "session": "store",
                 "entry_json": canonical_bytes(record).decode("utf-8"),
             }
-            items.append(("transcript.entry", body, _ACTOR))
+            items.append((TRANSCRIPT_ENTRY, body, _ACTOR))
         thread.append_many(items)
 
     def _answer(self, op: Op, live: dict[tuple[tuple[str, ...], str], _Stored]) -> Result:

@@ -34,6 +34,7 @@ from jsonschema.validators import extend  # type: ignore[import-untyped]
 
 from registre.adapters.records import tool_call_body
 from registre.errors import MalformedError, RegistreError
+from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
 from registre.ledger import (
     BatchResult,
     Ledger,
@@ -175,13 +176,13 @@ def _record(value: object) -> Any:
 
 def _record_turn(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
     body = {"role": args["role"], "text": args["text"]}
-    entry = thread.append("turn", body, args.get("actor", args["role"]))
+    entry = thread.append(TURN, body, args.get("actor", args["role"]))
     return {"seq": entry.seq}
 
 
 def _record_tool_call(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
     body = tool_call_body(args["call_id"], args["name"], args["arguments"])
-    entry = thread.append("tool.call", body, args.get("actor", "assistant"))
+    entry = thread.append(TOOL_CALL, body, args.get("actor", "assistant"))
     return {"seq": entry.seq}
 
 
@@ -192,7 +193,7 @@ def _record_tool_result(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -
     if "name" in args:
         body["name"] = args["name"]
     actor = args.get("actor", f"tool:{args['name']}" if "name" in args else "tool")
-    entry = thread.append("tool.result", body, actor)
+    entry = thread.append(TOOL_RESULT, body, actor)
     return {"seq": entry.seq}
 
 

@@ -49,6 +49,7 @@ from registre.attest.canonical_json import parse_strict
 from registre.attest.entries import LIFECYCLE_KINDS
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
+from registre.kinds import CONTEXT_COMPACTION, DECISION, MODEL_CALL, TOOL_CALL, TOOL_RESULT, TURN
 from registre.ledger import Ledger, Thread
 
 __all__ = [
@@ -63,8 +64,8 @@ __all__ = [
 CONTINUED_PREFIX: Final = "registre.session: continued on thread "
 """How the ``decision`` entry closing a segment starts; the next segment's id follows."""
 
-_CONTENT_KINDS: Final = ("turn", "tool.call", "tool.result")
-_CONTEXT_WRITES: Final = frozenset(("context.compaction", "model.call"))
+_CONTENT_KINDS: Final = (TURN, TOOL_CALL, TOOL_RESULT)
+_CONTEXT_WRITES: Final = frozenset((CONTEXT_COMPACTION, MODEL_CALL))
 _TEXT_PARTS: Final = ("input_text", "output_text", "text")
 _ROLES: Final = {
     "user": "user",
@@ -145,18 +146,18 @@ def item_entries(items: Sequence[Item], names: Mapping[str, str] | None = None) 
                 raise UnsupportedItemError(f"{where}.role: {item['role']!r} is not a message role")
             text = _text(item.get("content"), where)
             if text:
-                entries.append(("turn", {"role": role, "text": text}, role))
+                entries.append((TURN, {"role": role, "text": text}, role))
         elif kind == "function_call":
             call_id, name = str(item.get("call_id", "")), str(item.get("name", ""))
             body = tool_call_body(call_id, name, _arguments(item.get("arguments"), where))
             known[call_id] = name
-            entries.append(("tool.call", body, "assistant"))
+            entries.append((TOOL_CALL, body, "assistant"))
         elif kind == "function_call_output":
             call_id = str(item.get("call_id", ""))
             body = {"call_id": call_id, "content": _text(item.get("output"), where)}
             if call_id in known:
                 body["name"] = known[call_id]
-            entries.append(("tool.result", body, f"tool:{known.get(call_id, 'unknown')}"))
+            entries.append((TOOL_RESULT, body, f"tool:{known.get(call_id, 'unknown')}"))
         elif kind == "reasoning":
             continue
         else:
@@ -295,7 +296,7 @@ class RegistreSession:
         """Append the agent's instructions as a ``system`` turn when they differ from the
         last ones this session recorded (once per change, not per call)."""
         if instructions and instructions != self._instructions:
-            self._thread.append("turn", {"role": "system", "text": instructions}, "system")
+            self._thread.append(TURN, {"role": "system", "text": instructions}, "system")
             self._instructions = instructions
 
     def _view(self) -> list[Any]:
@@ -319,7 +320,7 @@ class RegistreSession:
         return {
             str(e.body["call_id"]): str(e.body["name"])
             for e in self._recent()
-            if e.kind == "tool.call"
+            if e.kind == TOOL_CALL
         }
 
     def _check_recorded(self, model_input: Sequence[Any]) -> None:
@@ -348,7 +349,7 @@ class RegistreSession:
             for batch in _batches(copied):
                 segment.append_many(batch)
         self._thread.append(
-            "decision", {"text": f"{CONTINUED_PREFIX}{following} ({reason})"}, "registre"
+            DECISION, {"text": f"{CONTINUED_PREFIX}{following} ({reason})"}, "registre"
         )
         self._thread = segment
 
@@ -365,7 +366,7 @@ class RegistreSession:
         if size == 0:
             return None
         last = thread.entry(size - 1)
-        text = last.body.get("text", "") if last.kind == "decision" else ""
+        text = last.body.get("text", "") if last.kind == DECISION else ""
         if not text.startswith(CONTINUED_PREFIX):
             return None
         return str(text[len(CONTINUED_PREFIX) :].split(" ", 1)[0])

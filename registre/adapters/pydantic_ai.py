@@ -56,10 +56,11 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
-from registre.adapters.records import tool_call_body
+from registre.adapters.records import last_system_text, tool_call_body
 from registre.attest.canonical_json import canonical_bytes
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError
+from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
 from registre.ledger import Thread
 
 __all__ = ["SHAPE", "RegistreCapability", "UnsupportedPartError", "model_messages", "request_of"]
@@ -191,7 +192,7 @@ class RegistreCapability(AbstractCapability[Any]):
         self.budget = budget
         self._policy = policy
         self._summarizer = summarizer
-        self._system = self._instructions = self._last_system_text()
+        self._system = self._instructions = last_system_text(self.thread)
 
     def _inputs(self, messages: Sequence[ModelMessage]) -> list[Item]:
         """The entries recording the step's new ``ModelRequest`` (module docstring)."""
@@ -201,14 +202,14 @@ class RegistreCapability(AbstractCapability[Any]):
         items: list[Item] = []
         for part in last.parts:
             if isinstance(part, SystemPromptPart) and part.content != self._system:
-                items.append(("turn", {"role": "system", "text": part.content}, "system"))
+                items.append((TURN, {"role": "system", "text": part.content}, "system"))
         if last.instructions and last.instructions != self._instructions:
-            items.append(("turn", {"role": "system", "text": last.instructions}, "system"))
+            items.append((TURN, {"role": "system", "text": last.instructions}, "system"))
         for part in last.parts:
             if isinstance(part, UserPromptPart):
                 text = _user_text(part)
                 if text:
-                    items.append(("turn", {"role": "user", "text": text}, "user"))
+                    items.append((TURN, {"role": "user", "text": text}, "user"))
             elif isinstance(part, ToolReturnPart):
                 body: dict[str, Any] = {
                     "call_id": part.tool_call_id,
@@ -217,11 +218,11 @@ class RegistreCapability(AbstractCapability[Any]):
                 }
                 if part.outcome != "success":
                     body["is_error"] = True
-                items.append(("tool.result", body, f"tool:{part.tool_name}"))
+                items.append((TOOL_RESULT, body, f"tool:{part.tool_name}"))
             elif isinstance(part, RetryPromptPart):
                 text = part.model_response()
                 if part.tool_name is None:
-                    items.append(("turn", {"role": "user", "text": text}, "user"))
+                    items.append((TURN, {"role": "user", "text": text}, "user"))
                 else:
                     body = {
                         "call_id": part.tool_call_id,
@@ -229,19 +230,19 @@ class RegistreCapability(AbstractCapability[Any]):
                         "name": part.tool_name,
                         "is_error": True,
                     }
-                    items.append(("tool.result", body, f"tool:{part.tool_name}"))
+                    items.append((TOOL_RESULT, body, f"tool:{part.tool_name}"))
         return items
 
     def _record_response(self, response: ModelResponse) -> None:
         items: list[Item] = []
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         if text:
-            items.append(("turn", {"role": "assistant", "text": text}, "assistant"))
+            items.append((TURN, {"role": "assistant", "text": text}, "assistant"))
         for part in response.parts:
             if isinstance(part, ToolCallPart):
                 arguments = json.loads(_arguments(part))
                 body = tool_call_body(part.tool_call_id, part.tool_name, arguments)
-                items.append(("tool.call", body, "assistant"))
+                items.append((TOOL_CALL, body, "assistant"))
         if items:
             self.thread.append_many(items)
 
@@ -275,10 +276,3 @@ class RegistreCapability(AbstractCapability[Any]):
         response: ModelResponse = await handler(sent)
         self._record_response(response)
         return response
-
-    def _last_system_text(self) -> str | None:
-        size = self.thread.head().size
-        for entry in reversed(list(self.thread.entries(max(0, size - 256), size))):
-            if entry.kind == "turn" and entry.body["role"] == "system":
-                return str(entry.body["text"])
-        return None

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registre.attest.canonical_json import canonical_bytes
+from registre.kinds import TURN
 
-__all__ = ["holds_float", "tool_call_body"]
+if TYPE_CHECKING:
+    from registre.ledger import Thread
+
+__all__ = ["holds_float", "last_system_text", "tool_call_body"]
+
+_SYSTEM_WINDOW = 256
+"""How many entries back from the head :func:`last_system_text` looks."""
 
 
 def holds_float(value: object) -> bool:
@@ -37,3 +44,14 @@ def tool_call_body(call_id: str, name: str, arguments: dict[str, Any]) -> dict[s
     else:
         body["arguments"] = reparsed
     return body
+
+
+def last_system_text(thread: Thread) -> str | None:
+    """The text of the last system ``turn`` among the thread's last 256 entries, or None: the
+    system prompt an adapter has already recorded, so that it records it again only when it
+    changes."""
+    size = thread.head().size
+    for entry in reversed(list(thread.entries(max(0, size - _SYSTEM_WINDOW), size))):
+        if entry.kind == TURN and entry.body["role"] == "system":
+            return str(entry.body["text"])
+    return None

@@ -2,7 +2,7 @@
 
 ::
 
-    from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
+    from registre.bench import InvestigationConfig, policy_for, record_investigation
 
     config = InvestigationConfig(entries=5000, seed=7, policy=policy_for(32000))
     stats = record_investigation(ledger.create_thread("review"), config)
@@ -24,30 +24,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from registre.bench.investigation import (
-    MIN_ENTRIES,
-    Investigation,
-    InvestigationConfig,
-    InvestigationStats,
-    storyline_counts,
-)
+from registre.bench.agent import InvestigationConfig, InvestigationStats
+from registre.bench.investigation import Investigation
 from registre.bench.steps import Step, StepOutcome
 from registre.context import Policy
 
 if TYPE_CHECKING:
     from registre.ledger import Thread
 
-__all__ = [
-    "MIN_ENTRIES",
-    "Investigation",
-    "InvestigationConfig",
-    "InvestigationStats",
-    "investigation_steps",
-    "main",
-    "policy_for",
-    "record_investigation",
-    "storyline_counts",
-]
+__all__ = ["investigation_steps", "main", "policy_for", "record_investigation"]
 
 
 def policy_for(budget: int) -> Policy:

@@ -56,10 +56,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from registre.bench.agent import (
-    MIN_ENTRIES,
     AgentLoop,
     InvestigationConfig,
-    InvestigationStats,
     LivePin,
 )
 from registre.bench.facts import (
@@ -84,13 +82,7 @@ from registre.bench.textgen import SEGMENTS, pick
 from registre.ledger import BatchResult, StepResult
 from registre.lifecycle import SourceRef
 
-__all__ = [
-    "MIN_ENTRIES",
-    "Investigation",
-    "InvestigationConfig",
-    "InvestigationStats",
-    "storyline_counts",
-]
+__all__ = ["Investigation", "storyline_counts"]
 
 _MAX_LIVE_DECISIONS = 6
 _MAX_LIVE_DEFINITIONS = 8

@@ -23,9 +23,10 @@ from typing import Any, Final
 
 from registre.errors import RegistreError, UnavailableError
 
-__all__ = ["BenchWorkerError", "map_in_processes"]
+__all__ = ["BatchedProgress", "BenchWorkerError", "map_in_processes"]
 
-_BATCH: Final = 50  # planned entries a worker sums before it tells the parent
+PROGRESS_BATCH: Final = 50
+"""Planned entries a progress callback sums before it passes them on."""
 _POLL_S: Final = 0.2
 
 _progress_queue: Any = None  # in a worker: the queue to the parent's progress callback
@@ -44,6 +45,27 @@ class BenchWorkerError(RegistreError):
         return (BenchWorkerError, (str(self), self.exit_code, self.hint))
 
 
+class BatchedProgress:
+    """A progress callback (``progress(entries)``) that passes counts on to ``sink`` in sums
+    of at least ``every``; :meth:`flush` passes on what is left."""
+
+    def __init__(self, sink: Callable[[int], object], every: int = PROGRESS_BATCH) -> None:
+        self._sink = sink
+        self._every = every
+        self._pending = 0
+
+    def __call__(self, entries: int) -> None:
+        self._pending += entries
+        if self._pending >= self._every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Pass on the entries counted since the last sum passed on (if any)."""
+        if self._pending:
+            self._sink(self._pending)
+            self._pending = 0
+
+
 def _init_worker(progress_queue: Any) -> None:
     global _progress_queue
     _progress_queue = progress_queue
@@ -52,22 +74,13 @@ def _init_worker(progress_queue: Any) -> None:
 def _call(function: Callable[..., Any], task: tuple[Any, ...]) -> Any:
     """In a worker: ``function(*task, progress=...)``; a registre error becomes a
     BenchWorkerError (its class need not survive pickling)."""
-    pending = 0
-
-    def progress(entries: int) -> None:
-        nonlocal pending
-        pending += entries
-        if pending >= _BATCH:
-            _progress_queue.put(pending)
-            pending = 0
-
+    progress = BatchedProgress(_progress_queue.put)
     try:
         return function(*task, progress=progress)
     except RegistreError as exc:
         raise BenchWorkerError(str(exc), exc.exit_code, exc.hint) from None
     finally:
-        if pending:
-            _progress_queue.put(pending)
+        progress.flush()
 
 
 def _drain(progress_queue: Any, progress: Callable[[int], None] | None, timeout: float) -> None:

@@ -19,17 +19,12 @@ Ratios: single (and concurrent) appends over raw transactions; batched appends o
 signing. Only SQLite databases get the raw-transaction floor; on PostgreSQL it is null.
 
 Raw transactions, single appends and concurrent appends are measured in rounds of
-:data:`ROUND` entries each, their order turned by one every round (:func:`_durable_rounds`):
-measured one after the other, a shared disk's flush time changed ``single_vs_raw`` from 0.23
-to 1.86 between runs. Raw signing and batched appends are measured in alternating rounds
-(:func:`_sign_beside_batches`:
-:data:`BATCH` signatures, then one batch, or the other way round every other round), so a
-moment when the machine is busy with something else slows both sides, not one: measured
-one after the other, 400 signatures take about 25 ms and four batches about 100 ms, and a
-shared machine changed their ratio from one run to the next by a factor of four. Besides the
-wall-time ratio, ``batch_vs_sign_cpu`` is the ratio of the two sides' CPU time (this
-process's, ``time.process_time``) over the same rounds: the part of the cost that is work,
-not waiting for the disk's flush or for a core.
+:data:`ROUND` entries each, their order turned by one every round (:func:`_durable_rounds`);
+raw signing and batched appends in alternating rounds (:func:`_sign_beside_batches`:
+:data:`BATCH` signatures, then one batch, or the other way round every other round).
+``batch_vs_sign_cpu`` is the batched appends' ratio to raw signing in this process's CPU time
+(``time.process_time``) over the same rounds. Why interleaved, with the figures measured one
+side after the other: ``docs/design/2026-12-02-raw-floors-in-alternating-rounds.md``.
 """
 
 from __future__ import annotations

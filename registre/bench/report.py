@@ -24,6 +24,7 @@ from registre.bench.report_cells import (
     cell_s,
     cell_share,
     cell_size,
+    cell_verify,
     table,
 )
 from registre.bench.report_method import method_text
@@ -129,7 +130,7 @@ def _cost(results: Mapping[str, Any]) -> list[str]:
                 f"{cell_ms(compaction['p50_ms'])} / {cell_ms(compaction['p99_ms'])}",
                 cell_size(bundle["bytes"]),
                 cell_s(bundle["export_s"]),
-                cell_s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
+                cell_verify(bundle),
                 f"{run['wall_s']:.0f} s",
             ]
         )

@@ -7,7 +7,8 @@ written ``-`` throughout.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "cell_budget",
@@ -18,6 +19,7 @@ __all__ = [
     "cell_s",
     "cell_share",
     "cell_size",
+    "cell_verify",
     "table",
 ]
 
@@ -44,6 +46,11 @@ def cell_mb(value: float | None) -> str:
 def cell_size(value: int) -> str:
     """Bytes, in MB from 1 MB, else in kB."""
     return f"{value / 1e6:.1f} MB" if value >= 1e6 else f"{value / 1e3:.0f} kB"
+
+
+def cell_verify(bundle: Mapping[str, Any]) -> str:
+    """A run's bundle verification: its time, and ``(FAILED)`` when it did not verify."""
+    return cell_s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)")
 
 
 def cell_budget(value: int) -> str:

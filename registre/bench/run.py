@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from registre.attest.notes import Signer
+from registre.bench.agent import InvestigationConfig
 from registre.bench.generate import investigation_steps, policy_for
-from registre.bench.investigation import InvestigationConfig
 from registre.bench.measure import RunRecorder, even_points, sample_points
 from registre.bench.memory import StepMeter
 from registre.bench.merkle_side import compare_trees
@@ -56,7 +56,6 @@ from registre.ledger import Ledger, Thread
 __all__ = [
     "DEFAULT_SUMMARIZER",
     "LEAN_ABOVE",
-    "SCHEMA",
     "BenchConfig",
     "UnknownSummarizerError",
     "parse_quantity",

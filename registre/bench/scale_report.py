@@ -18,6 +18,7 @@ from registre.bench.report_cells import (
     cell_ratio,
     cell_s,
     cell_share,
+    cell_verify,
     table,
 )
 
@@ -138,7 +139,7 @@ def verify_table(results: Mapping[str, Any]) -> list[str]:
                 _run_name(run),
                 f"{bundle['entries']:,}",
                 str(bundle["verify_jobs"]),
-                cell_s(bundle["verify_s"]) + ("" if bundle["verified"] else " (FAILED)"),
+                cell_verify(bundle),
                 cell_s(signatures),
                 cell_ratio(ratio),
                 cell_mb(run["steps"]["verify"]["peak_rss_mb"]),

@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _internal(exc: Exception) -> None:
     """One line for an exception registre did not expect (a bug), exit 4; the database
     faults that slipped past the store's translation get their own error and exit code."""
-    from registre.ledger.store.faults import database_fault
+    from registre.ledger import database_fault
 
     fault = database_fault(exc, "the ledger database")
     if fault is not None:

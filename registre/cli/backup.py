@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from registre.cli.options import db_option, resolve_db
-from registre.ledger.store.backup import backup_sqlite
+from registre.ledger import backup_sqlite
 
 __all__ = ["backup_command"]
 

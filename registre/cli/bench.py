@@ -19,6 +19,7 @@ runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,6 @@ import click
 
 __all__ = ["bench_command"]
 
-_REPORTED = 50  # planned entries per progress-bar update
 MAX_SIZE = 2_000_000
 """The largest investigation bench records (entries): a few GB of memory and database."""
 MAX_BUDGET = 10_000_000
@@ -36,7 +36,7 @@ REAL_BUDGETS = "4k,8k,16k"
 
 
 def _quantities(text: str, what: str, option: str, limit: int) -> tuple[int, ...]:
-    from registre.bench.run import parse_quantity
+    from registre.bench import parse_quantity
 
     try:
         values = tuple(parse_quantity(part, what) for part in text.split(",") if part.strip())
@@ -49,12 +49,21 @@ def _quantities(text: str, what: str, option: str, limit: int) -> tuple[int, ...
     return values
 
 
+def _budgets(text: str | None, default: str) -> tuple[int, ...]:
+    """``--budgets`` (``default`` when not given), in tokens."""
+    return _quantities(default if text is None else text, "budget", "--budgets", MAX_BUDGET)
+
+
+def _echo_written(written: Mapping[str, Path], *, err: bool = False) -> None:
+    for name, path in written.items():
+        click.echo(f"  {name:>8}: {path}", err=err)
+
+
 def _refuse_used_database(url: str) -> None:
     """RefusedError if the database ``--db`` names holds any thread: bench writes threads and
     a key of its own, for ever (a ledger is append-only), so it runs on an empty one only."""
     from registre.errors import RefusedError
-    from registre.ledger.errors import LedgerNotFoundError
-    from registre.ledger.ledger import Ledger
+    from registre.ledger import Ledger, LedgerNotFoundError
 
     try:
         with Ledger.open(url, create=False) as ledger:
@@ -203,16 +212,21 @@ def bench_command(
         real = _RealOptions(questions, conversations, fmt, as_json, baselines_full)
         _real(paths, suite, transcripts, real, budgets, out)
         return
-    budgets = SYNTHETIC_BUDGETS if budgets is None else budgets
-    from registre.bench.investigation import MIN_ENTRIES
-    from registre.bench.run import BenchConfig, resolve_summarizer, run_bench, write_outputs
+    from registre.bench import (
+        MIN_ENTRIES,
+        BatchedProgress,
+        BenchConfig,
+        resolve_summarizer,
+        run_bench,
+        write_outputs,
+    )
 
     size_list = _quantities(sizes, "size", "--sizes", MAX_SIZE)
     if min(size_list) < MIN_ENTRIES:
         raise click.BadParameter(
             f"sizes must be at least {MIN_ENTRIES} entries", param_hint="--sizes"
         )
-    budget_list = _quantities(budgets, "budget", "--budgets", MAX_BUDGET)
+    budget_list = _budgets(budgets, SYNTHETIC_BUDGETS)
     (lean,) = _quantities(lean_above, "size", "--lean-above", 10 * MAX_SIZE)[:1]
     resolve_summarizer(summarizer)  # a bad name fails before anything runs
     if db is not None:
@@ -231,22 +245,13 @@ def bench_command(
         raw_appends=raw_appends,
     )
     total = sum(size_list) * len(budget_list)
-    pending = 0
     with click.progressbar(length=total, label="registre bench", show_pos=True) as bar:
-
-        def advance(entries: int) -> None:
-            nonlocal pending
-            pending += entries
-            if pending >= _REPORTED:
-                bar.update(pending)
-                pending = 0
-
+        advance = BatchedProgress(bar.update)
         results = run_bench(config, advance)
-        bar.update(pending)
+        advance.flush()
     written = write_outputs(results, out)
     click.echo(f"{len(results['runs'])} run(s) in {results['seconds']:.0f} s")
-    for name, path in written.items():
-        click.echo(f"  {name:>8}: {path}")
+    _echo_written(written)
 
 
 @dataclass(frozen=True)
@@ -269,10 +274,14 @@ def _real(
     """``--suite locomo PATH...`` or ``--transcripts FILE...`` (module docstring)."""
     import json
 
-    from registre.bench.real.locomo import load_locomo
-    from registre.bench.real.locomo_run import LocomoConfig, run_locomo
-    from registre.bench.real.outputs import write_real_outputs
-    from registre.bench.real.transcript_run import TranscriptConfig, run_transcripts
+    from registre.bench.real import (
+        LocomoConfig,
+        TranscriptConfig,
+        load_locomo,
+        run_locomo,
+        run_transcripts,
+        write_real_outputs,
+    )
 
     if suite is not None and transcripts:
         raise click.UsageError("give --suite locomo PATH or --transcripts FILE..., not both")
@@ -281,9 +290,7 @@ def _real(
     if not paths:
         what = "the LoCoMo file or folder" if suite else "at least one transcript file"
         raise click.UsageError(f"give {what} after the options")
-    budget_list = _quantities(
-        REAL_BUDGETS if budgets is None else budgets, "budget", "--budgets", MAX_BUDGET
-    )
+    budget_list = _budgets(budgets, REAL_BUDGETS)
 
     def progress(text: str) -> None:
         click.echo(f"  {text}", err=True)
@@ -313,5 +320,4 @@ def _real(
         click.echo(json.dumps(results, indent=1, ensure_ascii=False))
         return
     click.echo(written["report"].read_text(encoding="utf-8"))
-    for name, path in written.items():
-        click.echo(f"  {name:>8}: {path}", err=True)
+    _echo_written(written, err=True)

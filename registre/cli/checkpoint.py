@@ -68,7 +68,7 @@ def checkpoint_command(
         _print(stored.thread, stored.size, stored.root, stored.note, as_json)
         return
     # The HTTP client (aiohttp) is imported only when witnesses are asked.
-    from registre.ledger.witnessing import witness_checkpoint
+    from registre.ledger import witness_checkpoint
     from registre.witness.client import WitnessEndpoint
     from registre.witness.errors import WitnessQuorumError
 

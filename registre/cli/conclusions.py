@@ -31,10 +31,10 @@ from registre.cli.options import (
     read_text,
     refusal,
 )
-from registre.ledger.lifecycle.api import LifecycleRefusedError
-from registre.ledger.lifecycle.views import (
+from registre.ledger import (
     ConclusionRecord,
     EvidenceRecord,
+    LifecycleRefusedError,
     TraceNode,
     trace_to_json,
 )

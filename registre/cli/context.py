@@ -27,7 +27,7 @@ from registre.attest.projection_digest import projection_digest
 from registre.cli.files import terminal_text
 from registre.cli.options import ledger_options, open_ledger
 from registre.context import Policy, Projection, context_tokens, default_counter, project
-from registre.ledger.context.views import ContextDiff, DiffRun, context_diff
+from registre.ledger import ContextDiff, DiffRun, context_diff
 
 __all__ = ["context_group", "diff_lines", "projection_lines"]
 

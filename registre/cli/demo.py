@@ -34,8 +34,8 @@ from registre.attest.tree import verify_inclusion
 from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.cli.files import write_atomically
 from registre.errors import RefusedError, RegistreError
-from registre.ledger.ledger import Ledger
-from registre.ledger.thread import Thread
+from registre.kinds import CONTEXT_COMPACTION, MODEL_CALL, TOOL_CALL
+from registre.ledger import Ledger, Thread
 from registre.report import gather, render_report
 from registre.report.notebook import render_notebook
 from registre.report.slides import render_slides
@@ -78,7 +78,7 @@ def _step(number: int, text: str) -> None:
 )
 def demo(workdir: Path, entries: int, budget: int) -> None:
     """Run the main job: record a long investigation, export, verify, report."""
-    from registre.bench.run import (
+    from registre.bench import (
         BenchConfig,
         resolve_summarizer,
         results_document,
@@ -184,8 +184,8 @@ def _recorded(run: dict[str, Any], db_path: Path, thread: Thread) -> None:
     _step(
         2,
         f"recorded thread {thread.origin} on {db_path}: {run['entries']} signed entries in "
-        f"{run['wall_s']:.0f} s ({kinds.get('model.call', 0)} model calls, "
-        f"{kinds.get('tool.call', 0)} tool calls, {kinds.get('context.compaction', 0)} "
+        f"{run['wall_s']:.0f} s ({kinds.get(MODEL_CALL, 0)} model calls, "
+        f"{kinds.get(TOOL_CALL, 0)} tool calls, {kinds.get(CONTEXT_COMPACTION, 0)} "
         f"compactions, {story['evidence_admitted']} evidence admitted, "
         f"{story['hypotheses']} hypotheses, {story['committee_detours']} committee detours, "
         f"{story['pins']} pins)",

@@ -34,8 +34,8 @@ from registre.cli.options import (
     report_batch,
 )
 from registre.errors import MalformedError
-from registre.ledger.lifecycle.api import LifecycleRefusedError
-from registre.ledger.lifecycle.views import EvidenceRecord
+from registre.kinds import EVIDENCE_REVISE, EVIDENCE_UPSERT, SOURCE_READ
+from registre.ledger import EvidenceRecord, LifecycleRefusedError
 from registre.lifecycle import (
     EvidenceReviseRequest,
     LifecycleFormatError,
@@ -102,7 +102,7 @@ def source_read(
             ) from None
     fields = {"ref": ref_id, "source": source, "location": location, "sha256": digest}
     try:
-        request = parse_request("source.read", {"refs": [fields]})
+        request = parse_request(SOURCE_READ, {"refs": [fields]})
     except LifecycleFormatError as exc:  # name the option, not the body field
         option = f"--{exc.path.rsplit('.', 1)[-1]}"
         raise LifecycleFormatError(option, exc.problem).with_hint(exc.hint) from None
@@ -146,8 +146,8 @@ def upsert(
     if isinstance(value, list):
         value = {"statements": value}
     if dry_run:
-        return preview(db, key_file, thread_id, "evidence.upsert", value, "--body")
-    request = parse_request("evidence.upsert", value, "--body")
+        return preview(db, key_file, thread_id, EVIDENCE_UPSERT, value, "--body")
+    request = parse_request(EVIDENCE_UPSERT, value, "--body")
     assert isinstance(request, UpsertRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         result = ledger.thread(thread_id).evidence.upsert(request.statements, actor=actor)
@@ -180,8 +180,8 @@ def revise(
     value = None if replacement is None else read_body(replacement, "--replacement")
     if dry_run:
         value = {"id": evidence_id, "replacement": value}
-        return preview(db, key_file, thread_id, "evidence.revise", value, "ID")
-    request = parse_request("evidence.revise", {"id": evidence_id, "replacement": value})
+        return preview(db, key_file, thread_id, EVIDENCE_REVISE, value, "ID")
+    request = parse_request(EVIDENCE_REVISE, {"id": evidence_id, "replacement": value})
     assert isinstance(request, EvidenceReviseRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:

@@ -17,8 +17,7 @@ import click
 
 from registre.cli.files import check_output
 from registre.cli.options import db_option, echo_json, json_option, resolve_db
-from registre.ledger.exchange.export import export_claim, export_thread
-from registre.ledger.ledger import Ledger
+from registre.ledger import Ledger, export_claim, export_thread
 
 __all__ = ["export_command"]
 

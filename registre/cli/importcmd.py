@@ -23,7 +23,7 @@ import click
 
 from registre.cli.options import echo_json, ledger_options, open_ledger
 from registre.importers import FORMAT_NAMES
-from registre.ledger.exchange.import_run import ImportJob, ImportReport, run_import
+from registre.ledger import ImportJob, ImportReport, run_import
 
 __all__ = ["import_transcript"]
 

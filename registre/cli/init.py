@@ -23,7 +23,7 @@ from registre.cli.options import (
     resolve_key_file,
 )
 from registre.errors import RefusedError
-from registre.ledger.ledger import Ledger
+from registre.ledger import Ledger
 
 __all__ = ["init_command"]
 

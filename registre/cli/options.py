@@ -45,15 +45,19 @@ from registre.attest.entries import MAX_BODY_BYTES
 from registre.attest.errors import BadKeyError
 from registre.attest.notes import KeyPassphraseError, LegacyKeyFileWarning, Signer
 from registre.errors import MalformedError, RefusedError
-from registre.ledger.core.thread_core import StoredCheckpoint
-from registre.ledger.ledger import Ledger
-from registre.ledger.lifecycle.api import BatchResult, LifecycleRefusedError
-from registre.ledger.store import engine
-from registre.ledger.store.engine import database_url
-from registre.ledger.thread import Thread
+from registre.ledger import (
+    LOCK_TIMEOUT_S,
+    BatchResult,
+    Ledger,
+    LifecycleRefusedError,
+    StoredCheckpoint,
+    Thread,
+    database_url,
+    lock_policy,
+)
 
 if TYPE_CHECKING:
-    from registre.ledger.verify.witnesses import WitnessCheck
+    from registre.ledger import WitnessCheck
     from registre.witness.client import WitnessEndpoint
 
 __all__ = [
@@ -127,14 +131,14 @@ def _notice(text: str) -> None:
 
 
 def _set_lock_timeout(_ctx: click.Context, _param: click.Parameter, value: float | None) -> None:
-    engine.lock_policy.on_wait = _notice  # a person waiting for a lock is told what for
+    lock_policy.on_wait = _notice  # a person waiting for a lock is told what for
     if value is None:
         return
     if not math.isfinite(value) or value < 0 or value > MAX_LOCK_TIMEOUT_S:
         raise click.BadParameter(
             f"{value:g} is not a number of seconds from 0 to {MAX_LOCK_TIMEOUT_S:g}"
         )
-    engine.lock_policy.timeout = value
+    lock_policy.timeout = value
 
 
 _lock_timeout_option = click.option(
@@ -146,7 +150,7 @@ _lock_timeout_option = click.option(
     callback=_set_lock_timeout,
     metavar="SECONDS",
     help=f"Wait at most this long for another writer's lock, then exit 3 "
-    f"(env {LOCK_TIMEOUT_ENV}; default {engine.LOCK_TIMEOUT_S:g}).",
+    f"(env {LOCK_TIMEOUT_ENV}; default {LOCK_TIMEOUT_S:g}).",
 )
 
 
@@ -347,7 +351,7 @@ def preview(
     """``--dry-run``: decide the lifecycle request ``kind``/``value`` as the real command would,
     at THREAD's head, and print ``dry run: <outcome JSON>`` -- writing nothing (no entry, no
     key). Raises DryRunRefusedError when the rules would refuse it (exit 2)."""
-    from registre.ledger.store.lifecycle_fold import check_pin_source
+    from registre.ledger import check_pin_source
     from registre.lifecycle import decide, normalize_request, outcome_to_json, parse_request
 
     request = normalize_request(parse_request(kind, value, path))

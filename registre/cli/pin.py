@@ -24,7 +24,8 @@ from registre.cli.options import (
     read_text,
     refusal,
 )
-from registre.ledger.lifecycle.api import LifecycleRefusedError
+from registre.kinds import CONTEXT_PIN, CONTEXT_UNPIN
+from registre.ledger import LifecycleRefusedError
 from registre.lifecycle.model import PIN_KINDS
 
 __all__ = ["pin_command", "unpin_command"]
@@ -56,7 +57,7 @@ def pin_command(
     text = read_text(text, "--text")
     if dry_run:
         value = {"kind": kind, "text": text, "seq": seq}
-        return preview(db, key_file, thread_id, "context.pin", value, "--text")
+        return preview(db, key_file, thread_id, CONTEXT_PIN, value, "--text")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).pin(kind, text, seq, actor=actor)
@@ -89,7 +90,7 @@ def unpin_command(
     """Stop carrying pin ID in THREAD's projections, saying why."""
     if dry_run:
         value = {"id": pin_id, "reason": reason}
-        return preview(db, key_file, thread_id, "context.unpin", value, "ID")
+        return preview(db, key_file, thread_id, CONTEXT_UNPIN, value, "ID")
     with open_ledger(db, key_file, need_key=True) as ledger:
         try:
             result = ledger.thread(thread_id).unpin(pin_id, reason, actor=actor)

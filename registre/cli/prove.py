@@ -26,7 +26,7 @@ from registre.cli.options import (
     stored_checkpoint,
 )
 from registre.errors import RegistreError
-from registre.ledger.exchange.proof_text import format_consistency_proof, format_inclusion_proof
+from registre.ledger import format_consistency_proof, format_inclusion_proof
 
 __all__ = ["prove_group"]
 

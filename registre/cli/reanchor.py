@@ -16,7 +16,7 @@ import click
 
 from registre.attest.notes import Verifier
 from registre.cli.options import db_option, echo_witness_checks, resolve_db, witness_endpoints
-from registre.ledger.ledger import Ledger
+from registre.ledger import Ledger
 
 __all__ = ["reanchor_command"]
 
@@ -64,7 +64,7 @@ def reanchor_command(
     endpoints = witness_endpoints(witnesses, quorum)
     keys = [Verifier.from_vkey(text) for text in vkeys] or None
     # the HTTP client (aiohttp) comes with the module that asks the witnesses
-    from registre.ledger.verify.reanchor import reanchor
+    from registre.ledger import reanchor
 
     with Ledger.open(resolve_db(db), create=False) as ledger:
         needed = len(endpoints) if quorum is None else quorum

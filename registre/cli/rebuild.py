@@ -14,8 +14,7 @@ from pathlib import Path
 import click
 
 from registre.cli.options import echo_json, json_option, ledger_options, open_ledger
-from registre.ledger.context.store import rebuild_context
-from registre.ledger.lifecycle.store import rebuild
+from registre.ledger import rebuild, rebuild_context
 
 __all__ = ["rebuild_command"]
 

@@ -27,8 +27,8 @@ import click
 
 from registre.cli.files import check_output, terminal_text, write_atomically
 from registre.cli.options import ledger_options, open_ledger
-from registre.ledger.exchange.transcript import FORMATS, render_transcript
-from registre.ledger.exchange.writeback import WRITEBACK_FORMATS, write_chunks
+from registre.ledger import WRITEBACK_FORMATS, render_transcript, write_chunks
+from registre.ledger.exchange.transcript import FORMATS
 
 _PROJECTIONS = ("ipynb", "slides")
 

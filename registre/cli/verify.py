@@ -43,12 +43,10 @@ from registre.cli.options import (
     resolve_db,
     witness_endpoints,
 )
-from registre.ledger.ledger import Ledger
-from registre.ledger.verify.database import verify_database
-from registre.ledger.verify.thread import ThreadReport
+from registre.ledger import Ledger, ThreadReport, verify_database
 
 if TYPE_CHECKING:
-    from registre.ledger.verify.witnesses import WitnessCheck
+    from registre.ledger import WitnessCheck
 
 __all__ = ["verify_command"]
 
@@ -129,7 +127,7 @@ def verify_command(
                 )
         if endpoints:
             # 14. what the witnesses last cosigned (the HTTP client is imported only here)
-            from registre.ledger.verify.witnesses import check_witnesses
+            from registre.ledger import check_witnesses
 
             needed = len(endpoints) if quorum is None else int(quorum)
             log_keys = keys or ledger.stored_keys()

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from registre.attest.entries import Entry
+from registre.kinds import CONTEXT_COMPACTION
 from registre.ledger.exchange.transcript import describe
 from registre.report.gathering import ReportData, format_timestamp, json_script
 
@@ -310,7 +311,7 @@ def _plot(data: ReportData) -> str:
     compactions = [
         (e.seq, int(e.body["tokens_before"]), int(e.body["tokens_after"]))
         for e in data.entries
-        if e.kind == "context.compaction" and e.body.get("summary")
+        if e.kind == CONTEXT_COMPACTION and e.body.get("summary")
     ]
     if not calls and not compactions:
         return (
@@ -471,7 +472,7 @@ def timeline_data(data: ReportData) -> dict[str, Any]:
     covered: dict[int, list[list[Any]]] = {}
     lines: dict[int, list[list[Any]]] = {}
     for entry in data.entries:
-        if entry.kind == "context.compaction":
+        if entry.kind == CONTEXT_COMPACTION:
             lines[entry.seq] = _compaction(entry, covered)
     pages: list[list[int]] = []
     page_data: list[str] = []

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from registre.attest.entries import Entry
 from registre.errors import RefusedError
+from registre.kinds import CONTEXT_COMPACTION, TOOL_CALL, TOOL_RESULT
 from registre.ledger.exchange.transcript import describe
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ def _mark(cell: Any, *entries: Entry) -> Any:
 
 def _cell(v4: Any, entry: Entry, pending: dict[str, Any]) -> Any | None:
     body = entry.body
-    if entry.kind == "tool.call":
+    if entry.kind == TOOL_CALL:
         arguments = body.get("arguments")
         if arguments is None and "arguments_json" in body:
             arguments = json.loads(str(body["arguments_json"]))
@@ -139,7 +140,7 @@ def _cell(v4: Any, entry: Entry, pending: dict[str, Any]) -> Any | None:
             cell.metadata["registre"]["tool"] = body["name"]
             pending[str(body["call_id"])] = cell
             return cell
-    if entry.kind == "tool.result":
+    if entry.kind == TOOL_RESULT:
         cell = pending.pop(str(body["call_id"]), None)
         if cell is not None:
             content = str(body["content"])
@@ -156,7 +157,7 @@ def _cell(v4: Any, entry: Entry, pending: dict[str, Any]) -> Any | None:
             return None
     block = describe(entry)
     parts = [f"**{_md(block.title)}**  \n<sub>{_md(block.meta)}</sub>"]
-    if entry.kind == "context.compaction":
+    if entry.kind == CONTEXT_COMPACTION:
         parts[0] = "---\n\n" + parts[0]
     if block.text:
         parts.append(_md(block.text))
@@ -164,7 +165,7 @@ def _cell(v4: Any, entry: Entry, pending: dict[str, Any]) -> Any | None:
         parts.append(_fence(block.code))
     if block.items:
         parts.append("\n".join(f"- {_md(item)}" for item in block.items))
-    if entry.kind == "context.compaction":
+    if entry.kind == CONTEXT_COMPACTION:
         parts.append("---")
     return _mark(v4.new_markdown_cell("\n\n".join(parts)), entry)
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from registre.context.model import format_spans
+from registre.kinds import CONTEXT_COMPACTION, TURN
 from registre.report.gathering import conclusion_chains
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ document.addEventListener('click',e=>{if(!e.target.closest('a'))go(i+1);});})();
 def render_slides(thread: Thread) -> Iterator[str]:
     """The deck of ``thread`` as chunks of HTML (module docstring)."""
     entries = list(thread.entries())
-    task = next((e for e in entries if e.kind == "turn" and e.body.get("role") == "user"), None)
+    task = next((e for e in entries if e.kind == TURN and e.body.get("role") == "user"), None)
     pins = thread.pins(live=True)
     slides: list[str] = []
     task_text = _e(str(task.body["text"])) if task is not None else "No user turn recorded."
@@ -67,7 +68,7 @@ def render_slides(thread: Thread) -> Iterator[str]:
         + (f"<h2>Pinned</h2><ul>{pin_items}</ul>" if pins else "")
         + f"<p class='muted'>{_e(thread.origin)} · {len(entries)} entries</p>"
     )
-    chapters = [e for e in entries if e.kind == "context.compaction" and e.body.get("summary")]
+    chapters = [e for e in entries if e.kind == CONTEXT_COMPACTION and e.body.get("summary")]
     for number, entry in enumerate(chapters, start=1):
         folded = entry.body.get("folded", {})
         lines = "".join(

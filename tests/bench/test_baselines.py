@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from registre.attest.notes import Signer
+from registre.bench import InvestigationConfig, policy_for, record_investigation
 from registre.bench.baselines import (
     MASK_AFTER_TURNS,
     MASK_PLACEHOLDER,
@@ -18,7 +19,6 @@ from registre.bench.baselines import (
     naive_projection,
     transcript_message,
 )
-from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
 from registre.bench.measure import sample_points
 from registre.bench.summary import percentile
 from registre.context import ContextEntry, Message, default_counter

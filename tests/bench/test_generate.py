@@ -12,15 +12,15 @@ import pytest
 
 from registre.attest.entries import Entry
 from registre.attest.notes import Signer
-from registre.bench.facts import FACT_KINDS, Fact
-from registre.bench.generate import (
+from registre.bench import (
     InvestigationConfig,
     InvestigationStats,
     investigation_steps,
     policy_for,
     record_investigation,
-    storyline_counts,
 )
+from registre.bench.facts import FACT_KINDS, Fact
+from registre.bench.investigation import storyline_counts
 from registre.bench.textgen import MAX_OUTPUT_BYTES
 from registre.context import entry_text
 from registre.context.task_pin import TASK_PIN_ACTOR

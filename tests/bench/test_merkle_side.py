@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from registre.attest.notes import Signer
-from registre.bench.generate import InvestigationConfig, policy_for, record_investigation
+from registre.bench import InvestigationConfig, policy_for, record_investigation
 from registre.bench.merkle_side import TreeMismatchError, compare_trees
 from registre.ledger.ledger import Ledger
 from registre.ledger.thread import Thread

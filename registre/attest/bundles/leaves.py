@@ -1,11 +1,10 @@
 """The entries of an open bundle, read from the zip as they are needed, never all held.
 
 Step 1 (:func:`registre.attest.bundles.reader.open_bundle`) streams ``entries.jsonl`` once: it
-checks
-the member's SHA-256 against the manifest and records the digest of each group of lines
-(:class:`~registre.attest.bundles._line_groups.LineGroups`: at most 64 lines or 128 KiB a group, 40
-bytes a group, well under a byte an entry; a list of the leaves would cost the whole
-uncompressed member, and each line's 32-byte leaf hash 32 MB a million entries).
+checks the member's SHA-256 against the manifest and records the digest of each group of
+lines (:class:`~registre.attest.bundles._line_groups.LineGroups`), so what it keeps does not
+grow with the entries' bytes (why, with the figures:
+``docs/design/2026-12-04-verifier-memory.md``).
 
 :class:`BundleLeaves` is then the member as a sequence of leaves: iterating it (or a slice
 of it, :class:`LeafRange`) inflates the member again from its start; an index reads forward

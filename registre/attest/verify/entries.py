@@ -27,10 +27,10 @@ process, so the error raised is the real one, for the first bad line, whatever t
 jobs.
 
 :func:`~registre.attest.entries._leaf_open.open_leaf` (its
-:class:`~registre.attest.entries._leaf_open.LeafOpener`,
-one per chunk) opens each leaf exactly as :func:`registre.attest.entries.entry.open_entry` would,
-faster (see :mod:`registre.attest.entries._leaf_open`); a full bundle's chunk carries the leaves'
-hashes (hashed once, by this process, for the tree), so no worker hashes a leaf again. What
+:class:`~registre.attest.entries._leaf_open.LeafOpener`, one per chunk) opens each leaf exactly
+as :func:`registre.attest.entries.entry.open_entry` would (its fast path:
+:mod:`registre.attest.entries._leaf_open`); a full bundle's chunk carries the leaves' hashes
+(hashed once, by this process, for the tree), so no worker hashes a leaf again. What
 step 3 keeps is in :mod:`registre.attest.verify.entries_checked`.
 """
 

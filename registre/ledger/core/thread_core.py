@@ -44,7 +44,7 @@ from registre.ledger.errors import EntryNotFoundError, StoreCorruptError
 from registre.ledger.store.engine import read_transaction, write_transaction
 from registre.ledger.store.nodes import StoredHashSource
 from registre.ledger.store.published import read_published, record_published
-from registre.ledger.store.schema import tables
+from registre.ledger.store.schema import entry_range, tables
 
 __all__ = [
     "StoredCheckpoint",
@@ -58,15 +58,7 @@ _thread = tables.thread
 _entry = tables.entry
 _checkpoint = tables.checkpoint
 _HEAD = select(_thread.c.size, _thread.c.root).where(_thread.c.id == bindparam("thread"))
-_LEAVES = (
-    select(_entry.c.seq, _entry.c.leaf)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-)
+_LEAVES = entry_range(_entry.c.seq, _entry.c.leaf)
 _LEAF_HASH = select(_entry.c.leaf_hash).where(
     _entry.c.thread == bindparam("thread"), _entry.c.seq == bindparam("seq")
 )

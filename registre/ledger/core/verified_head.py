@@ -35,7 +35,7 @@ import base64
 import json
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection
 
 from registre.attest.entries import ENTRY_SIGNATURE_PREFIX
 from registre.attest.notes import Verifier
@@ -43,7 +43,7 @@ from registre.attest.tree import CompactRange, leaf_hash
 from registre.errors import VerificationError
 from registre.ledger.errors import StoreCorruptError
 from registre.ledger.store.nodes import StoredHashSource
-from registre.ledger.store.schema import tables
+from registre.ledger.store.schema import entry_range, tables
 
 __all__ = [
     "UnverifiedHeadError",
@@ -54,15 +54,7 @@ __all__ = [
 ]
 
 _entry = tables.entry
-_LEAVES = (
-    select(_entry.c.seq, _entry.c.leaf, _entry.c.leaf_hash)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-)
+_LEAVES = entry_range(_entry.c.seq, _entry.c.leaf, _entry.c.leaf_hash)
 _BATCH = 500
 
 

@@ -41,6 +41,7 @@ from sqlalchemy import bindparam, select
 
 from registre.attest.entries import LIFECYCLE_KINDS
 from registre.errors import RefusedError
+from registre.kinds import CONTEXT_COMPACTION, MODEL_CALL
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.views import (
     ConclusionRecord,
@@ -58,7 +59,7 @@ _MODEL_CALLS_BETWEEN = (
     select(_entry.c.seq)
     .where(
         _entry.c.thread == bindparam("thread"),
-        _entry.c.kind == "model.call",
+        _entry.c.kind == MODEL_CALL,
         _entry.c.seq > bindparam("after"),
         _entry.c.seq < bindparam("before"),
     )
@@ -68,7 +69,7 @@ _LAST_MODEL_CALL_BEFORE = (
     select(_entry.c.seq)
     .where(
         _entry.c.thread == bindparam("thread"),
-        _entry.c.kind == "model.call",
+        _entry.c.kind == MODEL_CALL,
         _entry.c.seq < bindparam("before"),
     )
     .order_by(_entry.c.seq.desc())
@@ -264,7 +265,7 @@ def _compactions_behind(ledger: Ledger, thread_id: str, calls: Iterable[int]) ->
     for at in sorted(prefixes):
         state = thread.context_state(at)
         found.update(summary.seq for summary in state.summaries)
-        found.update(item.seq for item in state.tail if item.kind == "context.compaction")
+        found.update(item.seq for item in state.tail if item.kind == CONTEXT_COMPACTION)
     return found
 
 

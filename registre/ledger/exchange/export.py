@@ -53,7 +53,7 @@ from registre.ledger.exchange.claim_chain import ClaimChain, claim_chain
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.nodes import StoredHashSource
-from registre.ledger.store.schema import tables
+from registre.ledger.store.schema import entry_range, tables
 
 __all__ = [
     "EXPORT_BATCH",
@@ -76,15 +76,7 @@ MAX_BUNDLE_CHECKPOINTS = DEFAULT_LIMITS.max_members - 3
 _IN_CHUNK = 500  # seqs per "IN (...)" query: far below every engine's parameter limit
 _VERIFY_STORE_HINT = "run `registre verify --db`"  # for every StoreCorruptError raised here
 _entry = tables.entry
-_LEAVES = (
-    select(_entry.c.seq, _entry.c.leaf)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-)
+_LEAVES = entry_range(_entry.c.seq, _entry.c.leaf)
 _LEAVES_AT = (
     select(_entry.c.seq, _entry.c.leaf)
     .where(

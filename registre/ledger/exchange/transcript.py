@@ -27,6 +27,15 @@ from typing import TYPE_CHECKING, Any, Final
 from registre.attest.entries import Entry
 from registre.context import entry_text
 from registre.context.model import format_spans
+from registre.kinds import (
+    CONTEXT_COMPACTION,
+    DECISION,
+    IMPORTED,
+    MODEL_CALL,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN,
+)
 from registre.lifecycle import (
     Accepted,
     ComputeRequest,
@@ -107,20 +116,20 @@ def describe(entry: Entry) -> Block:
     """The block showing ``entry`` (module docstring)."""
     kind, body, seq = entry.kind, entry.body, entry.seq
     meta = f"{kind} · {entry.actor} · {entry.time}"
-    if kind == "turn":
+    if kind == TURN:
         return Block(seq, "message", f"#{seq} {body['role']}", meta, str(body["text"]))
-    if kind == "decision":
+    if kind == DECISION:
         return Block(seq, "message", f"#{seq} decision", meta, str(body["text"]))
-    if kind in ("tool.call", "tool.result"):
+    if kind in (TOOL_CALL, TOOL_RESULT):
         return _tool(entry, meta)
-    if kind == "context.compaction":
+    if kind == CONTEXT_COMPACTION:
         return _compaction(entry, meta)
-    if kind == "imported":
+    if kind == IMPORTED:
         source = body.get("source", {})
         title = f"#{seq} imported {body['type']} (from {source.get('format', '?')})"
         digest = f" · sha256 {body['sha256']}" if "sha256" in body else ""
         return Block(seq, "record", title, meta + digest, str(body.get("text", "")))
-    if kind == "model.call":
+    if kind == MODEL_CALL:
         title = f"#{seq} model call: {body['model']}"
         meta += (
             f" · context of entries 0-{body['at_seq']}, budget {body['budget_tokens']} tokens "
@@ -133,7 +142,7 @@ def describe(entry: Entry) -> Block:
 def _tool(entry: Entry, meta: str) -> Block:
     body, seq = entry.body, entry.seq
     name = f" {body['name']}" if "name" in body else ""
-    if entry.kind == "tool.call":
+    if entry.kind == TOOL_CALL:
         title = f"#{seq} tool call{name} ({body['call_id']})"
     else:
         error = " — error" if body.get("is_error") is True else ""

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from registre.importers import rebuild_message, skeleton_of
 from registre.importers.core import arguments_of, arguments_text
+from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
 
 __all__ = ["WRITEBACK_FORMATS", "Writeback", "dump_line", "write_chunks"]
 
@@ -93,7 +94,7 @@ class Writeback:
     # --- converting entries of other origins ----------------------------------------------
 
     def _convert(self, seq: int, kind: str, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-        if kind == "turn":
+        if kind == TURN:
             role, text = str(body["role"]), str(body["text"])
             if self.fmt == "openai":
                 yield from self._flush()
@@ -107,7 +108,7 @@ class Writeback:
                 yield from self._block(
                     seq, "user" if role == "system" else role, {"type": "text", "text": text}
                 )
-        elif kind == "tool.call":
+        elif kind == TOOL_CALL:
             if self.fmt == "openai":
                 call = {
                     "id": body["call_id"],
@@ -128,7 +129,7 @@ class Writeback:
                     "input": arguments_of(body),
                 }
                 yield from self._block(seq, "assistant", block)
-        elif kind == "tool.result":
+        elif kind == TOOL_RESULT:
             if self.fmt == "openai":
                 yield from self._flush()
                 yield {"role": "tool", "tool_call_id": body["call_id"], "content": body["content"]}

@@ -14,10 +14,10 @@ the thread does not have.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import Connection, Engine, RowMapping, Table, select
 
@@ -132,7 +132,7 @@ def list_references(engine: Engine, thread: str) -> list[ReferenceRecord]:
         rows = conn.execute(
             select(table).where(table.c.thread == thread).order_by(table.c.seq, table.c.ref)
         )
-        return [_reference(row) for row in rows.mappings()]
+        return [_record(ReferenceRecord, row) for row in rows.mappings()]
 
 
 def list_evidence(engine: Engine, thread: str, status: str | None = None) -> list[EvidenceRecord]:
@@ -142,31 +142,29 @@ def list_evidence(engine: Engine, thread: str, status: str | None = None) -> lis
     if status is not None:
         query = query.where(table.c.status == status)
     with _reading(engine, thread) as conn:
-        return [_evidence(row) for row in conn.execute(query).mappings()]
+        return [_record(EvidenceRecord, row) for row in conn.execute(query).mappings()]
 
 
 def get_evidence(engine: Engine, thread: str, evidence_id: str) -> EvidenceRecord:
     """Evidence ``evidence_id`` in whatever status."""
     with _reading(engine, thread) as conn:
-        return _evidence(_one(conn, derived.evidence, thread, evidence_id, "evidence"))
+        return _get(conn, EvidenceRecord, thread, evidence_id)
 
 
 def evidence_history(engine: Engine, thread: str, evidence_id: str) -> list[EvidenceRecord]:
     """The revision chain through ``evidence_id``: from the entry it started as to its latest
     successor, oldest first. Cost: one read per version."""
     with _reading(engine, thread) as conn:
-        start = _evidence(_one(conn, derived.evidence, thread, evidence_id, "evidence"))
+        start = _get(conn, EvidenceRecord, thread, evidence_id)
         older: list[EvidenceRecord] = []
         current = start
         while current.predecessor is not None:
-            current = _evidence(
-                _one(conn, derived.evidence, thread, current.predecessor, "evidence")
-            )
+            current = _get(conn, EvidenceRecord, thread, current.predecessor)
             older.append(current)
         chain = [*reversed(older), start]
         while chain[-1].successor is not None:
             successor = chain[-1].successor
-            chain.append(_evidence(_one(conn, derived.evidence, thread, successor, "evidence")))
+            chain.append(_get(conn, EvidenceRecord, thread, successor))
         return chain
 
 
@@ -181,13 +179,13 @@ def list_conclusions(
     if status is not None:
         query = query.where(table.c.status == status)
     with _reading(engine, thread) as conn:
-        return [_conclusion(row) for row in conn.execute(query).mappings()]
+        return [_record(ConclusionRecord, row) for row in conn.execute(query).mappings()]
 
 
 def get_conclusion(engine: Engine, thread: str, conclusion_id: str) -> ConclusionRecord:
     """Conclusion version ``conclusion_id`` in whatever status."""
     with _reading(engine, thread) as conn:
-        return _conclusion(_one(conn, derived.conclusion, thread, conclusion_id, "conclusion"))
+        return _get(conn, ConclusionRecord, thread, conclusion_id)
 
 
 def list_pins(engine: Engine, thread: str, *, live: bool | None = None) -> list[PinRecord]:
@@ -197,7 +195,7 @@ def list_pins(engine: Engine, thread: str, *, live: bool | None = None) -> list[
     if live is not None:
         query = query.where(table.c.live == live)
     with _reading(engine, thread) as conn:
-        return [_pin(row) for row in conn.execute(query).mappings()]
+        return [_record(PinRecord, row) for row in conn.execute(query).mappings()]
 
 
 def trace(engine: Engine, thread: str, conclusion_id: str) -> TraceNode:
@@ -205,7 +203,7 @@ def trace(engine: Engine, thread: str, conclusion_id: str) -> TraceNode:
     each evidence entry cites, each with the seq of the ``source.read`` that registered it.
     Cost: one read per node."""
     with _reading(engine, thread) as conn:
-        root = _conclusion(_one(conn, derived.conclusion, thread, conclusion_id, "conclusion"))
+        root = _get(conn, ConclusionRecord, thread, conclusion_id)
         return _trace_conclusion(conn, thread, root)
 
 
@@ -213,14 +211,11 @@ def _trace_conclusion(conn: Connection, thread: str, item: ConclusionRecord) -> 
     children = []
     for cited in item.cites:
         if cited.startswith("cc-"):
-            row = _one(conn, derived.conclusion, thread, cited, "conclusion")
-            children.append(_trace_conclusion(conn, thread, _conclusion(row)))
+            conclusion = _get(conn, ConclusionRecord, thread, cited)
+            children.append(_trace_conclusion(conn, thread, conclusion))
         else:
-            evidence = _evidence(_one(conn, derived.evidence, thread, cited, "evidence"))
-            refs = tuple(
-                _reference(_one(conn, derived.reference, thread, r, "reference"))
-                for r in evidence.cites
-            )
+            evidence = _get(conn, EvidenceRecord, thread, cited)
+            refs = tuple(_get(conn, ReferenceRecord, thread, r) for r in evidence.cites)
             children.append(TraceNode(evidence, references=refs))
     return TraceNode(item, children=tuple(children))
 
@@ -280,7 +275,12 @@ def _reading(engine: Engine, thread: str) -> Iterator[Connection]:
         yield conn
 
 
-def _one(conn: Connection, table: Table, thread: str, key: str, what: str) -> RowMapping:
+_R = TypeVar("_R", ReferenceRecord, EvidenceRecord, ConclusionRecord, PinRecord)
+
+
+def _get(conn: Connection, record: type[_R], thread: str, key: str) -> _R:
+    """The ``record`` ``key`` of ``thread`` (UnknownItemError if it has none)."""
+    table, what = _TABLES[record]
     column = table.c.ref if table is derived.reference else table.c.id
     row = (
         conn.execute(select(table).where(table.c.thread == thread, column == key))
@@ -292,54 +292,35 @@ def _one(conn: Connection, table: Table, thread: str, key: str, what: str) -> Ro
         raise UnknownItemError(
             f"thread {thread} has no {what} {key!r}; see `registre {listing} {thread}`"
         )
-    return row
+    return _record(record, row)
 
 
 def _ids(value: str) -> tuple[str, ...]:
     return tuple(json.loads(value))
 
 
-def _reference(row: RowMapping) -> ReferenceRecord:
-    return ReferenceRecord(row["ref"], row["source"], row["location"], row["sha256"], row["seq"])
+def _same(value: Any) -> Any:
+    return value
 
 
-def _evidence(row: RowMapping) -> EvidenceRecord:
-    return EvidenceRecord(
-        id=row["id"],
-        status=row["status"],
-        text=row["text"],
-        cites=_ids(row["cites"]),
-        successor=row["successor"],
-        predecessor=row["predecessor"],
-        seq=row["seq"],
-        changed_seq=row["changed_seq"],
-    )
+_TABLES: Final[dict[type[Any], tuple[Table, str]]] = {
+    ReferenceRecord: (derived.reference, "reference"),
+    EvidenceRecord: (derived.evidence, "evidence"),
+    ConclusionRecord: (derived.conclusion, "conclusion"),
+    PinRecord: (derived.pin, "pin"),
+}
+"""Each record's derived table, and what an error calls it."""
+
+_DECODE: Final[dict[str, Callable[[Any], Any]]] = {
+    "cites": _ids,
+    "relies_on": _ids,
+    "stale": bool,
+    "live": bool,
+}
+"""The columns stored otherwise than their field holds them: id lists as JSON text, flags as
+integers."""
 
 
-def _conclusion(row: RowMapping) -> ConclusionRecord:
-    return ConclusionRecord(
-        id=row["id"],
-        kind=row["kind"],
-        status=row["status"],
-        stale=bool(row["stale"]),
-        text=row["text"],
-        cites=_ids(row["cites"]),
-        relies_on=_ids(row["relies_on"]),
-        successor=row["successor"],
-        predecessor=row["predecessor"],
-        seq=row["seq"],
-        changed_seq=row["changed_seq"],
-    )
-
-
-def _pin(row: RowMapping) -> PinRecord:
-    return PinRecord(
-        id=row["id"],
-        kind=row["kind"],
-        text=row["text"],
-        source_seq=row["source_seq"],
-        live=bool(row["live"]),
-        unpin_reason=row["unpin_reason"],
-        seq=row["seq"],
-        changed_seq=row["changed_seq"],
-    )
+def _record(record: type[_R], row: RowMapping) -> _R:
+    """``record`` from a derived row: each field is the column of its name, decoded."""
+    return record(**{f.name: _DECODE.get(f.name, _same)(row[f.name]) for f in fields(record)})

@@ -64,9 +64,10 @@ from registre.context import (
 )
 from registre.context.fold import REFILL_WINDOW
 from registre.errors import RegistreError
+from registre.kinds import CONTEXT_COMPACTION, TURN
 from registre.ledger.errors import StoreCorruptError, rebuild_hint
 from registre.ledger.store.context_cache import CATCH_UP, fold_cache
-from registre.ledger.store.schema import LedgerModel, tables
+from registre.ledger.store.schema import LedgerModel, entry_range, tables
 from registre.lifecycle import LifecycleFormatError, ReplayMismatchError
 from registre.lifecycle.model import LIVE
 
@@ -110,26 +111,9 @@ class ContextSnapshotRow(LedgerModel, table=True):
 CONTEXT_SNAPSHOT: Final[Table] = ContextSnapshotRow.__table__  # type: ignore[attr-defined]
 
 _entry = tables.entry
-_LEAVES = (
-    select(_entry.c.seq, _entry.c.leaf)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-    .limit(bindparam("batch"))
-)
+_LEAVES = entry_range(_entry.c.seq, _entry.c.leaf).limit(bindparam("batch"))
 _TURN_LEAVES = (
-    select(_entry.c.seq, _entry.c.leaf)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.kind == "turn",
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-    .limit(bindparam("batch"))
+    entry_range(_entry.c.seq, _entry.c.leaf).where(_entry.c.kind == TURN).limit(bindparam("batch"))
 )
 _LATEST = (
     select(
@@ -501,7 +485,7 @@ def rebuild_thread_context(
     rows: list[dict[str, Any]] = []
     for entry in context_entries(conn, thread, 0, size):
         fold_on(state, (entry,), thread)
-        if entry.kind == "context.compaction":
+        if entry.kind == CONTEXT_COMPACTION:
             row = snapshot_row(thread, entry.seq, state)
             leaf_hash = entry_leaf_hash(conn, thread, entry.seq)
             if signer is not None and leaf_hash is not None:

@@ -252,11 +252,9 @@ def _begin_write(driver: Any, begin: str) -> None:
     """``BEGIN IMMEDIATE`` on ``driver``, waiting for another writer's lock up to
     :data:`lock_policy`'s timeout, then raising SQLite's own "database is locked" error.
 
-    SQLite's busy handler sleeps 1, 2, 5, 10 ... 100 ms between attempts, so a writer that met
-    the lock once often sleeps long after it was released: with several processes appending,
-    the lock sits idle between their commits. Here the connection's busy timeout is 0 while
-    the lock is asked for, and the wait is polled from 50 µs, doubling to 1 ms, so the next
-    writer takes the lock within about a millisecond of its release."""
+    The connection's busy timeout is 0 while the lock is asked for, and restored after; the
+    wait is polled from :data:`_PAUSE_FIRST_S`, doubling to :data:`_PAUSE_MAX_S`, instead of
+    SQLite's busy handler (why: ``docs/design/2026-12-01-sqlite-lock-polling.md``)."""
     deadline = time.monotonic() + lock_policy.timeout
     pause = _PAUSE_FIRST_S
     driver.execute("PRAGMA busy_timeout=0")

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, bindparam, select
 from registre.attest.errors import ProofBoundsError
 from registre.attest.tree import node_hash
 from registre.ledger.errors import StoreCorruptError
-from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
+from registre.ledger.store.schema import LOWEST_STORED_LEVEL, entry_range, tables
 
 __all__ = ["StoredHashSource"]
 
@@ -30,15 +30,7 @@ _NODE = select(_subtree.c.hash).where(
     _subtree.c.level == bindparam("level"),
     _subtree.c.idx == bindparam("idx"),
 )
-_BLOCK = (
-    select(_entry.c.seq, _entry.c.leaf_hash)
-    .where(
-        _entry.c.thread == bindparam("thread"),
-        _entry.c.seq >= bindparam("start"),
-        _entry.c.seq < bindparam("stop"),
-    )
-    .order_by(_entry.c.seq)
-)
+_BLOCK = entry_range(_entry.c.seq, _entry.c.leaf_hash)
 _BLOCK_LEAVES = 1 << LOWEST_STORED_LEVEL
 _BLOCKS_KEPT = 64
 """Blocks of leaf hashes a source keeps (32 KiB): a proof reads at most three, a claim

@@ -27,7 +27,18 @@ accident.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, LargeBinary, MetaData, Table
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    LargeBinary,
+    MetaData,
+    Select,
+    Table,
+    bindparam,
+    select,
+)
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
@@ -41,6 +52,7 @@ __all__ = [
     "SchemaVersionRow",
     "SubtreeRow",
     "ThreadRow",
+    "entry_range",
     "metadata",
     "tables",
 ]
@@ -141,3 +153,18 @@ class _Tables:
 
 
 tables = _Tables()
+
+
+def entry_range(*columns: ColumnElement[Any]) -> Select[Any]:
+    """``SELECT columns`` of the ``entry`` rows of thread ``:thread`` with ``:start <= seq <
+    :stop``, in seq order (bind parameters ``thread``, ``start`` and ``stop``)."""
+    entry = tables.entry
+    return (
+        select(*columns)
+        .where(
+            entry.c.thread == bindparam("thread"),
+            entry.c.seq >= bindparam("start"),
+            entry.c.seq < bindparam("stop"),
+        )
+        .order_by(entry.c.seq)
+    )

@@ -52,6 +52,7 @@ from registre.context import (
     validate_compaction,
 )
 from registre.errors import MalformedError, VerificationError
+from registre.kinds import CONTEXT_COMPACTION, MODEL_CALL
 from registre.ledger.context.store import EntryReader, connection_reader, lifecycle_at
 from registre.ledger.errors import rebuild_hint
 from registre.ledger.store.context_snapshots import (
@@ -110,7 +111,7 @@ class ContextCheck:
         ``lifecycle``: the lifecycle replay of the entries before ``entry`` (step 9), for a
         model call carrying the lifecycle block (replayed here when not given)."""
         kind = entry.kind
-        if kind not in ("context.compaction", "model.call"):
+        if kind not in (CONTEXT_COMPACTION, MODEL_CALL):
             if self._state is not None:
                 self._apply(self._state, entry)
                 self._idle += 1
@@ -118,7 +119,7 @@ class ContextCheck:
                     self._state = None
             return
         state = self._state if self._state is not None else self._fold_to(entry.seq - 1)
-        if kind == "context.compaction":
+        if kind == CONTEXT_COMPACTION:
             # the fold after the entry, as validated: carried on, not folded again
             state = self._check_compaction(state, entry)
             self._check_snapshot(state, entry.seq)
