@@ -213,3 +213,23 @@ def test_bundle_and_database_options_do_not_mix(exported: Path, initialised: str
     assert run("verify", str(exported), "--key", initialised).code == 0
     assert run("verify", str(exported), "--key", initialised, "--require-full").code == 0
     assert run("verify", "--db").code == 0  # the database check is unchanged
+
+
+def test_private_key_given_error_through_registre_verify(
+    exported: Path, run: Run, workdir: Path
+) -> None:
+    """`--key-file` names the private key in every other command; given to `verify FILE.zip`
+    it is refused as what it is, with the file to pass instead (no whitespace complaint)."""
+    private = Path(".registre") / "operator.key"
+    assert private.exists()
+    message, hint = error_and_hint(run("verify", str(exported), "--key-file", str(private)))
+    assert message == (
+        f"registre: error: {private} is an operator (private) key; pass operator.vkey, its "
+        "verifier key"
+    )
+    assert hint == (
+        f"registre: hint: `registre key export --key-file {private} -o operator.vkey` writes "
+        "it; a verifier never needs the private key"
+    )
+    assert run("key", "export", "-o", "operator.vkey").code == 0
+    assert run("verify", str(exported), "--key-file", "operator.vkey").code == 0
