@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         sign_entries,
     )
     from registre.attest.entries.bodies import (
+        decimal_strings,
         nests_within,
         validate_body,
         validate_schema,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         MAX_DEPTH,
         MAX_OBJECT_BYTES,
         BodySchemaError,
+        FloatInBodyError,
         UnknownKindError,
         c_compact_encoder,
         compact_size,
@@ -138,6 +140,7 @@ __all__ = [
     "EntryFormatError",
     "EntryOriginError",
     "EntrySignatureError",
+    "FloatInBodyError",
     "InvalidActorError",
     "InvalidThreadIdError",
     "LeafOpener",
@@ -161,6 +164,7 @@ __all__ = [
     "check_thread_id",
     "check_time",
     "compact_size",
+    "decimal_strings",
     "describe",
     "elisions",
     "entry_json",
@@ -210,12 +214,14 @@ __getattr__, __dir__ = lazy_face(
             "sign_entries",
         ),
         "bodies": (
+            "decimal_strings",
             "nests_within",
             "validate_body",
             "validate_schema",
         ),
         "body_base": (
             "BodySchemaError",
+            "FloatInBodyError",
             "LIFECYCLE_KINDS",
             "MAX_BODY_BYTES",
             "MAX_DEPTH",
