@@ -285,11 +285,14 @@ def _read_source(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[
                 sha256=ref.get("sha256"),
             )
         )
-    return _batch(thread.read_source(refs, actor=args.get("actor", "agent")))
+    return _batch(thread.read_source(refs, actor=args.get("actor", "agent"), partial=True))
 
 
 def _evidence_upsert(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
-    return _batch(thread.evidence.upsert(args["statements"], actor=args.get("actor", "agent")))
+    statements = args["statements"]
+    return _batch(
+        thread.evidence.upsert(statements, actor=args.get("actor", "agent"), partial=True)
+    )
 
 
 def _evidence_revise(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
