@@ -33,6 +33,7 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 from jsonschema.validators import extend  # type: ignore[import-untyped]
 
 from registre.adapters.records import tool_call_body
+from registre.attest.entries import actor_name
 from registre.errors import MalformedError, RegistreError
 from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
 from registre.ledger import (
@@ -192,7 +193,7 @@ def _record_tool_result(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -
         body["is_error"] = True
     if "name" in args:
         body["name"] = args["name"]
-    actor = args.get("actor", f"tool:{args['name']}" if "name" in args else "tool")
+    actor = args.get("actor", actor_name(f"tool:{args['name']}") if "name" in args else "tool")
     entry = thread.append(TOOL_RESULT, body, actor)
     return {"seq": entry.seq}
 

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
         ThreadInclusionProof,
         TreeHead,
     )
+    from registre.ledger.core.tool_calls import (
+        OrphanToolResultError,
+    )
     from registre.ledger.errors import (
         LedgerNotFoundError,
     )
@@ -132,6 +135,7 @@ __all__ = [
     "Ledger",
     "LedgerNotFoundError",
     "LifecycleRefusedError",
+    "OrphanToolResultError",
     "PinRefusedError",
     "ReadRefusedError",
     "RevisionRefusedError",
@@ -176,6 +180,7 @@ __getattr__, __dir__ = lazy_face(
             "DiffRun",
             "context_diff",
         ),
+        "core.tool_calls": ("OrphanToolResultError",),
         "core.thread_core": (
             "StoredCheckpoint",
             "ThreadConsistencyProof",
