@@ -26,7 +26,6 @@ from registre.ledger.context.store import CONTEXT_WRITE_KINDS, append_context_ch
 from registre.ledger.core.append import AppendItem, batch_kinds
 from registre.ledger.lifecycle.api import LifecycleThread, PinRefusedError
 from registre.ledger.lifecycle.store import append_checked
-from registre.ledger.store.engine import read_transaction
 
 __all__ = [
     "Thread",
@@ -72,8 +71,7 @@ class Thread(LifecycleThread, ContextThread):
         batch = list(items)
         kinds = batch_kinds(batch)
         if TOOL_RESULT in kinds:
-            with read_transaction(self._db.engine) as conn:
-                self._db.tool_calls.check(conn, self.id, batch)
+            self._db.tool_calls.check(self._db.engine, self.id, batch)
         if not kinds.isdisjoint(CONTEXT_WRITE_KINDS):
             entries = append_context_checked(self._db, self.id, batch)
         elif not kinds.isdisjoint(LIFECYCLE_KINDS):

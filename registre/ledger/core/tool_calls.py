@@ -23,10 +23,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from registre.errors import RefusedError
 from registre.kinds import TOOL_CALL, TOOL_RESULT
+from registre.ledger.store.engine import read_transaction
 
 __all__ = ["OrphanToolResultError", "ToolCallCache", "call_keys"]
 
@@ -87,9 +88,10 @@ class ToolCallCache:
             with self._lock:
                 self._threads.setdefault(thread, _Known()).keys.update(keys)
 
-    def check(self, conn: Connection, thread: str, items: Sequence[tuple[str, Any, str]]) -> None:
+    def check(self, engine: Engine, thread: str, items: Sequence[tuple[str, Any, str]]) -> None:
         """Raise OrphanToolResultError for the first ``tool.result`` of ``items`` that
-        answers no call before it, in the batch or in the thread (read through ``conn``)."""
+        answers no call before it, in the batch or in the thread (read from ``engine`` only
+        when this process does not know the call yet)."""
         batch: set[str] = set()
         for index, item in enumerate(items):
             if not isinstance(item, tuple) or len(item) != 3:
@@ -101,7 +103,7 @@ class ToolCallCache:
                 wanted = _wanted(body)
                 if wanted is None or wanted[0] in batch:
                     continue
-                if not self._in_thread(conn, thread, wanted[0]):
+                if not self._in_thread(engine, thread, wanted[0]):
                     where = f"item {index} of the batch" if len(items) > 1 else "the result"
                     raise OrphanToolResultError(
                         f"{where} answers no tool call: no earlier tool.call of thread "
@@ -111,36 +113,37 @@ class ToolCallCache:
                         "no call of its own goes in a turn"
                     )
 
-    def _in_thread(self, conn: Connection, thread: str, key: str) -> bool:
+    def _in_thread(self, engine: Engine, thread: str, key: str) -> bool:
         with self._lock:
             known = self._threads.setdefault(thread, _Known())
             if key in known.keys:
                 return True
             scanned_to = known.scanned_to
-        head = conn.execute(_HEAD, {"thread": thread}).scalar()
-        if head is None:
-            return False  # an unknown thread: the append refuses it
-        high, found, seen = int(head), False, []
-        while high > scanned_to and not found:
-            rows = conn.execute(
-                _CALLS,
-                {
-                    "thread": thread,
-                    "kind": TOOL_CALL,
-                    "low": scanned_to,
-                    "high": high,
-                    "page": _PAGE,
-                },
-            ).all()
-            if not rows:
-                break
-            for seq, leaf in rows:
-                keys = call_keys(json.loads(bytes(leaf))["entry"]["body"])
-                seen.extend(keys)
-                found = found or key in keys
-                high = int(seq)
+        with read_transaction(engine) as conn:
+            head = conn.execute(_HEAD, {"thread": thread}).scalar()
+            if head is None:
+                return True  # an unknown thread: the append refuses it with its own error
+            found, seen = _read(conn, thread, key, scanned_to, int(head))
         with self._lock:
             known.keys.update(seen)
             if not found:  # everything from scanned_to to the head was read
                 known.scanned_to = max(known.scanned_to, int(head))
         return found
+
+
+def _read(conn: Connection, thread: str, key: str, low: int, high: int) -> tuple[bool, list[str]]:
+    """Read the thread's calls in ``[low, high)`` newest first, a page at a time, until one
+    answers to ``key``: ``(found, every key read)``."""
+    found, seen = False, []
+    while high > low and not found:
+        rows = conn.execute(
+            _CALLS, {"thread": thread, "kind": TOOL_CALL, "low": low, "high": high, "page": _PAGE}
+        ).all()
+        if not rows:
+            break
+        for seq, leaf in rows:
+            keys = call_keys(json.loads(bytes(leaf))["entry"]["body"])
+            seen.extend(keys)
+            found = found or key in keys
+            high = int(seq)
+    return found, seen
