@@ -54,6 +54,8 @@ if TYPE_CHECKING:
         format_inclusion_proof,
     )
     from registre.ledger.exchange.transcript import (
+        LOG_WIDTH,
+        entry_line,
         render_transcript,
     )
     from registre.ledger.exchange.writeback import (
@@ -120,6 +122,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_TIMEOUT_S",
+    "LOG_WIDTH",
     "WRITEBACK_FORMATS",
     "BatchRefusedError",
     "BatchResult",
@@ -154,6 +157,7 @@ __all__ = [
     "context_diff",
     "database_fault",
     "database_url",
+    "entry_line",
     "export_claim",
     "export_thread",
     "format_consistency_proof",
@@ -202,7 +206,7 @@ __getattr__, __dir__ = lazy_face(
             "format_consistency_proof",
             "format_inclusion_proof",
         ),
-        "exchange.transcript": ("render_transcript",),
+        "exchange.transcript": ("LOG_WIDTH", "entry_line", "render_transcript"),
         "exchange.writeback": (
             "WRITEBACK_FORMATS",
             "write_chunks",
