@@ -138,7 +138,8 @@ def write_bundle(
     temporary file in the target folder, is flushed and fsynced, then renamed over ``path``
     (``overwrite=True``) or linked to it only if ``path`` does not exist yet
     (:class:`BundleWriteError` if it does); the folder is fsynced after. A crash leaves either
-    no bundle or a complete one, never a torn file.
+    no bundle or a complete one, never a torn file. A file that cannot be written is
+    OutputFolderError or OutputWriteError, naming ``path`` and never the temporary file.
     """
     plan = _plan(origin, leaves, checkpoints, seqs, proofs, informational)
     target = Path(path)

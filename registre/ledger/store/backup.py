@@ -49,7 +49,8 @@ def backup_sqlite(url: str, target: Path) -> int:
     """Copy the SQLite ledger at ``url`` to the new file ``target``; return its size in bytes.
 
     Raises LedgerNotFoundError (no database there), BackupNotSupportedError (not SQLite),
-    BackupRefusedError (``target`` exists; the copy fails its integrity check), OSError.
+    BackupRefusedError (``target`` exists; the copy fails its integrity check),
+    OutputFolderError and OutputWriteError (naming ``target``, never the temporary file).
     """
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
