@@ -1,0 +1,94 @@
+"""Recall before a model call: the ledger's side (``specs/context.md`` section 4.2).
+
+:func:`recall_section`, inside the model call's write transaction: build the query from the
+context at the head (:func:`recall_terms`), ask the full-text index once
+(:func:`registre.ledger.store.search.search`) for the entries before the context's verbatim
+tail, best first, read them, and lay them out in the room the other messages leave
+(:func:`registre.context.recall.lay_out_recall`). The entries a live pin already carries
+word for word are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, select
+
+from registre.context import ContextEntry, ContextState, TokenCounter
+from registre.context.recall import (
+    RecallOptions,
+    RecallSection,
+    identifier_terms,
+    lay_out_recall,
+    query_terms,
+)
+from registre.context.task_pin import TASK_PIN_KIND
+from registre.ledger.store.schema import tables
+from registre.ledger.store.search import search
+
+__all__ = ["MIN_RECALL_ROOM", "read_entries", "recall_section", "recall_terms"]
+
+MIN_RECALL_ROOM = 48
+"""Fewer tokens than this left by the other messages: nothing is recalled (no query)."""
+
+_PIN_TERMS = 8
+_TOOL_TERMS = 8
+
+
+def recall_terms(state: ContextState, options: RecallOptions) -> tuple[str, ...]:
+    """The query's words: the identifiers of the latest tool result (when it follows the
+    latest user turn), the informative words of the latest user turn, then of the live task
+    pins; each once, at most ``options.max_terms`` (+ the pins' few)."""
+    user = ""
+    tool: str | None = None
+    for item in reversed(state.tail):
+        if item.kind == "tool.result" and tool is None:
+            tool = item.text
+        if item.kind == "turn" and item.body.get("role") == "user":
+            user = item.text
+            break
+    pins = [pin.text for pin in state.live_pins() if pin.kind == TASK_PIN_KIND]
+    words = dict.fromkeys(identifier_terms(tool, _TOOL_TERMS) if tool else ())
+    words.update(dict.fromkeys(query_terms([user], options.max_terms)))
+    words.update(dict.fromkeys(query_terms(pins, _PIN_TERMS)))
+    return tuple(words)
+
+
+def read_entries(conn: Connection, thread: str, seqs: Sequence[int]) -> list[ContextEntry]:
+    """Entries ``seqs`` of ``thread`` (one query), in the order given; a seq not stored is
+    left out."""
+    if not seqs:
+        return []
+    entry = tables.entry
+    rows = conn.execute(
+        select(entry.c.seq, entry.c.leaf).where(entry.c.thread == thread, entry.c.seq.in_(seqs))
+    ).all()
+    found = {}
+    for row in rows:
+        envelope = json.loads(bytes(row.leaf))["entry"]
+        found[int(row.seq)] = ContextEntry(
+            int(row.seq), envelope["kind"], envelope["actor"], envelope["body"]
+        )
+    return [found[seq] for seq in seqs if seq in found]
+
+
+def recall_section(
+    conn: Connection,
+    thread: str,
+    state: ContextState,
+    room: int,
+    counter: TokenCounter,
+    options: RecallOptions,
+) -> RecallSection | None:
+    """The recalled section for a call projecting ``state`` with ``room`` tokens left for it,
+    or None (no room, nothing before the tail, no query words, no match that fits)."""
+    if room < MIN_RECALL_ROOM or state.boundary == 0:
+        return None
+    terms = recall_terms(state, options)
+    if not terms:
+        return None
+    seqs = search(conn, thread, terms, state.boundary, options.limit)
+    carried = {pin.seq for pin in state.live_pins()}
+    seqs = [seq for seq in seqs if seq not in carried]
+    return lay_out_recall(read_entries(conn, thread, seqs), terms, room, counter, options)
