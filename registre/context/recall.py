@@ -79,14 +79,20 @@ class RecallOptions:
     """How much a model call may recall.
 
     ``share_permille``: the most of the budget the recalled section may take (it takes only
-    what the other messages leave); ``limit``: candidates asked of the index (one query per
-    call); ``excerpt_tokens``: an entry longer than this is shown as an excerpt of about this
-    size; ``max_terms``: words in the query."""
+    what the other messages leave); ``limit``: the most candidates asked of the index (one
+    query per call; :meth:`candidates` asks for about as many as the room could show);
+    ``excerpt_tokens``: an entry longer than this is shown as an excerpt of about this size;
+    ``max_terms``: words in the query."""
 
     share_permille: int = 500
-    limit: int = 64
+    limit: int = 512
     excerpt_tokens: int = 200
     max_terms: int = 32
+
+    def candidates(self, room: int) -> int:
+        """Candidates to ask for a section of ``room`` tokens: one per 16 tokens (a short
+        turn and its label), at least 16, at most ``limit``."""
+        return max(16, min(self.limit, room // 16))
 
     def room(self, budget: int, used: int) -> int:
         """Tokens the section may take in a context of ``budget`` whose other messages take

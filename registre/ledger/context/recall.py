@@ -88,7 +88,7 @@ def recall_section(
     terms = recall_terms(state, options)
     if not terms:
         return None
-    seqs = search(conn, thread, terms, state.boundary, options.limit)
+    seqs = search(conn, thread, terms, state.boundary, options.candidates(room))
     carried = {pin.seq for pin in state.live_pins()}
     seqs = [seq for seq in seqs if seq not in carried]
     return lay_out_recall(read_entries(conn, thread, seqs), terms, room, counter, options)
