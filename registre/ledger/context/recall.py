@@ -11,12 +11,15 @@ word for word are left out.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, select
 
 from registre.context import ContextEntry, ContextState, TokenCounter
 from registre.context.recall import (
+    RECALL_KINDS,
     RecallOptions,
     RecallSection,
     identifier_terms,
@@ -27,19 +30,24 @@ from registre.context.task_pin import TASK_PIN_KIND
 from registre.ledger.store.schema import tables
 from registre.ledger.store.search import search
 
-__all__ = ["MIN_RECALL_ROOM", "read_entries", "recall_section", "recall_terms"]
+__all__ = ["MIN_RECALL_ROOM", "common_words", "read_entries", "recall_section", "recall_terms"]
 
 MIN_RECALL_ROOM = 48
 """Fewer tokens than this left by the other messages: nothing is recalled (no query)."""
 
 _PIN_TERMS = 8
+_SAMPLE = 256
+_WORD = re.compile(r"[^\W_]+")
+_FEW_TERMS = 4
 _TOOL_TERMS = 8
 
 
 def recall_terms(state: ContextState, options: RecallOptions) -> tuple[str, ...]:
     """The query's words: the identifiers of the latest tool result (when it follows the
-    latest user turn), the informative words of the latest user turn, then of the live task
-    pins; each once, at most ``options.max_terms`` (+ the pins' few)."""
+    latest user turn), the informative words of the latest user turn, then, when that turn
+    has fewer than 4, a few of the live task pins' (the pins are in the context already: as
+    query words they only pull in entries that share the task's general vocabulary); each
+    once, at most ``options.max_terms`` (+ the tool's and the pins' few)."""
     user = ""
     tool: str | None = None
     for item in reversed(state.tail):
@@ -49,10 +57,29 @@ def recall_terms(state: ContextState, options: RecallOptions) -> tuple[str, ...]
             user = item.text
             break
     pins = [pin.text for pin in state.live_pins() if pin.kind == TASK_PIN_KIND]
+    common = common_words(state)
     words = dict.fromkeys(identifier_terms(tool, _TOOL_TERMS) if tool else ())
-    words.update(dict.fromkeys(query_terms([user], options.max_terms)))
-    words.update(dict.fromkeys(query_terms(pins, _PIN_TERMS)))
+    asked = [word for word in query_terms([user], options.max_terms) if word not in common]
+    words.update(dict.fromkeys(asked))
+    if len(asked) < _FEW_TERMS:  # a terse turn ("and the other one?"): the task says more
+        pinned = query_terms(pins, _PIN_TERMS + len(common))
+        words.update(dict.fromkeys([word for word in pinned if word not in common][:_PIN_TERMS]))
     return tuple(words)
+
+
+def common_words(state: ContextState) -> frozenset[str]:
+    """Words in more than a quarter of the tail's entries with text (of its last
+    :data:`_SAMPLE`, when there are at least 8): the thread's own vocabulary (its speakers'
+    names, its tool's field names), which says little about which old entry matters and
+    would make the index rank most of the thread. Empty for a shorter tail."""
+    texts = [item.text for item in state.tail[-_SAMPLE:] if item.kind in RECALL_KINDS]
+    if len(texts) < 8:
+        return frozenset()
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update({word.lower() for word in _WORD.findall(text)})
+    floor = len(texts) // 4
+    return frozenset(word for word, count in counts.items() if count > floor)
 
 
 def read_entries(conn: Connection, thread: str, seqs: Sequence[int]) -> list[ContextEntry]:

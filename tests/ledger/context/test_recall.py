@@ -20,6 +20,7 @@ from registre.context.recall import (
     RecalledTextMismatchError,
     RecallOptions,
 )
+from registre.ledger.context.recall import recall_terms
 from registre.ledger.context.store import ContextEntryRefusedError
 from registre.ledger.core.append import append_entries
 from registre.ledger.exchange.export import export_thread
@@ -205,3 +206,11 @@ def test_recalled_future_entry_fail(thread: Thread, signer: Signer) -> None:
     with pytest.raises(ModelCallDigestError) as found:
         verify_database(thread.database, thread=thread.id)
     assert isinstance(found.value.__cause__, RecalledFutureEntryError)
+
+
+def test_the_threads_common_words_are_not_asked_for(thread: Thread) -> None:
+    chat(thread, 40)
+    thread.append("turn", {"role": "user", "text": f"Question: the weather with {RARE}?"}, "alice")
+    terms = recall_terms(thread.context_state(), RecallOptions())
+    assert "9879898" in terms and "card" in terms
+    assert "question" not in terms and "weather" not in terms  # in most recent turns
