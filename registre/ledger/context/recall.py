@@ -36,7 +36,8 @@ MIN_RECALL_ROOM = 48
 """Fewer tokens than this left by the other messages: nothing is recalled (no query)."""
 
 _PIN_TERMS = 8
-_SAMPLE = 256
+_SAMPLE = 64
+_SAMPLE_CHARS = 2000
 _WORD = re.compile(r"[^\W_]+")
 _FEW_TERMS = 4
 _TOOL_TERMS = 8
@@ -68,11 +69,12 @@ def recall_terms(state: ContextState, options: RecallOptions) -> tuple[str, ...]
 
 
 def common_words(state: ContextState) -> frozenset[str]:
-    """Words in more than a quarter of the tail's entries with text (of its last
-    :data:`_SAMPLE`, when there are at least 8): the thread's own vocabulary (its speakers'
+    """Words in more than a quarter of the tail's entries with text (its last 64, their
+    first 2,000 characters; at least 8 entries): the thread's own vocabulary (its speakers'
     names, its tool's field names), which says little about which old entry matters and
     would make the index rank most of the thread. Empty for a shorter tail."""
-    texts = [item.text for item in state.tail[-_SAMPLE:] if item.kind in RECALL_KINDS]
+    texts = [item.text[:_SAMPLE_CHARS] for item in state.tail if item.kind in RECALL_KINDS]
+    texts = texts[-_SAMPLE:]
     if len(texts) < 8:
         return frozenset()
     counts: Counter[str] = Counter()

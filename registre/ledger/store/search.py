@@ -35,6 +35,7 @@ from registre.context.recall import RECALL_KINDS
 from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
+    "RANKED_ROWS",
     "SEARCH_TABLES",
     "SEARCH_TEXT_CHARS",
     "create_search",
@@ -46,6 +47,9 @@ __all__ = [
 
 SEARCH_TEXT_CHARS: Final = 100_000
 """Characters of an entry's text the index holds (a tsvector holds at most 1 MB)."""
+
+RANKED_ROWS: Final = 1000
+"""The most entries one search ranks (:func:`search`)."""
 
 SEARCH_TABLES: Final = ("entry_search", "search_thread")
 """The index's tables (SQLite: ``search_thread`` and the FTS5 table; PostgreSQL:
@@ -79,6 +83,14 @@ _SQLITE_INSERT: Final = "INSERT INTO entry_search (rowid, text) VALUES (?, ?)"
 _SQLITE_QUERY: Final = (
     "SELECT rowid FROM entry_search WHERE entry_search MATCH ? AND rowid >= ? AND rowid < ? "
     "ORDER BY rank, rowid DESC LIMIT ?"
+)
+_SQLITE_COUNT: Final = (
+    "SELECT {index}, count(*) FROM (SELECT 1 FROM entry_search WHERE entry_search MATCH ? "
+    "AND rowid >= ? AND rowid < ? LIMIT ?)"
+)
+_PG_COUNT: Final = (
+    "SELECT {index}, count(*) FROM (SELECT 1 FROM entry_search WHERE thread = %s AND seq < %s "
+    f"AND tsv @@ plainto_tsquery('{_TS_CONFIG}', %s) LIMIT %s) AS c{{index}}"
 )
 _PG_INSERT: Final = (
     "INSERT INTO entry_search (thread, seq, tsv) "
@@ -147,27 +159,75 @@ def _thread_number(cursor: Any, thread: str) -> int:
     return int(row[0])
 
 
-def search(conn: Connection, thread: str, terms: Sequence[str], stop: int, limit: int) -> list[int]:
-    """The seqs of ``thread``'s indexed entries before ``stop`` that hold any of ``terms``
-    (plain words), best first, at most ``limit``: one query."""
-    words = [term for term in terms if term.isalnum()]
+def search(
+    conn: Connection,
+    thread: str,
+    terms: Sequence[str],
+    stop: int,
+    limit: int,
+    *,
+    rows: int = RANKED_ROWS,
+) -> list[int]:
+    """The seqs of ``thread``'s indexed entries before ``stop`` that hold any of the words
+    kept from ``terms`` (plain words), best first, at most ``limit``.
+
+    Two statements: the first counts, in one pass, the entries holding each word (up to
+    ``rows + 1``); the words are then kept rarest first while the entries they match add up
+    to at most ``rows`` (a word matching more says little about which entry matters, and
+    ranking costs per matched entry), and the second ranks the entries holding any kept
+    word. So a call ranks at most ``rows`` entries, however long the thread."""
+    words = list(dict.fromkeys(term for term in terms if term.isalnum()))
     if not words or stop <= 0 or limit <= 0:
         return []
     cursor = conn.connection.cursor()
     try:
-        if conn.dialect.name == "postgresql":
-            cursor.execute(_PG_QUERY, (" or ".join(words), thread, stop, limit))
-            return [int(row[0]) for row in cursor.fetchall()]
-        cursor.execute(_SQLITE_NUM, (thread,))
-        row = cursor.fetchone()
-        if row is None:
+        postgres = conn.dialect.name == "postgresql"
+        base = 0
+        if postgres:
+            scope: tuple[object, ...] = (thread, stop)
+        else:
+            cursor.execute(_SQLITE_NUM, (thread,))
+            found = cursor.fetchone()
+            if found is None:
+                return []
+            base = int(found[0]) << _SEQ_BITS
+            scope = (base, base + stop)
+        kept = _rarest(cursor, postgres, words, scope, rows)
+        if not kept:
             return []
-        base = int(row[0]) << _SEQ_BITS
-        match = " OR ".join(f'"{word}"' for word in words)
+        if postgres:
+            cursor.execute(_PG_QUERY, (" or ".join(kept), thread, stop, limit))
+            return [int(row[0]) for row in cursor.fetchall()]
+        match = " OR ".join(f'"{word}"' for word in kept)
         cursor.execute(_SQLITE_QUERY, (match, base, base + stop, limit))
-        return [int(found[0]) - base for found in cursor.fetchall()]
+        return [int(row[0]) - base for row in cursor.fetchall()]
     finally:
         cursor.close()
+
+
+def _rarest(
+    cursor: Any, postgres: bool, words: Sequence[str], scope: tuple[object, ...], rows: int
+) -> list[str]:
+    """``words`` that match some entry in ``scope``, rarest first (ties: in the order
+    given), while their matches add up to at most ``rows``; one statement."""
+    part = _PG_COUNT if postgres else _SQLITE_COUNT
+    sql = " UNION ALL ".join(part.format(index=index) for index in range(len(words)))
+    params: list[object] = []
+    for word in words:
+        params += [*scope, word, rows + 1] if postgres else [f'"{word}"', *scope, rows + 1]
+    cursor.execute(sql, params)
+    counts = {int(index): int(count) for index, count in cursor.fetchall()}
+    kept: list[str] = []
+    total = 0
+    for index in sorted(range(len(words)), key=lambda i: (counts.get(i, 0), i)):
+        count = counts.get(index, 0)
+        if count == 0:
+            continue
+        if total + count > rows:
+            break
+        kept.append(words[index])
+        total += count
+    return kept
 
 
 def rebuild_search(conn: Connection, batch: int = 2000) -> int:
