@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, select
 
-from registre.context import ContextEntry, ContextState, TokenCounter
+from registre.context import ContextEntry, ContextState, Manifest, TokenCounter
 from registre.context.recall import (
     RECALL_KINDS,
     RecallOptions,
@@ -84,6 +84,15 @@ def common_words(state: ContextState) -> frozenset[str]:
     return frozenset(word for word, count in counts.items() if count > floor)
 
 
+def _shown(manifest: Manifest | None, seq: int) -> bool:
+    if manifest is None:
+        return False
+    try:
+        return manifest.status_of(seq).status in ("verbatim", "pinned")
+    except KeyError:
+        return False
+
+
 def read_entries(conn: Connection, thread: str, seqs: Sequence[int]) -> list[ContextEntry]:
     """Entries ``seqs`` of ``thread`` (one query), in the order given; a seq not stored is
     left out."""
@@ -109,9 +118,12 @@ def recall_section(
     room: int,
     counter: TokenCounter,
     options: RecallOptions,
+    manifest: Manifest | None = None,
 ) -> RecallSection | None:
     """The recalled section for a call projecting ``state`` with ``room`` tokens left for it,
-    or None (no room, nothing before the tail, no query words, no match that fits)."""
+    or None (no room, nothing before the tail, no query words, no match that fits).
+    ``manifest``: the projection's without the section; an entry it shows verbatim or as a
+    pin (an entry before the tail shown again whole) is not recalled."""
     if room < MIN_RECALL_ROOM or state.boundary == 0:
         return None
     terms = recall_terms(state, options)
@@ -119,5 +131,5 @@ def recall_section(
         return None
     seqs = search(conn, thread, terms, state.boundary, options.candidates(room))
     carried = {pin.seq for pin in state.live_pins()}
-    seqs = [seq for seq in seqs if seq not in carried]
+    seqs = [seq for seq in seqs if seq not in carried and not _shown(manifest, seq)]
     return lay_out_recall(read_entries(conn, thread, seqs), terms, room, counter, options)

@@ -501,7 +501,9 @@ def record_model_call(
         recalled = None
         if recall is not None:
             room = recall.room(budget, projection.tokens)
-            recalled = recall_section(conn, thread, state, room, counter, recall)
+            recalled = recall_section(
+                conn, thread, state, room, counter, recall, projection.manifest
+            )
             if recalled is not None:
                 projection = project(state, budget, policy, counter, lifecycle, recalled=recalled)
         digest = call_digest(projection, state, shape)
