@@ -30,7 +30,8 @@ from typing import Final
 from registre.context.model import ContextEntry, Message
 from registre.context.render import MESSAGE_OVERHEAD_TOKENS, entry_text
 from registre.context.tokens import TokenCounter
-from registre.lifecycle.errors import LifecycleFormatError, VerificationError
+from registre.errors import VerificationError
+from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
     "RECALL_KINDS",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from registre.attest.projection import projection_digest
+from registre.attest.projection_digest import projection_digest
 from registre.context import ContextEntry, default_counter, project
 from registre.context.model import Message
 from registre.context.recall import (

@@ -45,9 +45,9 @@ from registre.context import (
     provider_request,
     resolve_counter,
 )
-from registre.errors import VerificationError
 from registre.context.model import ContextEntry
 from registre.context.recall import recalled_section
+from registre.errors import VerificationError
 from registre.lifecycle import LifecycleState
 
 __all__ = [

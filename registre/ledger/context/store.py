@@ -56,8 +56,8 @@ from registre.context import (
     validate_compaction,
 )
 from registre.context.recall import RecallOptions
-from registre.ledger.context.recall import recall_section
 from registre.errors import MalformedError, RefusedError, VerificationError
+from registre.ledger.context.recall import recall_section
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from registre.attest.entry import Entry
+from registre.attest.entries import Entry
 from registre.context import entry_text
 from registre.context.recall import RECALL_KINDS
 from registre.lifecycle.errors import LifecycleFormatError
@@ -231,14 +231,16 @@ def _rarest(
 
 
 def rebuild_search(conn: Connection, batch: int = 2000) -> int:
-    """Drop the index and build it again from every thread's entries, in the caller's
-    transaction; the number of entries indexed."""
+    """Drop the index and build it again from every thread's entries within its head, in
+    the caller's transaction; the number of entries indexed."""
     for statement in _DROP[conn.dialect.name]:
         conn.exec_driver_sql(statement)
     create_search(conn)
     kinds = ", ".join(f"'{kind}'" for kind in RECALL_KINDS)
-    result = conn.exec_driver_sql(
-        f"SELECT thread, seq, leaf FROM entry WHERE kind IN ({kinds}) ORDER BY thread, seq"
+    result = conn.exec_driver_sql(  # rows past a head (planted) are not the thread's
+        "SELECT entry.thread, entry.seq, entry.leaf FROM entry JOIN thread "
+        f"ON thread.id = entry.thread WHERE entry.kind IN ({kinds}) AND entry.seq < thread.size "
+        "ORDER BY entry.thread, entry.seq"
     )
     cursor = conn.connection.cursor()
     count = 0

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from registre.attest.keys import Signer
-from registre.attest.projection import projection_digest
-from registre.attest.verifier import TrustPolicy, verify_bundle
+from registre.attest.notes import Signer
+from registre.attest.projection_digest import projection_digest
+from registre.attest.verify import TrustPolicy, verify_bundle
 from registre.context import Policy, default_counter, project
 from registre.context.recall import (
     RecalledFutureEntryError,
