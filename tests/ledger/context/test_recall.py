@@ -5,6 +5,7 @@ model call, its record, and the verifiers' checks (``specs/context.md`` section 
 from __future__ import annotations
 
 import hashlib
+import random
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,12 @@ from registre.ledger.core.append import append_entries
 from registre.ledger.exchange.export import export_thread
 from registre.ledger.ledger import Ledger
 from registre.ledger.store.engine import read_transaction, write_transaction
-from registre.ledger.store.search import rebuild_search, search
+from registre.ledger.store.search import rebuild_search, search, search_ranked
 from registre.ledger.thread import Thread
 from registre.ledger.verify.database import verify_database
 from registre.ledger.verify.errors import ModelCallDigestError
 from tests.ledger.context_helpers import MODEL, forge
+from tests.ledger.helpers import turn
 
 POLICY = Policy(budget_tokens=600)
 RARE = "credit_card_9879898"
@@ -93,6 +95,94 @@ def test_the_index_is_kept_per_thread(ledger: Ledger) -> None:
     two.append("turn", {"role": "user", "text": "gamma 4711"}, "alice")
     assert seqs_for(one, ("4711",)) == [0]
     assert sorted(seqs_for(two, ("4711",))) == [0, 1]
+
+
+def ranked(thread: Thread, terms: tuple[str, ...]) -> list[tuple[int, float]]:
+    with read_transaction(thread.database.engine) as conn:
+        return search_ranked(conn, thread.id, terms, thread.head().size, 100)
+
+
+def test_a_threads_ranking_does_not_depend_on_other_threads(ledger: Ledger) -> None:
+    """The same thread ranks its entries the same alone and beside a thread that makes its
+    words common in the file (FTS5's own bm25 would count that thread's entries too)."""
+    one = ledger.create_thread("one")
+    one.append_many([turn(f"filler number {i}") for i in range(12)])
+    one.append_many([turn("an apple"), turn("a banana"), turn("a banana split")])
+    query = ("apple", "banana")
+    alone = ranked(one, query)
+    assert sorted(seq for seq, _ in alone) == [12, 13, 14]
+    if ledger.engine.dialect.name == "sqlite":  # bm25: apple is the rarer word, here
+        assert [seq for seq, _ in alone] == [12, 13, 14]
+    two = ledger.create_thread("two")
+    two.append_many([turn(f"apple {i}") for i in range(40)])
+    assert ranked(one, query) == alone
+    rebuilt = ledger.create_thread("zero")  # a thread numbered before them after a rebuild
+    rebuilt.append_many([turn("apple pie, apple tart") for _ in range(5)])
+    with write_transaction(ledger.engine) as conn:
+        rebuild_search(conn)
+    assert ranked(one, query) == alone
+
+
+def corpus(seed: int, count: int) -> list[str]:
+    """Texts of words ``k0`` .. ``k39``, word k in about one text in k + 2, and forms of
+    ``connect`` (one index term), of lengths from 1 to 300 tokens, and two long ones (their
+    lengths are varints of 3 and 2 bytes in FTS5's ``docsize``)."""
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        words = [f"k{k}" for k in range(40) if rng.random() < 1 / (k + 2)]
+        words += [form for form in ("connect", "connected", "connecting") if rng.random() < 0.1]
+        words += ["filler"] * rng.randrange(0, 300)
+        rng.shuffle(words)
+        texts.append(" ".join(words) or "filler")
+    texts[3] = "k5 " + "filler " * 20_000
+    texts[7] = "k5 k5 k9 connects " + "filler " * 200
+    return texts
+
+
+def native_bm25(conn: Any, words: tuple[str, ...], stop: int) -> list[tuple[int, float]]:
+    """FTS5's own ranking of the only thread of a file, the words ordered as a search keeps
+    them (rarest first, ties in the order given)."""
+    counts = {
+        word: conn.exec_driver_sql(
+            "SELECT count(*) FROM entry_search WHERE entry_search MATCH ? AND rowid < ?",
+            (f'"{word}"', (1 << 40) + stop),
+        ).scalar()
+        for word in words
+    }
+    match = " OR ".join(f'"{word}"' for word in sorted(words, key=lambda word: counts[word]))
+    rows = conn.exec_driver_sql(
+        "SELECT rowid, bm25(entry_search) FROM entry_search WHERE entry_search MATCH ? "
+        "AND rowid < ? ORDER BY rank, rowid DESC",
+        (match, (1 << 40) + stop),
+    ).all()
+    return [(rowid - (1 << 40), score) for rowid, score in rows]
+
+
+def test_the_rank_is_fts5s_bm25_of_the_thread_alone(tmp_path: Path, signer: Signer) -> None:
+    """SQLite: the scores are exactly those FTS5's bm25 gives in a file holding only the
+    thread, while the thread shares its file with others (stemmed words, a word asked for
+    twice under two forms, long entries)."""
+    texts = corpus(7, 300)
+    queries = [
+        tuple(f"k{k}" for k in (9, 5, 20, 14, 3, 33, 27, 11, 38)),
+        ("connected", "k12", "connect", "k30"),
+    ]
+    with Ledger.open(f"sqlite:///{tmp_path / 'alone.db'}", signer) as alone:
+        alone.create_thread("one").append_many([turn(text) for text in texts])
+        with read_transaction(alone.engine) as conn:
+            native = [native_bm25(conn, query, 250) for query in queries]
+    with Ledger.open(f"sqlite:///{tmp_path / 'shared.db'}", signer) as shared:
+        other = shared.create_thread("other")
+        one = shared.create_thread("one")
+        other.append_many([turn(text) for text in corpus(8, 200)])
+        for start in range(0, len(texts), 100):
+            one.append_many([turn(text) for text in texts[start : start + 100]])
+            other.append_many([turn(text) for text in corpus(start, 50)])
+        with read_transaction(shared.engine) as conn:
+            found = [search_ranked(conn, "one", query, 250, 1000) for query in queries]
+    assert all(len(ranking) > 20 for ranking in native)
+    assert found == native
 
 
 def test_the_index_rebuilds_from_the_entries(thread: Thread) -> None:
