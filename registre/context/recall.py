@@ -34,6 +34,7 @@ from registre.errors import VerificationError
 from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
+    "DEFAULT_RECALL_SHARE_PERMILLE",
     "RECALL_KINDS",
     "RecallOptions",
     "RecallSection",
@@ -51,6 +52,10 @@ __all__ = [
 
 RECALL_KINDS: Final = ("turn", "tool.call", "tool.result", "decision")
 """Kinds the index holds and recall may show: the entries with words of their own."""
+
+DEFAULT_RECALL_SHARE_PERMILLE: Final = 500
+"""The most of the budget a recalled section may take by default, per mille: the room is
+min(⌊B · share / 1000⌋, B − the other messages' tokens). A policy field may feed it later."""
 
 RECALL_HEADER: Final = (
     "[recalled from the ledger: {n} {entries} relevant to this call, oldest first]"
@@ -85,7 +90,7 @@ class RecallOptions:
     ``excerpt_tokens``: an entry longer than this is shown as an excerpt of about this size;
     ``max_terms``: words in the query."""
 
-    share_permille: int = 500
+    share_permille: int = DEFAULT_RECALL_SHARE_PERMILLE
     limit: int = 512
     excerpt_tokens: int = 200
     max_terms: int = 32
