@@ -31,6 +31,7 @@ from registre.attest.bundles import DEFAULT_LIMITS, ZipLimits, read_bundle
 from registre.attest.entries import Entry, open_entry
 from registre.attest.projection_digest import claims_block, rebuild_projection
 from registre.attest.verify import (
+    BundleEntries,
     ContextReplay,
     ModelCall,
     SemanticHooks,
@@ -114,7 +115,8 @@ class _RecordingReplay(ContextReplay):
         lifecycle = None
         if claims_block(call.body):
             lifecycle = call.lifecycle if call.lifecycle is not None else replay_lifecycle(call)
-        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle)
+        entries = BundleEntries(call.prefix)
+        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle, entries)
         self.contexts[call.seq] = _context_of(call, projection)
 
 

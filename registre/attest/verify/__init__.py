@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         RereadLines,
     )
     from registre.attest.verify.context import (
+        BundleEntries,
         ContextReplay,
         QuoteTexts,
         context_hooks,
@@ -125,6 +126,7 @@ __all__ = [
     "STEP_NAMES",
     "Admitted",
     "AdmittedTable",
+    "BundleEntries",
     "CheckpointConsistencyError",
     "CheckpointNameError",
     "CheckpointRootMismatchError",
@@ -209,6 +211,7 @@ __getattr__, __dir__ = lazy_face(
             "RereadLines",
         ),
         "context": (
+            "BundleEntries",
             "ContextReplay",
             "QuoteTexts",
             "context_hooks",
