@@ -58,7 +58,7 @@ OUTPUT_RESERVE_PERMILLE: Final = 125
 context (``docs/design/2026-12-06-context-budget.md``)."""
 DEFAULT_SYSTEM_SHARE_PERMILLE: Final = 500
 """A system prompt or policy stays verbatim while it fits half the budget."""
-DEFAULT_RECALL_SHARE_PERMILLE: Final = 250
+DEFAULT_RECALL_SHARE_PERMILLE: Final = 125
 """The share of the window (``budget - output reserve``) a version 2 policy keeps for the
 recalled section by default (a version 1 policy: 0)."""
 
