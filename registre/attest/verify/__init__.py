@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         FreshnessUnprovenError,
         check_freshness,
         duration,
+        utc,
     )
     from registre.attest.verify.history import (
         LEGACY_STATE_FORMAT,
@@ -73,8 +74,11 @@ if TYPE_CHECKING:
         Failure,
         StepReport,
         StepStatus,
+        Verdict,
         VerifyReport,
         attach,
+        gap_name,
+        plural,
         report_of,
     )
     from registre.attest.verify.semantics import (
@@ -174,6 +178,7 @@ __all__ = [
     "TrustedHead",
     "TrustedState",
     "UnresolvedClaimError",
+    "Verdict",
     "VerifyReport",
     "attach",
     "check_claims",
@@ -186,13 +191,16 @@ __all__ = [
     "check_tree_partial",
     "context_hooks",
     "duration",
+    "gap_name",
     "load_state",
     "locked_state",
+    "plural",
     "report_of",
     "save_state",
     "status_at_head",
     "thin_marks",
     "update_state",
+    "utc",
     "verify_bundle",
 ]
 
@@ -239,6 +247,7 @@ __getattr__, __dir__ = lazy_face(
             "FreshnessUnprovenError",
             "check_freshness",
             "duration",
+            "utc",
         ),
         "history": (
             "ForkError",
@@ -260,8 +269,11 @@ __getattr__, __dir__ = lazy_face(
             "STEP_NAMES",
             "StepReport",
             "StepStatus",
+            "Verdict",
             "VerifyReport",
             "attach",
+            "gap_name",
+            "plural",
             "report_of",
         ),
         "semantics": (
