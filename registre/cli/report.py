@@ -20,7 +20,7 @@ import click
 from registre.attest.__main__ import ReportedFailure, pinned_log_key, verify_options
 from registre.attest.bundles import DEFAULT_LIMITS
 from registre.attest.notes import CosignatureVerifier
-from registre.attest.verify import TrustPolicy
+from registre.attest.verify import TrustPolicy, plural
 from registre.cli.files import write_atomically
 from registre.report import gather, render_report
 
@@ -71,9 +71,9 @@ def report_command(
         click.echo(report.render(), nl=False)
     if data.verified:
         click.echo(
-            f"wrote {output}: {report.verdict()}, {len(data.entries)} entries, "
-            f"{len(data.contexts)} model-call context(s) rebuilt, {len(data.chains)} final "
-            "conclusion(s)",
+            f"wrote {output}: {plural(len(data.entries), 'entry')}, "
+            f"{plural(len(data.contexts), 'model-call context')} rebuilt, "
+            f"{plural(len(data.chains), 'final conclusion')}",
             err=True,
         )
         return

@@ -36,6 +36,7 @@ from registre.attest.verify import (
     SemanticHooks,
     TrustPolicy,
     VerifyReport,
+    plural,
     report_of,
     verify_bundle,
 )
@@ -45,7 +46,15 @@ from registre.errors import RegistreError
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
 
-__all__ = ["CallContext", "Chain", "ReportData", "conclusion_chains", "gather"]
+__all__ = [
+    "CallContext",
+    "Chain",
+    "ReportData",
+    "ago",
+    "conclusion_chains",
+    "entry_timestamp",
+    "gather",
+]
 
 
 @dataclass(frozen=True)
@@ -94,11 +103,11 @@ class ReportData:
         return self.verification.verified
 
     def cosignature_age(self, now: float | None = None) -> str | None:
-        """The age of the newest verified cosignature in words (``3 h 12 min``), or None."""
+        """The age of the newest verified cosignature in words (``3 days``), or None."""
         if self.newest_cosignature is None:
             return None
         seconds = max(0, int((self.generated if now is None else now) - self.newest_cosignature))
-        return _duration(seconds)
+        return ago(seconds)
 
 
 class _RecordingReplay(ContextReplay):
@@ -310,15 +319,21 @@ def _number(item_id: str) -> int:
     return int(item_id.rsplit("-", 1)[1])
 
 
-def _duration(seconds: int) -> str:
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min" if minutes else f"{seconds} s"
+def ago(seconds: int) -> str:
+    """``seconds`` in its largest whole unit: ``3 days``, ``1 hour``, ``12 minutes``,
+    ``40 seconds``."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            return plural(seconds // size, unit)
+    return plural(max(0, seconds), "second")
+
+
+def entry_timestamp(text: str) -> int | None:
+    """An entry's ``time`` (RFC 3339, as the operator wrote it) in Unix seconds, or None."""
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return None
 
 
 def format_timestamp(timestamp: int) -> str:
