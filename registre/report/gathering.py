@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registre.attest.bundles import DEFAULT_LIMITS, ZipLimits, read_bundle
 from registre.attest.entries import Entry, open_entry
@@ -35,6 +35,7 @@ from registre.attest.verify import (
     ModelCall,
     SemanticHooks,
     TrustPolicy,
+    Verdict,
     VerifyReport,
     plural,
     report_of,
@@ -46,11 +47,16 @@ from registre.errors import RegistreError
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
 
+if TYPE_CHECKING:
+    from registre.ledger import Thread
+
 __all__ = [
     "CallContext",
     "Chain",
+    "Record",
     "ReportData",
     "ago",
+    "as_record",
     "conclusion_chains",
     "entry_timestamp",
     "gather",
@@ -108,6 +114,57 @@ class ReportData:
             return None
         seconds = max(0, int((self.generated if now is None else now) - self.newest_cosignature))
         return ago(seconds)
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the slides and the notebook show: a thread's entries in seq order and, when they
+    were read from a bundle, its verification (with the trust it was checked against); None
+    when they were read from a ledger database, where each entry's signature is checked as it
+    is read but no bundle was verified."""
+
+    thread: str
+    origin: str
+    entries: Sequence[Entry]
+    verification: VerifyReport | None = None
+    bundle: str | None = None
+    log_key: str | None = None
+    witnesses: tuple[str, ...] = ()
+    quorum: int = 0
+
+    def verdict(self) -> Verdict:
+        """The verification's verdict (:meth:`VerifyReport.summary`), or, read from a
+        database, a warning that no bundle was verified."""
+        if self.verification is not None:
+            return self.verification.summary()
+        return Verdict(
+            False,
+            "NO VERDICT (read from a ledger database; no bundle was verified)",
+            "warn",
+        )
+
+
+def as_record(source: Thread | ReportData | Record) -> Record:
+    """The :class:`Record` of a thread (read from its database), of a gathered bundle, or
+    ``source`` itself."""
+    if isinstance(source, Record):
+        return source
+    if isinstance(source, ReportData):
+        report = source.verification
+        entries = source.entries
+        origin = report.origin or ""
+        thread = entries[0].thread if entries else origin.rsplit("/", 1)[-1]
+        return Record(
+            thread,
+            origin,
+            entries,
+            report,
+            source.bundle,
+            source.log_key,
+            source.witnesses,
+            source.quorum,
+        )
+    return Record(source.id, source.origin, list(source.entries()))
 
 
 class _RecordingReplay(ContextReplay):

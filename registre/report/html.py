@@ -61,9 +61,11 @@ __all__ = [
     "CONTEXT_GROUP",
     "GAP_ADVICE",
     "PAGE_SIZE",
+    "entry_meta",
     "render_report",
     "timeline_data",
     "unpack",
+    "verdict_html",
 ]
 
 PAGE_SIZE: Final = 200
@@ -686,7 +688,7 @@ def unpack(text: str) -> Any:
     return json.loads(zlib.decompress(base64.b64decode(text), -15).decode("utf-8"))
 
 
-def _meta(entry: Entry, block: Block) -> str:
+def entry_meta(entry: Entry, block: Block) -> str:
     """The block's meta line with the entry's time to the second, in UTC."""
     when = entry_timestamp(entry.time)
     if when is None:
@@ -718,7 +720,7 @@ def timeline_data(data: ReportData, blocks: Sequence[Block] | None = None) -> di
                     entry.seq,
                     block.style,
                     strings(block.title),
-                    strings(_meta(entry, block)),
+                    strings(entry_meta(entry, block)),
                     strings(block.text) if block.text else None,
                     strings(block.code),
                     [strings(item) for item in block.items],

@@ -238,3 +238,63 @@ def test_show_refused_button_filters_the_timeline(
         expected_conditions.visibility_of_element_located((By.ID, "e-0"))
     )
     assert "hit" in entry.get_attribute("class").split()
+
+
+# --- issue 33 item 3: the slides --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def deck_file(investigation: Investigation, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from registre.report.slides import render_slides
+
+    path = tmp_path_factory.mktemp("deck") / "slides.html"
+    data = gather(investigation.bundle, investigation.policy)
+    path.write_text("".join(render_slides(data)), encoding="utf-8")
+    return path
+
+
+def test_slides_keyboard_navigation_and_every_slide_fits(
+    browser: webdriver.Chrome, deck_file: Path, investigation: Investigation, artifacts: Path
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    browser.set_window_size(1280, 720)
+    try:
+        browser.get(deck_file.as_uri())
+        count = len(browser.find_elements(By.CSS_SELECTOR, "section.slide"))
+
+        def at() -> int:
+            return int(browser.execute_script("return +document.body.dataset.slide"))
+
+        assert at() == 1
+        verdict = browser.find_element(By.CSS_SELECTOR, "#s1 .verdict")
+        report = gather(investigation.bundle, investigation.policy).verification
+        assert verdict.text == report.verdict()
+        browser.save_screenshot(str(artifacts / "slides-title.png"))
+        body = browser.find_element(By.TAG_NAME, "body")
+        for key, expected in (
+            (Keys.END, count),
+            (Keys.HOME, 1),
+            (Keys.PAGE_DOWN, 2),
+            (Keys.ARROW_RIGHT, 3),
+            (Keys.ARROW_LEFT, 2),
+            (Keys.PAGE_UP, 1),
+            (Keys.SPACE, 2),
+            (Keys.ARROW_DOWN, 3),
+            (Keys.ARROW_UP, 2),
+        ):
+            body.send_keys(key)
+            assert at() == expected, key
+        assert browser.current_url.endswith("#s2")
+        body.send_keys(Keys.HOME)
+        for number in range(1, count + 1):
+            assert at() == number
+            overflow = browser.execute_script(
+                "const s=document.querySelector('.slide.on');"
+                "return [s.scrollHeight-s.clientHeight, s.scrollWidth-s.clientWidth]"
+            )
+            assert overflow[0] <= 1 and overflow[1] <= 1, (number, overflow)
+            body.send_keys(Keys.ARROW_RIGHT)
+        assert at() == count  # the last slide stays
+    finally:
+        browser.set_window_size(1400, 1000)
