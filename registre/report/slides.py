@@ -105,6 +105,8 @@ document.addEventListener('click',e=>{if(!e.target.closest('a'))go(i+1);});})();
 
 _REASON: Final = re.compile(r"rejected \((\w+): [^)]*\)")
 """A rejection's reason code and message: the slide keeps the code."""
+_TASK_PINS: Final = frozenset({"task_parameter", "definition", "open_question"})
+"""The pins the task slide lists (decisions have their own slide)."""
 _TEXT: Final = 420
 _LINE: Final = 170
 _ITEMS: Final = 7
@@ -205,7 +207,7 @@ def _task(entries: Sequence[Entry], state: LifecycleState) -> str:
     pins = [
         pin
         for pin in state.live_pins()
-        if pin.kind != "decision" and " ".join(pin.text.split()) != shown
+        if pin.kind in _TASK_PINS and " ".join(pin.text.split()) != shown
     ]
     listed = "".join(
         f"<li>{_e(_cut(pin.text, _LINE))} <span class='muted'>({_e(pin.kind)}, "
@@ -224,7 +226,7 @@ def _decisions(decisions: Sequence[Entry]) -> str:
         for e in decisions[:_ITEMS]
     )
     return (
-        f"<h2>{_e(plural(len(decisions), 'decision'))} along the way</h2><ul>{listed}"
+        f"<h2>{_e(plural(len(decisions), 'recorded decision'))}</h2><ul>{listed}"
         f"{_more(len(decisions) - _ITEMS, 'more decision')}</ul>"
     )
 
