@@ -12,8 +12,9 @@ and a final answer) the way an agent platform records it, then does what an audi
    signed checkpoint using the pinned verifier key only;
 5. export the signed audit bundle and verify it offline (``registre.attest.verify.verifier``);
 6. write the benchmark report of the run (``report.md``, ``results.json``, plots);
-7. write the audit report of the bundle (``audit.html``), the thread as a notebook
-   (``thread.ipynb``) and as slides (``slides.html``).
+7. write the audit report of the bundle (``audit.html``), and the investigation as slides
+   (``slides.html``) and as a notebook (``thread.ipynb``), all three read from the verified
+   bundle and opening with its verdict line.
 
 Each step prints what it did; a failed check stops the demo with that check's own error and
 a non-zero exit. Running it again starts from a fresh database in the same folder (the key
@@ -117,13 +118,15 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
         _recorded(run, db_path, thread)
         _replayed(run, thread)
         _expanded(run, thread, signer)
-        notebook_path, slides_path = workdir / "thread.ipynb", workdir / "slides.html"
-        write_atomically(notebook_path, [render_notebook(thread)])
-        write_atomically(slides_path, render_slides(thread))
     _exported(run, bundle_path, signer)
+    # the report, the slides and the notebook are all read from the verified bundle, and
+    # open with its verdict
     audit_path = workdir / "audit.html"
+    notebook_path, slides_path = workdir / "thread.ipynb", workdir / "slides.html"
     audit = gather(bundle_path, TrustPolicy(log_key=signer.verifier()))
     write_atomically(audit_path, render_report(audit))
+    write_atomically(slides_path, render_slides(audit))
+    write_atomically(notebook_path, [render_notebook(audit, bundle=bundle_path.name)])
     results = results_document(config, summarizer, [run], "sqlite", time.perf_counter() - started)
     paths = write_outputs(results, workdir)
     _step(
@@ -133,9 +136,9 @@ def demo(workdir: Path, entries: int, budget: int) -> None:
     )
     _step(
         8,
-        f"audit report {audit_path} ({'VERIFIED' if audit.verified else 'NOT VERIFIED'}, "
-        f"{len(audit.contexts)} model-call contexts rebuilt), the thread as a notebook "
-        f"{notebook_path} and as slides {slides_path}",
+        f"audit report {audit_path} ({len(audit.contexts)} model-call contexts rebuilt), the "
+        f"investigation as slides {slides_path} and as a notebook {notebook_path}, each "
+        f"opening with the verdict: {audit.verification.verdict()}",
     )
     click.echo("done:")
     click.echo(f"    audit report: {audit_path} (open it in a browser)")

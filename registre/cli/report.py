@@ -1,4 +1,5 @@
-"""`registre report BUNDLE.zip -o FILE` with every option of ``registre verify``.
+"""`registre report BUNDLE.zip -o FILE [--slides FILE] [--notebook FILE]` with every option
+of ``registre verify``.
 
 Verifies the bundle exactly as ``registre verify`` does -- the same options (keys,
 witnesses, quorum, ``--state``, ``--require-full``, ``--max-age``, ``--max-ratio``,
@@ -12,6 +13,7 @@ written, and says so on its first screen), 2 for unusable input (nothing written
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,12 +22,12 @@ import click
 from registre.attest.__main__ import ReportedFailure, pinned_log_key
 from registre.attest.bundles import DEFAULT_LIMITS
 from registre.attest.notes import CosignatureVerifier
-from registre.attest.verify import TrustPolicy
+from registre.attest.verify import TrustPolicy, plural
 from registre.cli.bundle_options import verify_options
 from registre.cli.files import write_atomically
 from registre.report import gather, render_report
 
-__all__ = ["report_command"]
+__all__ = ["relative_to", "report_command"]
 
 
 @click.command("report")
@@ -37,10 +39,26 @@ __all__ = ["report_command"]
     required=True,
     help="The HTML file to write.",
 )
+@click.option(
+    "--slides",
+    "slides_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the investigation as an HTML slide deck, with the verdict.",
+)
+@click.option(
+    "--notebook",
+    "notebook_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write it as a Jupyter notebook (needs registre[notebook]), with the verdict.",
+)
 @verify_options
 def report_command(
     bundle: Path,
     output: Path,
+    slides_path: Path | None,
+    notebook_path: Path | None,
     key_text: str | None,
     key_file: Path | None,
     witness_keys: tuple[str, ...],
@@ -64,6 +82,16 @@ def report_command(
     limits = replace(DEFAULT_LIMITS, max_ratio=max_ratio)
     data = gather(bundle, policy, jobs=jobs, state_file=state_file, limits=limits)
     write_atomically(output, render_report(data))
+    if slides_path is not None:
+        from registre.report.slides import render_slides
+
+        write_atomically(slides_path, render_slides(data))
+    if notebook_path is not None:
+        from registre.report.notebook import render_notebook
+
+        write_atomically(
+            notebook_path, [render_notebook(data, bundle=relative_to(bundle, notebook_path))]
+        )
     report = data.verification
     # the terminal shows the verifier's own report: the same verdict line as the page's
     if as_json:
@@ -72,12 +100,20 @@ def report_command(
         click.echo(report.render(), nl=False)
     if data.verified:
         click.echo(
-            f"wrote {output}: {report.verdict()}, {len(data.entries)} entries, "
-            f"{len(data.contexts)} model-call context(s) rebuilt, {len(data.chains)} final "
-            "conclusion(s)",
+            f"wrote {output}: {plural(len(data.entries), 'entry')}, "
+            f"{plural(len(data.contexts), 'model-call context')} rebuilt, "
+            f"{plural(len(data.chains), 'final conclusion')}",
             err=True,
         )
         return
     failure = report.failure.sentence() if report.failure is not None else "not verified"
     click.echo(f"wrote {output}: NOT VERIFIED", err=True)
     raise ReportedFailure(failure, 1 if report.failure is None else report.failure.exit_code)
+
+
+def relative_to(path: Path, beside: Path) -> str:
+    """``path`` as seen from the folder of ``beside`` (absolute if there is no such path)."""
+    try:
+        return os.path.relpath(path, beside.parent)
+    except ValueError:  # another drive
+        return str(path.resolve())

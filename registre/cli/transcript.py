@@ -3,7 +3,9 @@
 ``chat`` (the default): the conversation as plain text, one block per entry, for a terminal;
 ``md`` / ``html``: the whole ledger, readable (below); ``ipynb``: a Jupyter notebook
 (:mod:`registre.report.notebook`); ``slides``: a self-contained HTML deck
-(:mod:`registre.report.slides`). ``openai`` (chat JSONL), ``anthropic``
+(:mod:`registre.report.slides`) -- both read from the database, so they say that no bundle
+was verified; ``registre report BUNDLE.zip --slides F --notebook F`` writes them from a
+verified bundle, with its verdict. ``openai`` (chat JSONL), ``anthropic``
 (a Messages document) and ``claude-code`` (session JSONL): the conversation written back in
 that provider's shape (``registre.ledger.exchange.writeback``): messages imported from that
 format come out exactly as they went in; other entries are converted, and the count of
@@ -45,8 +47,10 @@ __all__ = ["transcript_command"]
     default=FORMATS[0],
     show_default=True,
     help="chat (the conversation as plain text), md or html (every entry, readable); ipynb "
-    "(a Jupyter notebook, needs registre[notebook]); slides (an HTML deck: task, chapters, "
-    "conclusions); or openai, anthropic, claude-code (a provider transcript).",
+    "(a Jupyter notebook, needs registre[notebook]); slides (an HTML deck: task, findings, "
+    "compactions, finals); or openai, anthropic, claude-code (a provider transcript). For "
+    "slides and a notebook with a bundle's verdict: registre report BUNDLE.zip --slides F "
+    "--notebook F.",
 )
 @click.option(
     "-o",

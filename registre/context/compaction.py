@@ -118,7 +118,7 @@ def plan_compaction(
     budget = policy.window_tokens()  # what the context may take: the reply keeps its room
     layout = Layout(state, policy, counter, pins)
     high = policy.compact_above_tokens
-    low = min(policy.low_water_tokens, high)
+    low = policy.compact_to_tokens
     # 1: a summary with its desired allowance, down to the low-water mark, else the high.
     for target in (low, high):
         choice = layout.tiers(target, before, level=DESIRED)

@@ -58,8 +58,9 @@ OUTPUT_RESERVE_PERMILLE: Final = 125
 context (``docs/design/2026-12-06-context-budget.md``)."""
 DEFAULT_SYSTEM_SHARE_PERMILLE: Final = 500
 """A system prompt or policy stays verbatim while it fits half the budget."""
-DEFAULT_RECALL_SHARE_PERMILLE: Final = 0
-"""The share of ``budget - output reserve`` kept for the recalled section; 0: no recall."""
+DEFAULT_RECALL_SHARE_PERMILLE: Final = 125
+"""The share of the window (``budget - output reserve``) a version 2 policy keeps for the
+recalled section by default (a version 1 policy: 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ class Policy:
     summary_share_permille: int = 250
     output_reserve_tokens: int = -1
     system_share_permille: int = DEFAULT_SYSTEM_SHARE_PERMILLE
-    recall_share_permille: int = DEFAULT_RECALL_SHARE_PERMILLE
+    recall_share_permille: int = -1
     version: int = 2
 
     def __post_init__(self) -> None:
@@ -108,13 +109,16 @@ class Policy:
             if self.version == 2 and type(self.budget_tokens) is int:
                 reserve = default_reserve(self.budget_tokens)
             object.__setattr__(self, "output_reserve_tokens", reserve)
+        if self.recall_share_permille == -1:
+            share = DEFAULT_RECALL_SHARE_PERMILLE if self.version == 2 else 0
+            object.__setattr__(self, "recall_share_permille", share)
         for name in POLICY_FIELDS_V2:
             read_uint(getattr(self, name), f"policy.{name}")
         if self.version == 1 and (
             self.output_reserve_tokens,
             self.system_share_permille,
             self.recall_share_permille,
-        ) != (0, DEFAULT_SYSTEM_SHARE_PERMILLE, DEFAULT_RECALL_SHARE_PERMILLE):
+        ) != (0, DEFAULT_SYSTEM_SHARE_PERMILLE, 0):
             raise LifecycleFormatError("policy.version", "a version 1 policy has six fields")
         if self.budget_tokens < 1:
             raise LifecycleFormatError("policy.budget_tokens", "expected at least 1 token")
@@ -170,6 +174,17 @@ class Policy:
         if self.version == 1:
             return self.high_water_tokens
         return min(self.high_water_tokens, self.window_tokens() - self.recall_tokens())
+
+    @property
+    def compact_to_tokens(self) -> int:
+        """What a compaction aims for first: the low-water mark, scaled for version 2 by
+        ``compact_above_tokens / high_water_tokens`` (so a recall share that lowers the
+        compaction mark keeps the ratio between the two marks, and compactions stay as far
+        apart as the policy says); at most the compaction mark."""
+        mark = self.compact_above_tokens
+        if self.version == 1 or mark >= self.high_water_tokens:
+            return min(self.low_water_tokens, mark)
+        return self.low_water_tokens * mark // max(1, self.high_water_tokens)
 
     @property
     def high_water_tokens(self) -> int:

@@ -6,7 +6,9 @@
 1. the header: the pins live at the last compaction, task parameters first;
 2. the live summaries, oldest range first, one message each;
 3. the verbatim tail, one message per shown entry (stubs in place of stubbed results);
-4. given the lifecycle state at ``at`` (``lifecycle=``), the lifecycle block: the active
+4. given recalled entries (``recalled=``, :mod:`registre.context.recall`), the recalled
+   section: one message holding entries of the whole thread relevant to this call;
+5. given the lifecycle state at ``at`` (``lifecycle=``), the lifecycle block: the active
    evidence ids with their statements, the stale conclusions and the open questions, as one
    last message, budgeted so it never makes the projection refuse
    (:mod:`registre.context.lifecycle_block`).
@@ -48,6 +50,7 @@ from registre.context.lifecycle_block import (
 )
 from registre.context.model import Message
 from registre.context.policy import Policy
+from registre.context.recall import RecallSection
 from registre.context.refill import RefillPlan, refill_plan, refill_room
 from registre.context.render import message_tokens, pin_message
 from registre.context.tokens import TokenCounter
@@ -152,6 +155,7 @@ class Projection:
     manifest: Manifest
     block: LifecycleBlock | None = None
     refill_tokens: int = 0
+    recalled: RecallSection | None = None
 
     @property
     def tokens(self) -> int:
@@ -194,6 +198,10 @@ class Projection:
         if self.block is not None:
             shown = None if self.block.message is None else len(self.messages) - 1
             data["lifecycle_block"] = self.block.to_json(shown)
+        if self.recalled is not None:
+            last = len(self.messages) - 1
+            shown_block = self.block is not None and self.block.message is not None
+            data["recalled"] = self.recalled.to_json(last - 1 if shown_block else last)
         return data
 
     def as_openai_chat(self) -> dict[str, Any]:
@@ -225,8 +233,15 @@ def project(
     counter: TokenCounter,
     lifecycle: LifecycleState | None = None,
     block_version: int = LIFECYCLE_BLOCK_VERSION,
+    *,
+    recalled: RecallSection | None = None,
 ) -> Projection:
     """The projection of ``state`` for a model with ``budget`` tokens (module docstring).
+
+    ``recalled``, a section laid out by :mod:`registre.context.recall`, is shown after the
+    tail and before the lifecycle block (whose allowance is reckoned without it: the caller
+    sizes the section to what the block leaves); with it the whole must fit ``budget``
+    (ProjectionOverBudgetError otherwise).
 
     ``lifecycle``, the lifecycle state after the same entries ``0..at``, adds the lifecycle
     block as the last message, by the rules of ``block_version``, in the largest form that
@@ -269,10 +284,21 @@ def project(
         block = lifecycle_block(
             lifecycle_view(lifecycle), state.at, allowance, counter, block_version
         )
-        if block.message is not None:
-            messages.append(block.message)
-            tokens.append(block.tokens)
-            total += block.tokens
+    if recalled is not None:
+        messages.append(recalled.message)
+        tokens.append(recalled.tokens)
+        total += recalled.tokens
+    if block is not None and block.message is not None:
+        messages.append(block.message)
+        tokens.append(block.tokens)
+        total += block.tokens
+    if recalled is not None and total > budget:
+        raise ProjectionOverBudgetError(
+            f"the context with its recalled section takes {total} tokens, {total - budget} "
+            f"over the budget of {budget}",
+            needed=total,
+            budget=budget,
+        )
     manifest = Manifest(runs, len(view.prefix_messages), counts.prefix_total, total)
     return Projection(
         state.at,
@@ -284,6 +310,7 @@ def project(
         manifest,
         block,
         refilled,
+        recalled,
     )
 
 

@@ -41,7 +41,8 @@ from registre.context.tokens import TokenCounter
 __all__ = ["REFILL_BLOCK_PERMILLE", "RefillPlan", "refill_plan", "refill_room"]
 
 REFILL_BLOCK_PERMILLE: Final = 200
-"""A refill block holds at least this share of the window (budget less output reserve)."""
+"""A refill block holds at least this share of the window (budget less output reserve)
+less the recall share."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,8 @@ def refill_plan(
 ) -> RefillPlan:
     """The :class:`RefillPlan` of ``state`` (cached with the state until its next
     compaction). O(folded entries) the first time."""
-    step = max(1, policy.window_tokens(budget) * REFILL_BLOCK_PERMILLE // 1000)
+    room = policy.window_tokens(budget) - policy.recall_tokens(budget)
+    step = max(1, room * REFILL_BLOCK_PERMILLE // 1000)
     name = f"registre.refill/{counter.name}/{step}/{policy.bulky_tool_output_tokens}"
     cached = state.cache(name)
     if isinstance(cached, RefillPlan):

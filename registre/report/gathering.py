@@ -25,17 +25,20 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registre.attest.bundles import DEFAULT_LIMITS, ZipLimits, read_bundle
 from registre.attest.entries import Entry, open_entry
 from registre.attest.projection_digest import claims_block, rebuild_projection
 from registre.attest.verify import (
+    BundleEntries,
     ContextReplay,
     ModelCall,
     SemanticHooks,
     TrustPolicy,
+    Verdict,
     VerifyReport,
+    plural,
     report_of,
     verify_bundle,
 )
@@ -45,7 +48,20 @@ from registre.errors import RegistreError
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
 
-__all__ = ["CallContext", "Chain", "ReportData", "conclusion_chains", "gather"]
+if TYPE_CHECKING:
+    from registre.ledger import Thread
+
+__all__ = [
+    "CallContext",
+    "Chain",
+    "Record",
+    "ReportData",
+    "ago",
+    "as_record",
+    "conclusion_chains",
+    "entry_timestamp",
+    "gather",
+]
 
 
 @dataclass(frozen=True)
@@ -94,11 +110,62 @@ class ReportData:
         return self.verification.verified
 
     def cosignature_age(self, now: float | None = None) -> str | None:
-        """The age of the newest verified cosignature in words (``3 h 12 min``), or None."""
+        """The age of the newest verified cosignature in words (``3 days``), or None."""
         if self.newest_cosignature is None:
             return None
         seconds = max(0, int((self.generated if now is None else now) - self.newest_cosignature))
-        return _duration(seconds)
+        return ago(seconds)
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the slides and the notebook show: a thread's entries in seq order and, when they
+    were read from a bundle, its verification (with the trust it was checked against); None
+    when they were read from a ledger database, where each entry's signature is checked as it
+    is read but no bundle was verified."""
+
+    thread: str
+    origin: str
+    entries: Sequence[Entry]
+    verification: VerifyReport | None = None
+    bundle: str | None = None
+    log_key: str | None = None
+    witnesses: tuple[str, ...] = ()
+    quorum: int = 0
+
+    def verdict(self) -> Verdict:
+        """The verification's verdict (:meth:`VerifyReport.summary`), or, read from a
+        database, a warning that no bundle was verified."""
+        if self.verification is not None:
+            return self.verification.summary()
+        return Verdict(
+            False,
+            "NO VERDICT (read from a ledger database; no bundle was verified)",
+            "warn",
+        )
+
+
+def as_record(source: Thread | ReportData | Record) -> Record:
+    """The :class:`Record` of a thread (read from its database), of a gathered bundle, or
+    ``source`` itself."""
+    if isinstance(source, Record):
+        return source
+    if isinstance(source, ReportData):
+        report = source.verification
+        entries = source.entries
+        origin = report.origin or ""
+        thread = entries[0].thread if entries else origin.rsplit("/", 1)[-1]
+        return Record(
+            thread,
+            origin,
+            entries,
+            report,
+            source.bundle,
+            source.log_key,
+            source.witnesses,
+            source.quorum,
+        )
+    return Record(source.id, source.origin, list(source.entries()))
 
 
 class _RecordingReplay(ContextReplay):
@@ -114,7 +181,8 @@ class _RecordingReplay(ContextReplay):
         lifecycle = None
         if claims_block(call.body):
             lifecycle = call.lifecycle if call.lifecycle is not None else replay_lifecycle(call)
-        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle)
+        entries = BundleEntries(call.prefix)
+        projection = rebuild_projection(call.body, self._state, self._counters, lifecycle, entries)
         self.contexts[call.seq] = _context_of(call, projection)
 
 
@@ -310,15 +378,21 @@ def _number(item_id: str) -> int:
     return int(item_id.rsplit("-", 1)[1])
 
 
-def _duration(seconds: int) -> str:
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min" if minutes else f"{seconds} s"
+def ago(seconds: int) -> str:
+    """``seconds`` in its largest whole unit: ``3 days``, ``1 hour``, ``12 minutes``,
+    ``40 seconds``."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            return plural(seconds // size, unit)
+    return plural(max(0, seconds), "second")
+
+
+def entry_timestamp(text: str) -> int | None:
+    """An entry's ``time`` (RFC 3339, as the operator wrote it) in Unix seconds, or None."""
+    try:
+        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return None
 
 
 def format_timestamp(timestamp: int) -> str:

@@ -210,7 +210,8 @@ def test_transcript_shows_evidence_transitions(initialised: str, run: Run) -> No
     run("evidence", "upsert", "t1", "--body", statements)
     assert run("evidence", "revise", "t1", "ev-1", "--retract").code == 0
     page = run("transcript", "t1", "--format", "html").out
-    assert page.count('class="entry evidence"') == 3
+    assert page.count('class="entry evidence"') == 2
+    assert page.count('class="entry evidence refused"') == 1  # one statement rejected
     assert "r1 (report.pdf, p. 4): registered" in page
     assert "ev-1 admitted: Revenue was 4.2m. (cites r1)" in page
     assert "rejected (no_citation: " in page and "#5 ev-1 retracted" in page

@@ -61,7 +61,9 @@ def test_export_then_verify(exported: Path, initialised: str, run: Run) -> None:
     )
     result = run("verify", str(exported), "--key", initialised)
     assert (result.code, result.err) == (0, "")
-    assert result.out.startswith("registre bundle verification: VERIFIED\n")
+    assert result.out.startswith(
+        "registre bundle verification: VERIFIED; not checked: witnesses, rollback\n"
+    )
     assert "origin: registre.local/log/t1 (full bundle, 3 entries, tree size 3" in result.out
 
 
@@ -77,8 +79,8 @@ def test_export_claim_then_verify(concluded: str, run: Run, workdir: Path) -> No
     report = json.loads(result.out)
     assert result.code == 0 and report["verified"] and report["disclosure"] == "partial"
     assert report["steps"][6]["checked"] == [
-        "2 conclusion(s) (1 final) resolve to 2 source passage(s) registered by 2 source.read "
-        "entr(ies) in the bundle",
+        "2 conclusions (1 final) resolve to 2 source passages registered by 2 source.read "
+        "entries in the bundle",
         "stale or inactive at size 9: cc-1 stale, final cc-2 stale, ev-2 superseded by ev-3",
     ]
     # the final it proves is stale at the checkpoint: verified, but not a plain "passed"
@@ -164,7 +166,7 @@ def test_key_file_state_and_witnesses(
         thread.add_cosignatures(3, [WITNESS.cosign(note[: note.index("\n\n") + 1], 1_800_000)])
     assert run("export", "t1", "-o", "cosigned.zip").code == 0
     result = run("verify", "cosigned.zip", "--key", initialised, "--witness", WITNESS.vkey())
-    assert result.code == 0 and "head cosigned by 1 pinned witness(es), quorum 1" in result.out
+    assert result.code == 0 and "head cosigned by 1 pinned witness, quorum 1" in result.out
     other = CosignatureSigner.from_seed("witness.test/w2", bytes([2]) * 32).vkey()
     result = run("verify", str(exported), "--key", initialised, "--witness", other)
     assert "QuorumNotMetError" in one_line_error(result, code=1)
@@ -180,7 +182,10 @@ def test_tampered_bundle_fail(exported: Path, initialised: str, run: Run) -> Non
     result = run("verify", str(exported), "--key", initialised)
     message = one_line_error(result, code=1)
     assert message.startswith("registre: error: step 3 (entries), seq 1: EntrySignatureError: ")
-    assert result.out.startswith("registre bundle verification: NOT VERIFIED\n")
+    assert result.out.startswith(
+        "registre bundle verification: NOT VERIFIED (step 3: EntrySignatureError, seq 1); "
+        "not checked: witnesses; not run: tree, history, semantics, claims\n"
+    )
     assert "first failure: step 3 (entries), seq 1: EntrySignatureError" in result.out
 
 

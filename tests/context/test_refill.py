@@ -49,12 +49,18 @@ def _long_thread(policy: Policy, turns: int = 400) -> tuple[ThreadBuilder, list[
 
 
 @pytest.mark.parametrize("budget", [4000, 8000, 16000])
-def test_mean_fill_after_compaction_is_at_least_85_percent_of_the_window(budget: int) -> None:
-    policy = Policy(budget_tokens=budget)
+@pytest.mark.parametrize("share", [0, 250, 500])
+def test_mean_fill_after_compaction_is_at_least_85_percent_of_the_window(
+    budget: int, share: int
+) -> None:
+    """The core and the refill fill their room: the window less the recall share (the
+    recalled section, laid out by the ledger, takes the rest)."""
+    policy = Policy(budget_tokens=budget, recall_share_permille=share)
     _builder, seen = _long_thread(policy, turns=900)
     assert len(seen) > 100
     window = policy.window_tokens()
-    fill = statistics.mean(projection.tokens / window for projection in seen)
+    room = window - policy.recall_tokens()
+    fill = statistics.mean(projection.tokens / room for projection in seen)
     assert fill >= 0.85, fill
     assert all(projection.tokens <= window for projection in seen)
 
@@ -99,7 +105,7 @@ def test_the_refill_changes_only_by_whole_blocks() -> None:
 
 
 def test_refilled_entries_are_verbatim_in_the_manifest() -> None:
-    policy = Policy(budget_tokens=4000)
+    policy = Policy(budget_tokens=4000, recall_share_permille=0)  # the most refill
     builder, _seen = _long_thread(policy, turns=300)
     projection = project(builder.state, 4000, policy, builder.counter)
     for number in range(200):  # to a call that shows a refill (most do)
@@ -183,7 +189,16 @@ def test_policy_versions_read_and_write_their_own_fields() -> None:
 
 
 def test_compaction_falls_due_below_the_output_reserve() -> None:
-    policy = Policy(budget_tokens=8000, high_water_permille=1000, low_water_permille=600)
+    policy = Policy(
+        budget_tokens=8000,
+        high_water_permille=1000,
+        low_water_permille=600,
+        recall_share_permille=0,
+    )
     assert policy.compact_above_tokens == 7000
+    shared = Policy(budget_tokens=8000, high_water_permille=1000, low_water_permille=600)
+    assert shared.compact_above_tokens == 7000 - 7000 * shared.recall_share_permille // 1000
+    # the low-water mark keeps its ratio to the lowered mark: compactions as far apart
+    assert shared.compact_to_tokens == 8000 * 600 // 1000 * shared.compact_above_tokens // 8000
     state = ContextState()
     assert project(state, 8000, policy, ThreadBuilder().counter).compaction_due is False

@@ -45,7 +45,7 @@ from tests.context.strategies import WORDS, text
 from tests.context.threads import ThreadBuilder
 
 COUNTER = default_counter()
-BUDGET_8K = Policy(budget_tokens=8000)
+BUDGET_8K = Policy(budget_tokens=8000, recall_share_permille=0)  # the whole window: no recall
 
 
 def big_output(kib: int = 32) -> str:

@@ -1,12 +1,14 @@
 """A real investigation, exported: the bundle every report test reads.
 
 Built through the public ``registre.ledger`` API on a SQLite file (turns, tool calls with
-bulky results, a source read, evidence, a supersession, computes and a final, a pin, model
-calls at a small budget so that compactions fold and refold), checkpointed and exported.
+bulky results, a source read, evidence, a supersession, computes and a final, a final refused
+for citing superseded evidence, a pin, model calls at a small budget so that compactions fold
+and refold), checkpointed and exported.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from registre.attest.notes import Signer
 from registre.attest.verify import TrustPolicy
-from registre.ledger import Ledger, export_thread, source_ref
+from registre.ledger import ConclusionRefusedError, Ledger, export_thread, source_ref
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ def build(
         revised = thread.evidence.revise(
             offices, replacement={"text": "Offices ECL is 12.9m", "cites": ["r1"]}
         )
+        with contextlib.suppress(ConclusionRefusedError):  # recorded, refused: superseded
+            thread.conclude("final", "Offices ECL is 12.4m", [offices])
         compute = thread.conclude(
             "compute", "Offices and Retail sum to 54.1m", [retail.accepted[0]]
         )

@@ -238,3 +238,97 @@ def test_report_options_disagree_with_verify_fail(
         page = out.read_text(encoding="utf-8")
         assert ("NOT VERIFIED" in page) == (code != 0)
     assert (tmp_path / "state.json").exists()
+
+
+# --- issue 33 items 1 and 2: one verdict, history as a count, a chart to read ---------------
+
+
+def _section(page: str, section: str) -> str:
+    return page.split(f'id="{section}"', 1)[1].split("</section>", 1)[0]
+
+
+def test_verdict_line_is_the_terminals_and_history_is_a_count(
+    investigation: Investigation,
+) -> None:
+    data = gather(investigation.bundle, investigation.policy)
+    page = "".join(render_report(data))
+    verdict = _section(page, "verdict").split("</div>\n", 1)[0]
+    line = re.sub(r"<[^>]+>", "", verdict.split('id="verdict-line">', 1)[1].split("</div>")[0])
+    assert line == data.verification.verdict() == "VERIFIED; not checked: witnesses, rollback"
+    assert 'class="verdict warn"' in page  # no witness pinned
+    assert "<b>witnesses</b>: no witness was pinned" in verdict
+    assert "History" not in verdict and "is active and fresh" in _section(page, "history")
+    assert "Every check below passed" not in page
+
+
+def test_history_is_a_count_beside_the_verdict_and_a_list_below(tmp_path: Path) -> None:
+    stale = build(tmp_path, steps=2, stale=True)
+    data = gather(stale.bundle, stale.policy)
+    page = "".join(render_report(data))
+    verdict = _section(page, "verdict").split("</div>\n", 1)[0]
+    history = data.verification.summary().history
+    assert history and "superseded" not in data.verification.verdict()
+    said = ", ".join(f"{n} {status}" for status, n in history)
+    assert f"History at the checkpoint: {said}: ordinary history" in verdict
+    assert '<a href="#history">the list</a>' in verdict
+    listed = _section(page, "history")
+    for item in data.verification.inactive:
+        assert f"<li>{item}</li>" in listed
+        if item not in data.verification.stale_finals:
+            assert item not in verdict
+
+
+def test_refusals_are_counted_and_flagged(investigation: Investigation) -> None:
+    page = _html(investigation)
+    assert '<li class="refused" id="refusals"><b>1</b> refused request (1 conclusion.final)' in (
+        page
+    )
+    data = _island(page)
+    index = data["index"]
+    flags = [row for chunk in index["page_data"] for row in unpack(chunk)["entries"]]
+    refused = [row[0] for row in flags if row[7] & 1]
+    assert len(refused) == 1
+    facets = unpack(index["facet_data"])
+    assert [flags[i][0] for i in facets["r"]] == refused
+    assert len(facets["k"]) == len(facets["a"]) == len(flags)
+    assert index["kinds"][facets["k"][refused[0]]] == "conclusion.final"
+
+
+def test_chart_has_axes_budget_tick_and_compaction_marks(investigation: Investigation) -> None:
+    data = gather(investigation.bundle, investigation.policy)
+    plot = _section("".join(render_report(data)), "plot")
+    assert ">entry (seq)</text>" in plot and ">context tokens</text>" in plot
+    assert ">budget 2,000</text>" in plot
+    compactions = sum(1 for e in data.entries if e.kind == "context.compaction")
+    assert plot.count('class="fold"') == compactions > 0
+    assert "stroke-dasharray" in plot and plot.count("<polyline") == 1  # the tokens line
+    # the y axis is scaled to what is plotted: its top label is at most 6% over the budget
+    labels = [int(t.replace(",", "")) for t in re.findall(r'text-anchor="end">([\d,]+)<', plot)]
+    assert max(labels) <= 2000 * 1.06
+
+
+def test_no_model_calls_says_so(tmp_path: Path) -> None:
+    from registre.attest.notes import Signer
+    from registre.attest.verify import TrustPolicy
+    from registre.ledger import Ledger, export_thread
+
+    signer = Signer.generate("report.example/ledger")
+    with Ledger.open(str(tmp_path / "l.db"), signer) as ledger:
+        thread = ledger.create_thread("quiet")
+        thread.append("turn", {"role": "user", "text": "Nothing to call a model for."}, "user")
+        thread.checkpoint()
+        export_thread(ledger, "quiet", tmp_path / "quiet.zip")
+    data = gather(tmp_path / "quiet.zip", TrustPolicy(log_key=signer.verifier()))
+    plot = _section("".join(render_report(data)), "plot")
+    assert "<svg" not in plot
+    assert "No model calls in this bundle" in plot
+
+
+def test_times_are_human_and_plurals_agree(investigation: Investigation) -> None:
+    page = _html(investigation)
+    assert "(s)" not in page and "(ies)" not in page and "(es)" not in page
+    assert "<b>1</b> final conclusion</li>" in page and "</b> entries</li>" in page
+    data = _island(page)
+    meta = data["entries"][0][3]
+    assert re.search(r" · \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$", meta), meta
+    assert re.search(r"Recorded from \S+Z to \S+Z \(\d+ (second|minute)s? before", page)

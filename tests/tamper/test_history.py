@@ -30,6 +30,7 @@ from registre.attest.verify import (
     RollbackError,
     SemanticHooks,
     report_of,
+    utc,
 )
 from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, Thread, build_thread, policy, rezip
 from tests.tamper.helpers import fails, passes
@@ -234,7 +235,7 @@ def test_old_cosigned_checkpoint_replayed_fail() -> None:
     trust = policy(witnesses=1, quorum=1)
     fresh = passes(bundle, trust, now=COSIGN_TIME + 90)
     assert fresh.cosignature_age == 90
-    assert f"newest pinned-witness cosignature 1m 30s old (time {COSIGN_TIME})" in (
+    assert f"newest pinned-witness cosignature 1m 30s old ({utc(COSIGN_TIME)})" in (
         fresh.step(2).checked
     )
     aged = replace(trust, max_age=3600)
@@ -264,11 +265,11 @@ def test_freshness_read_from_an_older_cosignature_fail(order: str) -> None:
     trust = replace(policy(witnesses=2, quorum=2), max_age=3600)
     report = passes(bundle, trust, now=COSIGN_TIME + 90)
     assert report.cosignature_age == 90
-    assert f"newest pinned-witness cosignature 1m 30s old (time {new})" in " ".join(
+    assert f"newest pinned-witness cosignature 1m 30s old ({utc(new)})" in " ".join(
         report.step(2).checked
     )
     error = fails(bundle, CheckpointTooOldError, trust, step=2, now=COSIGN_TIME + 7200)
-    assert f"2h 0m old (time {new})" in str(error)
+    assert f"2h 0m old ({utc(new)})" in str(error)
 
 
 def test_future_dated_cosignature_passes_max_age_fail() -> None:

@@ -23,7 +23,7 @@ def test_long_thread_passes() -> None:
     thread = long_thread(600, BUDGET)
     report = passes(thread.full_bundle())
     checked = " ".join(report.step(6).checked)
-    assert f"{len(model_calls(thread))} model-call projection digest(s) reproduced" in checked
+    assert f"{len(model_calls(thread))} model-call projection digests reproduced" in checked
 
 
 def test_forged_digest_on_the_500th_model_call_fail() -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "name",
     "one_of",
     "policy",
+    "recalls",
     "seqs",
     "sha256_hex",
     "source",
@@ -235,6 +236,47 @@ def elisions(value: object, path: str) -> None:
                 f"expected a number greater than {previous} (sorted, no repeats), got {elision[0]}",
             )
         previous = elision[0]
+
+
+def recalls(value: object, path: str) -> None:
+    """A model call's recalls: a non-empty list of ``{"seq", "sha256", "bytes"?}`` by
+    strictly increasing seq, ``bytes`` a range ``[start, end]`` with start < end (whether it
+    lies inside the entry's text is the verifier's check, ``specs/context.md`` section 4.2)."""
+    value = _items(value, path, "recall")
+    previous = -1
+    for index, item in enumerate(value):
+        item_path = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise wrong(item_path, "an object", item)
+        for key in item:
+            if key not in ("seq", "sha256", "bytes"):
+                raise BodySchemaError(
+                    member(item_path, key),
+                    "unknown field; the fields allowed here are seq, sha256, bytes",
+                )
+        for key in ("seq", "sha256"):
+            if key not in item:
+                raise BodySchemaError(member(item_path, key), "required field is missing")
+        SEQ(item["seq"], f"{item_path}.seq")
+        if item["seq"] <= previous:
+            raise BodySchemaError(
+                f"{item_path}.seq",
+                f"expected a number greater than {previous} (sorted, no repeats), "
+                f"got {item['seq']}",
+            )
+        previous = item["seq"]
+        sha256_hex(item["sha256"], f"{item_path}.sha256")
+        if "bytes" in item:
+            span = item["bytes"]
+            span_path = f"{item_path}.bytes"
+            if not isinstance(span, list) or len(span) != 2:
+                raise BodySchemaError(span_path, "expected a byte range [start, end]")
+            SEQ(span[0], f"{span_path}[0]")
+            SEQ(span[1], f"{span_path}[1]")
+            if span[0] >= span[1]:
+                raise BodySchemaError(
+                    f"{span_path}[1]", f"expected a number > {span[0]}, got {span[1]}"
+                )
 
 
 _POLICIES_PASSED: set[tuple[tuple[str, int], ...]] = set()

@@ -35,6 +35,7 @@ from registre.attest.entries.body_fields import (
     name,
     one_of,
     policy,
+    recalls,
     seqs,
     sha256_hex,
     source,
@@ -218,6 +219,7 @@ SCHEMAS: dict[str, Check] = {
         _Field("token_counter", name),
         _Field("shape", one_of(*PROVIDER_SHAPES), required=False),
         _Field("lifecycle_block", block_version, required=False),
+        _Field("recalled", recalls, required=False),
     ),
 }
 """The check of the body of each kind registre defines itself (lifecycle kinds aside)."""

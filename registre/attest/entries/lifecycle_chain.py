@@ -119,7 +119,7 @@ class LifecycleHead:
         return cls(count, raw)
 
     def describe(self) -> str:
-        return f"{self.count} lifecycle entr(ies), head {base64.b64encode(self.head).decode()}"
+        return f"{_entries(self.count, 'lifecycle ')}, head {base64.b64encode(self.head).decode()}"
 
 
 EMPTY_LIFECYCLE = LifecycleHead(0, bytes(HASH_SIZE))
@@ -212,18 +212,23 @@ def _mismatch(mark: ChainMark, running: LifecycleHead, full: bool) -> Verificati
     assert mark.signed is not None
     if full:
         return LifecycleHeadMismatchError(
-            f"entry seq {mark.seq} signs a lifecycle head of {mark.signed.count} entr(ies), "
+            f"entry seq {mark.seq} signs a lifecycle head of {_entries(mark.signed.count)}, "
             f"but the {running.count} lifecycle entries before it chain to another: the "
             "writer committed to a lifecycle history this bundle does not hold"
         )
     missing = mark.signed.count - running.count
     detail = (
-        f"{missing} lifecycle entr(ies) before it are not disclosed"
+        f"{_entries(missing, 'lifecycle ')} before it not disclosed"
         if missing > 0
         else "the disclosed lifecycle entries before it are not the ones it signed after"
     )
     return LifecycleOmittedError(
-        f"entry seq {mark.seq} signs a lifecycle head of {mark.signed.count} entr(ies); the "
+        f"entry seq {mark.seq} signs a lifecycle head of {_entries(mark.signed.count)}; the "
         f"bundle discloses {running.count} before it: {detail} (a retraction or supersession "
         "may have been hidden)"
     )
+
+
+def _entries(count: int, what: str = "") -> str:
+    """``1 entry``, ``3 entries`` (``what`` before the noun: ``2 lifecycle entries``)."""
+    return f"{count} {what}{'entry' if count == 1 else 'entries'}"

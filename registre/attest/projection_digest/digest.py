@@ -19,12 +19,18 @@ raises, never returns a verdict:
    (so no such projection could have been sent);
 3. :class:`ContextDigestMismatchError` -- the digest does not reproduce: the context behind the
    call was not the one the ledger implies (THREATS row 19).
+
+A call that records ``"recalled"`` (``specs/context.md`` section 4.3) is rebuilt with its
+recalled section, read from the entries it names (``entries``): before step 2, each recall
+must name an entry of the projected prefix (``RecalledFutureEntryError``) with text, by a
+proper byte range of it (``RecalledRangeError``), whose bytes hash to the recorded SHA-256
+(``RecalledTextMismatchError``; all three in :mod:`registre.context.recall`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from registre.attest.canonical_json import canonical_bytes
@@ -39,6 +45,8 @@ from registre.context import (
     provider_request,
     resolve_counter,
 )
+from registre.context.model import ContextEntry
+from registre.context.recall import recalled_section
 from registre.errors import VerificationError
 from registre.lifecycle import LifecycleState
 
@@ -46,9 +54,11 @@ __all__ = [
     "REGISTRE_SHAPE",
     "SHAPES",
     "ContextDigestMismatchError",
+    "EntryLookup",
     "ModelCallOverBudgetError",
     "block_version",
     "claims_block",
+    "claims_recall",
     "projection_digest",
     "rebuild_projection",
     "shape_digest",
@@ -98,6 +108,15 @@ def claims_block(body: Mapping[str, object]) -> bool:
     return "lifecycle_block" in body
 
 
+def claims_recall(body: Mapping[str, object]) -> bool:
+    """Whether a schema-valid ``model.call`` body records a recalled section."""
+    return "recalled" in body
+
+
+EntryLookup = Callable[[int], ContextEntry] | Mapping[int, ContextEntry]
+"""The entry at a seq of the thread (for a call's recalls): a callable or a mapping."""
+
+
 def block_version(body: Mapping[str, object]) -> int:
     """The lifecycle block version a schema-valid ``model.call`` body claiming the block
     records (1 or 2: each is rebuilt by its own rules)."""
@@ -112,23 +131,32 @@ def rebuild_projection(
     state: ContextState,
     counter_registry: Mapping[str, TokenCounter],
     lifecycle: LifecycleState | None = None,
+    entries: EntryLookup | None = None,
 ) -> Projection:
     """The projection a schema-valid ``model.call`` body describes, from ``state`` (the
-    context fold of ``0..at_seq``) and, for a call claiming the lifecycle block, ``lifecycle``
-    (the lifecycle state after the same entries; ValueError when it is missing). Raises
-    UnknownTokenCounterError and ContextBudgetError."""
+    context fold of ``0..at_seq``), for a call claiming the lifecycle block ``lifecycle``
+    (the lifecycle state after the same entries), and for a call recording recalls
+    ``entries`` (ValueError when one of them is missing). Raises UnknownTokenCounterError,
+    ContextBudgetError and the recall errors (module docstring)."""
     counter = resolve_counter(str(body["token_counter"]), counter_registry)
     policy = parse_policy(body["policy"], "body.policy")
     budget = body["budget_tokens"]
     if type(budget) is not int:
         raise ValueError("body.budget_tokens: validate the body (attest.bodies) first")
+    recalled = None
+    if claims_recall(body):
+        if entries is None:
+            raise ValueError("this model call recalls entries: give a way to read them")
+        recalled = recalled_section(body["recalled"], state.at, entries, counter)
     if not claims_block(body):
-        return project(state, budget, policy, counter)
+        return project(state, budget, policy, counter, recalled=recalled)
     if lifecycle is None:
         raise ValueError(
             "this model call carries the lifecycle block: give the lifecycle state at at_seq"
         )
-    return project(state, budget, policy, counter, lifecycle, block_version(body))
+    return project(
+        state, budget, policy, counter, lifecycle, block_version(body), recalled=recalled
+    )
 
 
 def verify_model_call(
@@ -136,11 +164,13 @@ def verify_model_call(
     state: ContextState,
     counter_registry: Mapping[str, TokenCounter],
     lifecycle: LifecycleState | None = None,
+    entries: EntryLookup | None = None,
 ) -> None:
     """Check a schema-valid ``model.call`` body against ``state``, the context fold of the
     thread's entries ``0..at_seq`` (module docstring for the steps and errors), and, when the
     body records ``lifecycle_block``, ``lifecycle``, the lifecycle state after the same
-    entries, from which the block is rebuilt (``specs/context.md`` section 4.1).
+    entries, from which the block is rebuilt (``specs/context.md`` section 4.1); when it
+    records ``recalled``, ``entries`` (the thread's entries by seq, section 4.3).
 
     Raises ValueError if ``state`` is not at ``body["at_seq"]``, or if the call claims the
     block and no ``lifecycle`` is given (the caller's mistake, not the ledger's).
@@ -153,7 +183,7 @@ def verify_model_call(
         raise ValueError("body.shape: validate the body (attest.bodies) first")
     budget = body["budget_tokens"]
     try:
-        projection = rebuild_projection(body, state, counter_registry, lifecycle)
+        projection = rebuild_projection(body, state, counter_registry, lifecycle, entries)
     except ContextBudgetError as error:
         raise ModelCallOverBudgetError(
             f"model call at prefix {at_seq}: the context the ledger implies does not fit the "
@@ -165,6 +195,7 @@ def verify_model_call(
             f"model call at prefix {at_seq} records projection_sha256 "
             f"{body['projection_sha256']}, but the projection the ledger implies (budget "
             f"{budget}, counter {projection.counter}, shape {shape}"
-            f"{', lifecycle block' if claims_block(body) else ''}) has digest {digest}: the "
+            f"{', lifecycle block' if claims_block(body) else ''}"
+            f"{', recalled section' if claims_recall(body) else ''}) has digest {digest}: the "
             "context sent was not the one the ledger implies"
         )

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Final
 from registre.attest.canonical_json import MAX_SAFE_INTEGER, canonical_bytes
 from registre.attest.projection_digest.digest import (
     REGISTRE_SHAPE,
+    EntryLookup,
     block_version,
     claims_block,
     shape_digest,
@@ -370,14 +371,17 @@ class ModelCallChecker:
         body: Mapping[str, object],
         state: ContextState,
         lifecycle: LifecycleState | None = None,
+        entries: EntryLookup | None = None,
     ) -> None:
         """Check a schema-valid ``model.call`` body against ``state`` (the fold of
-        ``0..at_seq``); raises as :func:`verify_model_call` does."""
+        ``0..at_seq``; ``entries``: the thread's entries by seq, for a call that recalls
+        some); raises as :func:`verify_model_call` does. A call with recalls is checked by
+        the full rebuild."""
         digest = None
-        if "shape" not in body and state.at == body["at_seq"]:
+        if "shape" not in body and "recalled" not in body and state.at == body["at_seq"]:
             digest = self.digest(body, state, lifecycle)
         if digest is None or digest != body["projection_sha256"]:
-            verify_model_call(body, state, self._registry, lifecycle)
+            verify_model_call(body, state, self._registry, lifecycle, entries)
 
     def digest(
         self, body: Mapping[str, object], state: ContextState, lifecycle: LifecycleState | None

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         RereadLines,
     )
     from registre.attest.verify.context import (
+        BundleEntries,
         ContextReplay,
         QuoteTexts,
         context_hooks,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         FreshnessUnprovenError,
         check_freshness,
         duration,
+        utc,
     )
     from registre.attest.verify.history import (
         LEGACY_STATE_FORMAT,
@@ -73,8 +75,11 @@ if TYPE_CHECKING:
         Failure,
         StepReport,
         StepStatus,
+        Verdict,
         VerifyReport,
         attach,
+        gap_name,
+        plural,
         report_of,
     )
     from registre.attest.verify.semantics import (
@@ -125,6 +130,7 @@ __all__ = [
     "STEP_NAMES",
     "Admitted",
     "AdmittedTable",
+    "BundleEntries",
     "CheckpointConsistencyError",
     "CheckpointNameError",
     "CheckpointRootMismatchError",
@@ -174,6 +180,7 @@ __all__ = [
     "TrustedHead",
     "TrustedState",
     "UnresolvedClaimError",
+    "Verdict",
     "VerifyReport",
     "attach",
     "check_claims",
@@ -186,13 +193,16 @@ __all__ = [
     "check_tree_partial",
     "context_hooks",
     "duration",
+    "gap_name",
     "load_state",
     "locked_state",
+    "plural",
     "report_of",
     "save_state",
     "status_at_head",
     "thin_marks",
     "update_state",
+    "utc",
     "verify_bundle",
 ]
 
@@ -209,6 +219,7 @@ __getattr__, __dir__ = lazy_face(
             "RereadLines",
         ),
         "context": (
+            "BundleEntries",
             "ContextReplay",
             "QuoteTexts",
             "context_hooks",
@@ -239,6 +250,7 @@ __getattr__, __dir__ = lazy_face(
             "FreshnessUnprovenError",
             "check_freshness",
             "duration",
+            "utc",
         ),
         "history": (
             "ForkError",
@@ -260,8 +272,11 @@ __getattr__, __dir__ = lazy_face(
             "STEP_NAMES",
             "StepReport",
             "StepStatus",
+            "Verdict",
             "VerifyReport",
             "attach",
+            "gap_name",
+            "plural",
             "report_of",
         ),
         "semantics": (

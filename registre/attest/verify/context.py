@@ -48,7 +48,7 @@ from registre.context import (
 from registre.lifecycle import KINDS as LIFECYCLE_KINDS
 from registre.lifecycle import LifecycleState, apply, parse_body
 
-__all__ = ["ContextReplay", "QuoteTexts", "context_hooks"]
+__all__ = ["BundleEntries", "ContextReplay", "QuoteTexts", "context_hooks"]
 
 
 class QuoteTexts(Mapping[int, str]):
@@ -130,7 +130,7 @@ class ContextReplay:
             lifecycle = call.lifecycle
             if lifecycle is None:
                 lifecycle = _replay_lifecycle(call.prefix)
-        self._calls.check(call.body, self._state, lifecycle)
+        self._calls.check(call.body, self._state, lifecycle, BundleEntries(call.prefix))
 
     def _fold_to(self, leaves: Sequence[bytes], seq: int) -> None:
         """Fold entries up to ``seq`` (inclusive) from ``leaves``, already verified in step 3
@@ -151,6 +151,18 @@ class ContextReplay:
         self._texts.kept[seq] = item.text
         if item.kind == "context.compaction":
             self._texts.keep_live(self._state)
+
+
+class BundleEntries:
+    """The entries of a bundle's verified ``leaves`` by seq, parsed when asked (a model
+    call's recalls)."""
+
+    def __init__(self, leaves: Sequence[bytes]) -> None:
+        self._leaves = leaves
+
+    def __call__(self, seq: int) -> ContextEntry:
+        envelope = load_leaf(self._leaves[seq])["entry"]
+        return ContextEntry(seq, envelope["kind"], envelope["actor"], envelope["body"])
 
 
 def _replay_lifecycle(leaves: Sequence[bytes]) -> LifecycleState:

@@ -13,6 +13,7 @@ cosignatures (THREATS row 7) thus fails a verifier that says how recent it must 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from registre.errors import VerificationError
 
@@ -23,6 +24,7 @@ __all__ = [
     "FreshnessUnprovenError",
     "check_freshness",
     "duration",
+    "utc",
 ]
 
 CLOCK_SKEW_SECONDS = 300
@@ -57,13 +59,13 @@ def check_freshness(
     if future and max_age is not None:
         raise CosignatureFromTheFutureError(
             f"a pinned witness's cosignature of the head is dated "
-            f"{duration(future[-1] - now)} in the future (time {future[-1]}), beyond the "
+            f"{duration(future[-1] - now)} in the future ({utc(future[-1])}), beyond the "
             f"{duration(CLOCK_SKEW_SECONDS)} clock skew allowed: it proves nothing about "
             f"--max-age {duration(max_age)}"
         ).with_hint("check this machine's clock, then ask the witness's operator about its own")
     times = [t for t in times if t <= now + CLOCK_SKEW_SECONDS]
     if not times and future:
-        return None, f"every pinned-witness cosignature is dated in the future (time {future[0]})"
+        return None, f"every pinned-witness cosignature is dated in the future ({utc(future[0])})"
     if not times:
         if max_age is not None:
             raise FreshnessUnprovenError(
@@ -75,14 +77,23 @@ def check_freshness(
     age = now - newest
     if max_age is not None and age > max_age:
         raise CheckpointTooOldError(
-            f"the head's newest pinned-witness cosignature is {duration(age)} old (time "
-            f"{newest}), older than --max-age {duration(max_age)}: the log may have grown "
+            f"the head's newest pinned-witness cosignature is {duration(age)} old ("
+            f"{utc(newest)}), older than --max-age {duration(max_age)}: the log may have grown "
             "since, and this bundle may not show its present state"
         ).with_hint("ask the exporter for a bundle against a freshly cosigned checkpoint")
-    sentence = f"newest pinned-witness cosignature {duration(age)} old (time {newest})"
+    sentence = f"newest pinned-witness cosignature {duration(age)} old ({utc(newest)})"
     if max_age is not None:
         sentence += f", within --max-age {duration(max_age)}"
     return age, sentence
+
+
+def utc(timestamp: int) -> str:
+    """``timestamp`` (Unix seconds) as RFC 3339 UTC, ``2026-12-03T10:00:00Z``; a time no
+    calendar holds as ``time T``."""
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return f"time {timestamp}"
 
 
 def duration(seconds: int) -> str:

@@ -50,6 +50,7 @@ from registre.attest.entries import LeafView
 from registre.attest.verify._claim_table import Admitted as _Admitted
 from registre.attest.verify._claim_table import AdmittedTable
 from registre.attest.verify._entry_records import EntryRecord
+from registre.attest.verify.report import plural
 from registre.errors import VerificationError
 from registre.lifecycle import (
     Accepted,
@@ -326,36 +327,43 @@ def _describe(
     checked, not_checked = result.checked, result.not_checked
     compactions, calls = counts["compactions"], counts["model calls"]
     if replay:
-        checked.append(f"{counts['lifecycle']} lifecycle event(s) replayed from the empty state")
+        checked.append(
+            f"{plural(counts['lifecycle'], 'lifecycle event')} replayed from the empty state"
+        )
     elif counts["lifecycle"]:
         not_checked.append(
-            f"lifecycle replay of {counts['lifecycle']} disclosed event(s): a partial bundle "
-            "lacks the history their decisions depend on"
+            f"lifecycle replay of {plural(counts['lifecycle'], 'disclosed event')}: a partial "
+            "bundle lacks the history their decisions depend on"
         )
-    checked.append(f"{counts['pins']} pin(s) point at earlier entries")
-    checked.append(f"{compactions} compaction(s) fold and stub only earlier entries")
+    checked.append(f"{plural(counts['pins'], 'pin')} point at earlier entries")
+    checked.append(f"{plural(compactions, 'compaction')} fold and stub only earlier entries")
     if compactions and replay:
-        checked.append(f"{compactions} compaction pin-set digest(s) = the live pins replayed")
+        checked.append(
+            f"{plural(compactions, 'compaction pin-set digest')} = the live pins replayed"
+        )
     elif compactions:
-        not_checked.append(f"{compactions} compaction pin-set digest(s): needs the full history")
-    checked.append(f"{calls} model call(s) built from an earlier prefix")
+        not_checked.append(
+            f"{plural(compactions, 'compaction pin-set digest')}: needs the full history"
+        )
+    checked.append(f"{plural(calls, 'model call')} built from an earlier prefix")
     for count, hook, what, done in (
         (
             compactions,
             hooks.compaction,
-            "compaction(s)",
+            "compaction",
             "checked against the working-context rules",
         ),
-        (calls, hooks.model_call, "model-call projection digest(s)", "reproduced"),
+        (calls, hooks.model_call, "model-call projection digest", "reproduced"),
     ):
         if not count:
             continue
+        counted = plural(count, what)
         if not full:
-            not_checked.append(f"{count} {what} {done}: a partial bundle lacks the prefix")
+            not_checked.append(f"{counted} {done}: a partial bundle lacks the prefix")
         elif hook is None:
-            not_checked.append(f"{count} {what} {done}: needs the working-context replay (issue 5)")
+            not_checked.append(f"{counted} {done}: needs the working-context replay")
         else:
-            checked.append(f"{count} {what} {done}")
+            checked.append(f"{counted} {done}")
 
 
 # --- step 7 ----------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from registre.attest.notes import Checkpoint
 from registre.attest.tree import verify_consistency, verify_inclusion
 from registre.attest.verify.entries import PrevRootMismatchError
 from registre.attest.verify.history import MissingProofError
-from registre.attest.verify.report import StepReport
+from registre.attest.verify.report import StepReport, plural
 from registre.errors import VerificationError
 
 __all__ = [
@@ -101,7 +101,7 @@ def check_tree_full(
                 f"checkpoint of size {size} signs {_b64(checkpoint.root)}"
             )
     result.checked.append(f"root of {head.size} entries recomputed = head checkpoint root")
-    result.checked.append(f"{len(checkpoints) - 1} earlier checkpoint root(s) recomputed")
+    result.checked.append(f"{plural(len(checkpoints) - 1, 'earlier checkpoint root')} recomputed")
 
 
 def check_tree_partial(
@@ -148,13 +148,15 @@ def check_tree_partial(
                 f"{head.size}: {exc}"
             ) from exc
     disclosed = len(leaf_hashes)
-    result.checked.append(f"{disclosed} inclusion proof(s) against the head of size {head.size}")
+    result.checked.append(
+        f"{plural(disclosed, 'inclusion proof')} against the head of size {head.size}"
+    )
     result.checked.append("every disclosed prev.root proved by a consistency proof")
     result.checked.append(
-        f"{len(checkpoints) - 1} earlier checkpoint(s) proved consistent with the head"
+        f"{plural(len(checkpoints) - 1, 'earlier checkpoint')} proved consistent with the head"
     )
     result.not_checked.append(
-        f"{head.size - disclosed} undisclosed entries (only their hashes are used)"
+        f"{plural(head.size - disclosed, 'undisclosed entry')} (only their hashes are used)"
     )
     # 4.6 a bundle disclosing lifecycle entries discloses all those of the tree
     if not any(mark.lifecycle for mark in marks):

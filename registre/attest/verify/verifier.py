@@ -72,9 +72,10 @@ from registre.attest.verify.entries_checked import SEMANTIC_KINDS, EntriesChecke
 from registre.attest.verify.freshness import (
     CLOCK_SKEW_SECONDS,
     check_freshness,
+    utc,
 )
 from registre.attest.verify.history import TrustedHead, check_history, load_state, update_state
-from registre.attest.verify.report import Failure, StepReport, VerifyReport, attach
+from registre.attest.verify.report import Failure, StepReport, VerifyReport, attach, plural
 from registre.attest.verify.semantics import (
     SemanticHooks,
     SemanticsChecked,
@@ -322,16 +323,16 @@ class _Verification:
                 )
             self.checkpoints[size] = opened.checkpoint
             if is_head:
-                cosigners = [f"{name} (time {when})" for name, when in opened.cosignatures]
+                cosigners = [f"{name} (at {utc(when)})" for name, when in opened.cosignatures]
                 times = [when for _name, when in opened.cosignatures]
         self.head = self.checkpoints[head_size]
         result.checked.append(
-            f"{len(self.checkpoints)} checkpoint(s) signed by {policy.log_key.name}+"
+            f"{plural(len(self.checkpoints), 'checkpoint')} signed by {policy.log_key.name}+"
             f"{policy.log_key.key_id.hex()} for {bundle.origin}; head size {head_size}"
         )
         if policy.quorum:
             result.checked.append(
-                f"head cosigned by {len(cosigners)} pinned witness(es), quorum "
+                f"head cosigned by {plural(len(cosigners), 'pinned witness')}, quorum "
                 f"{policy.quorum}: {', '.join(cosigners)}"
             )
         else:
@@ -481,9 +482,10 @@ class _Verification:
         finally:
             self.seq = progress.seq
         result.checked.append(
-            f"{claims.conclusions} conclusion(s) ({claims.finals} final) resolve to "
-            f"{claims.passages} source passage(s) registered by {claims.source_reads} "
-            "source.read entr(ies) in the bundle"
+            f"{plural(claims.conclusions, 'conclusion')} ({claims.finals} final) resolve to "
+            f"{plural(claims.passages, 'source passage')} registered by "
+            f"{plural(claims.source_reads, 'source.read entry')} in the "
+            "bundle"
         )
         # 7.2 the status at the checkpoint of every conclusion and of everything it cites
         state = self.semantics.state

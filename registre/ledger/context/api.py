@@ -58,6 +58,7 @@ from registre.context import (
     task_pins_due,
 )
 from registre.context.events import COMPACTION_ACTOR
+from registre.context.recall import RecallOptions
 from registre.context.task_pin import TASK_PIN_ACTOR, TASK_PIN_KIND, stale_task_pins
 from registre.errors import RefusedError
 from registre.ledger.context.store import (
@@ -95,6 +96,12 @@ def resolve_policy(budget: int | None, policy: Policy | None) -> tuple[int, Poli
     if policy is None:
         policy = Policy() if budget is None else Policy(budget_tokens=budget)
     return (policy.budget_tokens if budget is None else budget), policy
+
+
+def _recall_options(recall: bool | RecallOptions) -> RecallOptions | None:
+    if isinstance(recall, RecallOptions):
+        return recall
+    return RecallOptions() if recall else None
 
 
 class ContextThread(ThreadCore):
@@ -276,6 +283,7 @@ class ContextThread(ThreadCore):
         shape: str = REGISTRE_SHAPE,
         lifecycle_block: bool = True,
         task_pin: bool = True,
+        recall: bool | RecallOptions = True,
     ) -> tuple[Projection, Entry]:
         """Record that ``model`` is sent the context at the head: compact first if the
         context is past the policy's high-water mark (``compact``), then project for
@@ -298,6 +306,16 @@ class ContextThread(ThreadCore):
         shrinking rather than refusing; ``specs/context.md`` section 4.1) and record
         ``"lifecycle_block": 2`` (its version) in the body, so verifiers rebuild it. With
         nothing to show there is no block message (the field is recorded all the same).
+
+        ``recall`` (default on; :class:`~registre.context.recall.RecallOptions` to size
+        it): before the call, entries of the whole thread that the context does not show
+        verbatim and that share words with the latest user turn, the task pins or the latest
+        tool result's identifiers are recalled through the database's full-text index into a
+        section after the tail, in the room the other messages leave (at most half the
+        budget by default), and the body records them (``"recalled"``: seq, SHA-256 of the
+        text shown, byte range of an excerpt), so verifiers check each against its entry
+        (``specs/context.md`` section 4.3). ``recall=False``: the call is what it was
+        before recall existed, byte for byte.
 
         Raises LifecycleFormatError (a MalformedError) for a shape not in
         ``registre.attest.projection_digest.digest.SHAPES``, before anything is written;
@@ -322,6 +340,7 @@ class ContextThread(ThreadCore):
             actor,
             shape=shape,
             lifecycle_block=lifecycle_block,
+            recall=_recall_options(recall),
         )
 
     def replay_context(self, call_seq: int, counters: Iterable[TokenCounter] = ()) -> Projection:
@@ -359,9 +378,14 @@ class ContextThread(ThreadCore):
         if claims_block(body):
             with read_transaction(self._db.engine, snapshot=True) as conn:
                 lifecycle = lifecycle_at(conn, self.id, at_seq).state
-        verify_model_call(body, state, registry, lifecycle)
-        projection = rebuild_projection(body, state, registry, lifecycle)
+        entries = self._entry_at
+        verify_model_call(body, state, registry, lifecycle, entries)
+        projection = rebuild_projection(body, state, registry, lifecycle, entries)
         return projection, str(body.get("shape", REGISTRE_SHAPE))
+
+    def _entry_at(self, seq: int) -> ContextEntry:
+        """Entry ``seq`` as the context fold reads it (a model call's recalls)."""
+        return self.context_entries(seq, seq + 1)[0]
 
     def expand(self, seq: int, size: int | None = None) -> tuple[Entry, ThreadInclusionProof]:
         """The entry ``seq`` (the one behind a summary pointer), verified, with its RFC 9162

@@ -55,7 +55,9 @@ from registre.context import (
     project,
     validate_compaction,
 )
+from registre.context.recall import RecallOptions
 from registre.errors import MalformedError, RefusedError, VerificationError
+from registre.ledger.context.recall import recall_section
 from registre.ledger.core.append import (
     AppendItem,
     append_entries,
@@ -291,7 +293,9 @@ def commit_context_items(
                     lifecycle = None
                     if claims_block(body):
                         lifecycle = lifecycle_at(conn, thread, body["at_seq"]).state
-                    verify_model_call(body, at, counters, lifecycle)
+                    verify_model_call(
+                        body, at, counters, lifecycle, _batch_entries(conn, thread, batch)
+                    )
                 fold_on(state, (entry,), thread)
         except ContextEntryRefusedError:
             raise
@@ -319,6 +323,21 @@ def _refusal(where: str, exc: Exception, seq: int) -> ContextEntryRefusedError:
         "record compactions with `registre compact` (Thread.compact) and model calls with "
         "Thread.model_call, which follow the rules"
     )
+
+
+def _batch_entries(
+    conn: Connection, thread: str, batch: Sequence[ContextEntry]
+) -> Callable[[int], ContextEntry]:
+    """Entry ``seq`` of the thread: of ``batch`` (not written yet), else read back."""
+    pending = {entry.seq: entry for entry in batch}
+
+    def read(seq: int) -> ContextEntry:
+        found = pending.get(seq)
+        if found is not None:
+            return found
+        return next(context_entries(conn, thread, seq, seq + 1))
+
+    return read
 
 
 def _texts(batch: Sequence[ContextEntry]) -> dict[int, str]:
@@ -456,13 +475,18 @@ def record_model_call(
     shape: str = REGISTRE_SHAPE,
     *,
     lifecycle_block: bool = False,
+    recall: RecallOptions | None = None,
 ) -> tuple[Projection, Entry]:
     """Under the write lock, project the context at the head and append the ``model.call``
     recording the digest of the projection in ``shape`` (``registre``: the projection itself,
     no ``shape`` field; a provider shape: its request data, ``"shape"`` recorded) with
     ``at_seq`` = the call's seq - 1. With ``lifecycle_block``, the projection ends with the
     lifecycle block built from the thread's lifecycle state at the head (the writer's cached
-    fold) and the body records ``"lifecycle_block": 2`` (the block's version). Raises, with
+    fold) and the body records ``"lifecycle_block": 2`` (the block's version). With
+    ``recall``, entries of the whole thread relevant to the latest user turn, the task pins
+    and the latest tool result are recalled from the full-text index into the room the other
+    messages leave (:mod:`registre.ledger.context.recall`), and the body records them under
+    ``"recalled"`` (nothing when none is). Raises, with
     nothing written: NoSignerError, UnknownThreadError, EmptyThreadError,
     ContextBudgetError (compact first), BodySchemaError (a bad model name), ValueError (a
     shape not in ``registre.attest.projection_digest.digest.SHAPES``)."""
@@ -474,6 +498,14 @@ def record_model_call(
         state = fold_context(conn, thread, frontier.size - 1, verifier_of(signer))
         lifecycle = slot.current(conn, frontier.size).state if lifecycle_block else None
         projection = project(state, budget, policy, counter, lifecycle)
+        recalled = None
+        if recall is not None:
+            room = recall.room(policy.window_tokens(budget), projection.tokens)
+            recalled = recall_section(
+                conn, thread, state, room, counter, recall, projection.manifest
+            )
+            if recalled is not None:
+                projection = project(state, budget, policy, counter, lifecycle, recalled=recalled)
         digest = call_digest(projection, state, shape)
         fold_cache().adopt(db.engine, thread, state)  # keep what it counted and encoded
         body: dict[str, Any] = {
@@ -488,6 +520,8 @@ def record_model_call(
             body["shape"] = shape
         if lifecycle_block:
             body["lifecycle_block"] = LIFECYCLE_BLOCK_VERSION
+        if recalled is not None:
+            body["recalled"] = recalled.to_body()
         entry = append_entries(conn, signer, thread, [("model.call", body, actor)])[0]
     return projection, entry
 

@@ -12,7 +12,8 @@ Inside one write transaction, :func:`append_entries`
    the first append to a thread written before the field existed -- recomputed from its stored
    lifecycle entries), appends its leaf hash to the frontier and
    collects the subtrees that completed;
-3. inserts the entries, the completed subtree hashes from
+3. inserts the entries, their full-text index rows (:mod:`registre.ledger.store.search`),
+   the completed subtree hashes from
    :data:`~registre.ledger.store.schema.LOWEST_STORED_LEVEL` up (lower ones are computed from
    the entries' ``leaf_hash`` when read), and moves the head (size, root, frontier) -- only
    if it is still at the size read in step 1.
@@ -66,6 +67,7 @@ from registre.ledger.store.published import (
     record_problem,
 )
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, tables
+from registre.ledger.store.search import index_entries
 
 __all__ = [
     "AppendItem",
@@ -404,6 +406,7 @@ def append_entries(
             if type(exc).__name__ not in _INTEGRITY_ERRORS:
                 raise
             raise _planted_rows(conn, thread, old_size, frontier.size) from None
+        index_entries(cursor, conn.dialect.name, thread, entries)
     finally:
         cursor.close()
     _remember_head(thread, frontier, frontier_blob)

@@ -77,6 +77,7 @@ _CSS: Final = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2r
 .tool{border-color:#8aa}.pin{border-color:#d90;background:#fff8e6}
 .evidence{border-color:#393;background:#f0fff0}.record{border-color:#999;color:#555}
 .compaction{border:2px dashed #66c;background:#f3f3ff}
+.refused{border-color:#c2410c;background:#fff1eb}
 pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}"""
 
 
@@ -84,7 +85,8 @@ pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}"""
 class Block:
     """One entry as the transcript shows it. ``style``: ``message``, ``tool``, ``pin``,
     ``evidence``, ``compaction`` or ``record``; ``code`` is shown preformatted; ``items`` as
-    a list."""
+    a list; ``refused``: a lifecycle request the rules refused, wholly or in part (a pin, a
+    reference, an evidence statement, a revision, a compute or a final)."""
 
     seq: int
     style: str
@@ -93,6 +95,7 @@ class Block:
     text: str = ""
     code: str | None = None
     items: tuple[str, ...] = ()
+    refused: bool = False
 
 
 def render_transcript(thread: Thread, fmt: str) -> Iterator[str]:
@@ -196,34 +199,43 @@ def _lifecycle(entry: Entry, meta: str) -> Block:
         if isinstance(outcome, Accepted):
             title = f"#{seq} pinned {request.pin_kind} {outcome.id}"
             return Block(seq, "pin", title, f"{meta} · text from entry {request.seq}", request.text)
-        return Block(seq, "pin", f"#{seq} pin refused{_why(outcome)}", meta, request.text)
+        return Block(
+            seq, "pin", f"#{seq} pin refused{_why(outcome)}", meta, request.text, refused=True
+        )
     if isinstance(request, UnpinRequest):
         if isinstance(outcome, Accepted):
             return Block(seq, "pin", f"#{seq} unpinned {request.id}", meta, request.reason)
-        return Block(seq, "pin", f"#{seq} unpin of {request.id} refused{_why(outcome)}", meta)
+        title = f"#{seq} unpin of {request.id} refused{_why(outcome)}"
+        return Block(seq, "pin", title, meta, refused=True)
     if isinstance(request, ReadRequest) and isinstance(outcome, ReadOutcome):
         items = tuple(
             f"{ref.ref} ({ref.source}, {ref.location}): "
             + ("registered" if isinstance(result, Registered) else f"rejected{_why(result)}")
             for ref, result in zip(request.refs, outcome.results, strict=False)
         )
-        return Block(seq, "evidence", f"#{seq} source read", meta, items=items)
+        refused = any(not isinstance(result, Registered) for result in outcome.results)
+        return Block(seq, "evidence", f"#{seq} source read", meta, items=items, refused=refused)
     if isinstance(request, UpsertRequest) and isinstance(outcome, UpsertOutcome):
         items = tuple(
             (f"{result.id} admitted" if isinstance(result, Accepted) else f"rejected{_why(result)}")
             + f": {statement.text} (cites {', '.join(statement.cites) or 'nothing'})"
             for statement, result in zip(request.statements, outcome.results, strict=False)
         )
-        return Block(seq, "evidence", f"#{seq} evidence proposed", meta, items=items)
+        refused = any(not isinstance(result, Accepted) for result in outcome.results)
+        title = f"#{seq} evidence proposed"
+        return Block(seq, "evidence", title, meta, items=items, refused=refused)
     if isinstance(request, (EvidenceReviseRequest, ConclusionReviseRequest)):
-        return Block(seq, "evidence", _revision(seq, request, outcome), meta, _replacement(request))
+        refused = not isinstance(outcome, Revised)
+        title = _revision(seq, request, outcome)
+        return Block(seq, "evidence", title, meta, _replacement(request), refused=refused)
     if isinstance(request, (ComputeRequest, FinalRequest)):
         what = "compute" if isinstance(request, ComputeRequest) else "final conclusion"
         if isinstance(outcome, Accepted):
             title = f"#{seq} {what} {outcome.id} (cites {', '.join(request.cites)})"
         else:
             title = f"#{seq} {what} refused{_why(outcome)}"
-        return Block(seq, "evidence", title, meta, request.text)
+        refused = not isinstance(outcome, Accepted)
+        return Block(seq, "evidence", title, meta, request.text, refused=refused)
     return Block(seq, "record", f"#{seq} {entry.kind}", meta)
 
 
@@ -317,7 +329,8 @@ def _md_text(text: str) -> str:
 
 def _html(block: Block) -> str:
     parts = [
-        f'<div class="entry {block.style}" id="seq-{block.seq}">',
+        f'<div class="entry {block.style}{" refused" if block.refused else ""}" '
+        f'id="seq-{block.seq}">',
         f'<div class="title">{html.escape(block.title)}</div>',
         f'<div class="meta">{html.escape(block.meta)}</div>',
     ]

@@ -53,6 +53,7 @@ from registre.ledger.store.faults import NotALedgerError, database_fault, descri
 from registre.ledger.store.migrations import MIGRATIONS
 from registre.ledger.store.row_checks import row_check_ddl
 from registre.ledger.store.schema import SCHEMA_VERSION, metadata, tables
+from registre.ledger.store.search import create_search
 from registre.ledger.store.triggers import trigger_ddl
 
 __all__ = [
@@ -447,6 +448,7 @@ def prepare_schema(engine: Engine, *, create: bool) -> int:
                     f"{_describe(engine)} holds no registre ledger"
                 ).with_hint("run `registre init`")
             metadata.create_all(conn)
+            create_search(conn)
             dialect = engine.dialect.name
             for statement in [
                 *trigger_ddl(dialect, version=SCHEMA_VERSION),

@@ -25,6 +25,7 @@ from registre.ledger.store.derived import DERIVED_TABLES, LIFECYCLE_ENTRY_INDEX
 from registre.ledger.store.lifecycle_fold import LifecycleHistoryError, rebuild_thread
 from registre.ledger.store.row_checks import row_check_ddl
 from registre.ledger.store.schema import LOWEST_STORED_LEVEL, SCHEMA_VERSION, metadata, tables
+from registre.ledger.store.search import rebuild_search
 from registre.ledger.store.triggers import (
     trigger_ddl,
     upgrade_checkpoint_triggers_ddl,
@@ -36,6 +37,7 @@ __all__ = [
     "MIGRATIONS",
     "add_context_snapshots",
     "add_lifecycle_tables",
+    "add_search_index",
     "bind_thread_keys",
     "bound_to_head",
     "drop_low_subtrees",
@@ -202,6 +204,13 @@ def _require_stored_levels(conn: Connection) -> None:
             conn.exec_driver_sql(statement.replace(" NOT VALID", ""))
 
 
+def add_search_index(conn: Connection) -> str:
+    """Schema version 8 -> 9: the full-text index over the entries' texts
+    (:mod:`registre.ledger.store.search`), built from every thread's entries."""
+    count = rebuild_search(conn)
+    return f"full-text index of the entries' texts; {count} entries indexed"
+
+
 def _signing_key_id(leaf: object) -> str | None:
     try:
         key = json.loads(bytes(leaf))["entry"]["key"]  # type: ignore[call-overload]
@@ -211,10 +220,10 @@ def _signing_key_id(leaf: object) -> str | None:
 
 
 def _version_7_elsewhere(conn: Connection) -> str:
-    """Schema version 6 -> 7 belongs to another change (the full-text index of the
-    working-context recall, branch ``ctxrecall``), merged beside this one: until it is, the
-    step changes nothing and says so, and version 8 applies to a database of version 6 or 7
-    alike (it touches only the triggers)."""
+    """Schema version 6 -> 7: a placeholder, reserved for the full-text index of the
+    working-context recall (branch ``ctxrecall``) while it was merged beside version 8.
+    Databases had passed it by then, so the index came as version 9 (:func:`add_search_index`)
+    and this step still changes nothing and says so."""
     del conn
     return "version 7 reserved (full-text index, merged separately): nothing changed"
 
@@ -246,6 +255,7 @@ MIGRATIONS: dict[int, Callable[[Connection], str]] = {
     3: add_context_snapshots,  # derived context snapshots, filled from the entries
     4: bind_thread_keys,  # thread keys, snapshot seals, row checks
     5: drop_low_subtrees,  # hashes below level 4 computed from the entries' leaf hashes
-    6: _version_7_elsewhere,  # the full-text index (branch ctxrecall) replaces this step
+    6: _version_7_elsewhere,  # a placeholder: the full-text index came as version 9
     7: bound_to_head,  # rows past the head refused; notes grow by signature lines only
+    8: add_search_index,  # the full-text index of the entries' texts, built from them
 }

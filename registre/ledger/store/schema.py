@@ -1,4 +1,4 @@
-"""The ledger's tables (schema version 6), declared with SQLModel. specs/storage.md is the
+"""The ledger's tables (schema version 9), declared with SQLModel. specs/storage.md is the
 normative description; this module is its code.
 
 * ``schema_version`` -- one row per applied schema version; the highest is current.
@@ -17,7 +17,9 @@ normative description; this module is its code.
 
 The derived lifecycle tables (version 3) are declared in :mod:`registre.ledger.store.derived`, on
 the same ``MetaData``: caches of the lifecycle fold, not append-only; so is the derived
-``context_snapshot`` table (version 4, :mod:`registre.ledger.store.context_snapshots`).
+``context_snapshot`` table (version 4, :mod:`registre.ledger.store.context_snapshots`), and
+the full-text index (version 9, :mod:`registre.ledger.store.search`: an FTS5 table on
+SQLite, a ``tsvector`` table on PostgreSQL, created by its own DDL).
 
 ``entry``, ``subtree``, ``checkpoint``, ``public_key`` and ``schema_version`` are append-only
 (see :mod:`registre.ledger.store.triggers`; a checkpoint note may only grow). The tables live in
@@ -57,12 +59,15 @@ __all__ = [
     "tables",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # 2: checkpoint notes may grow by cosignature lines (triggers only)
 # 3: derived lifecycle tables and the entry_lifecycle partial index (ledger.store.derived)
 # 4: derived context snapshots, one per compaction (ledger.store.context_snapshots)
 # 5: thread.vkey (a thread is bound to its key), context_snapshot.seal, row checks
 # 6: subtree rows from level 4 up (below, computed from the entries' leaf_hash)
+# 7: a placeholder (reserved for the full-text index, which came as version 9)
+# 8: entry and checkpoint rows past the head refused; seals of version 1 dropped
+# 9: the full-text index over the entries' texts (ledger.store.search), for recall
 
 LOWEST_STORED_LEVEL = 4
 """The lowest level of the ``subtree`` rows (version 6). A subtree below it covers at most 8

@@ -168,9 +168,13 @@ class ContextCheck:
                 if lifecycle is None or lifecycle.size > at_seq + 1:
                     lifecycle = lifecycle_at(self._conn, self._thread, at_seq)
                 block_state = lifecycle.state
-            self._calls.check(entry.body, at, block_state)
+            self._calls.check(entry.body, at, block_state, self._entry)
         except (VerificationError, MalformedError) as exc:
             raise ModelCallDigestError(self._thread, entry.seq, str(exc)) from exc
+
+    def _entry(self, seq: int) -> ContextEntry:
+        """Entry ``seq`` of the thread, read back (a model call's recalls)."""
+        return next(context_entries(self._conn, self._thread, seq, seq + 1))
 
     def _check_snapshot(self, state: ContextState, seq: int) -> None:
         stored = stored_snapshot(self._conn, self._thread, seq)

@@ -155,7 +155,7 @@ def test_a_bundle_with_shaped_model_calls_verifies() -> None:
         shaped_call(thread, shape)
     thread.model_call()  # 11: a call without a shape, as before
     report = passes(thread.full_bundle())
-    assert "4 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+    assert "4 model-call projection digests reproduced" in " ".join(report.step(6).checked)
 
 
 def test_a_bundle_with_a_forged_shape_digest_fails() -> None:

@@ -61,7 +61,7 @@ def test_model_call_projecting_an_earlier_prefix_refolds() -> None:
     model_call_at(thread, 3)  # 8: needs the fold at 3 again
     model_call_at(thread, 8 - 1)  # 9
     report = passes(thread.full_bundle())
-    assert "2 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+    assert "2 model-call projection digests reproduced" in " ".join(report.step(6).checked)
 
 
 def test_counters_other_than_the_default_must_be_given() -> None:

@@ -88,7 +88,7 @@ def test_a_call_at_an_earlier_prefix_shows_the_lifecycle_there() -> None:
     assert projection.block is not None and projection.block.statements == 2
     assert "cited by" not in projection.messages[-1].content  # no conclusion yet at 2
     report = passes(thread.full_bundle())
-    assert "1 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+    assert "1 model-call projection digest reproduced" in " ".join(report.step(6).checked)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -97,7 +97,7 @@ def test_a_call_of_either_block_version_reproduces(version: int) -> None:
     projection = block_call(thread, 6, thread.state, WIDE, version)
     assert projection.block is not None and projection.block.version == version
     report = passes(thread.full_bundle())
-    assert "1 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+    assert "1 model-call projection digest reproduced" in " ".join(report.step(6).checked)
 
 
 @pytest.mark.parametrize(("sent", "recorded"), [(2, 1), (1, 2)])

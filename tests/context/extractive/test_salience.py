@@ -1,7 +1,8 @@
 """Salience that does not depend on our domain (issue 28, item 2): summary lines chosen by
 the information they carry, for both speakers; phatic turns never become lines; duplicates
 merge with their pointers; a JSON tool result is quoted by its id fields
-(``specs/context.md`` section 6)."""
+(``specs/context.md`` section 6). The policies keep no recall share: the summarizer, not
+the allocation of the window, is tested here."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def test_a_phatic_turn_never_yields_a_summary_line() -> None:
         turns.append(
             ("assistant", f"Order {1000 + number} ships to depot D{number} on day {number}.")
         )
-    builder = _conversation(turns, Policy(budget_tokens=1500, keep_recent_turns=2))
+    builder = _conversation(
+        turns, Policy(budget_tokens=1500, keep_recent_turns=2, recall_share_permille=0)
+    )
     lines = _summary(builder)
     assert lines
     phatic_seqs = {
@@ -75,7 +78,9 @@ def test_both_speakers_get_lines_chosen_by_information() -> None:
         ("user", "Sure!"),
         ("assistant", "I rebooked ZX81QP onto flight SK4410, seat 14C, arriving Bergen 10:40."),
     ] + [("user", "Okay, thank you so much!"), ("assistant", "Great, glad to help!")] * 120
-    builder = _conversation(turns, Policy(budget_tokens=1600, keep_recent_turns=2))
+    builder = _conversation(
+        turns, Policy(budget_tokens=1600, keep_recent_turns=2, recall_share_permille=0)
+    )
     text = "\n".join(line for _s, line, _p in _summary(builder))
     assert "ZX81QP and the flight leaves Oslo" in text
     assert "SK4410" in text
@@ -88,7 +93,9 @@ def test_duplicate_lines_merge_with_their_pointers() -> None:
         turns.append(("assistant", "Segment 11 of tenant acme-eu reconciles within tolerance."))
     turns.append(("user", "Now check segment 12 and report its total in EUR."))
     turns += [("assistant", f"Segment 12 total is {n} EUR so far.") for n in range(10, 40)]
-    builder = _conversation(turns, Policy(budget_tokens=1000, keep_recent_turns=2))
+    builder = _conversation(
+        turns, Policy(budget_tokens=1000, keep_recent_turns=2, recall_share_permille=0)
+    )
     lines = _summary(builder)
     same = [(text, pointers) for _s, text, pointers in lines if "reconciles within" in text]
     assert len(same) == 1
@@ -106,7 +113,10 @@ def test_a_json_tool_result_is_quoted_by_its_id_fields() -> None:
         },
         "membership": "gold",
     }
-    builder = ThreadBuilder(policy=Policy(budget_tokens=1600, keep_recent_turns=1), compact=False)
+    builder = ThreadBuilder(
+        policy=Policy(budget_tokens=1600, keep_recent_turns=1, recall_share_permille=0),
+        compact=False,
+    )
     builder.turn("user", "Please change the payment of my reservation.")
     builder.tool("get_user_details", "sofia_kim_7287", json.dumps(details))
     for number in range(40):
@@ -159,7 +169,9 @@ def test_a_standing_rule_outranks_chatter_whoever_wrote_the_rest() -> None:
         turns.append(("assistant", f"Segment S{number} holds {number * 11} loans, checked."))
         if number == 5:
             turns.append(("user", "From now on, leave Retail loans under EUR 2.5m out of totals."))
-    builder = _conversation(turns, Policy(budget_tokens=900, keep_recent_turns=2))
+    builder = _conversation(
+        turns, Policy(budget_tokens=900, keep_recent_turns=2, recall_share_permille=0)
+    )
     lines = _summary(builder)
     rule = [line for line in lines if "From now on" in line[1]]
     assert rule and rule[0][0] == "decisions" and rule[0][1].startswith("user: “From now on")
@@ -176,7 +188,9 @@ def test_a_line_never_quotes_only_the_courtesy_of_a_longer_turn() -> None:
             )
         )
         turns.append(("user", f"Caroline: Wow! What about bed {number}?"))
-    builder = _conversation(turns, Policy(budget_tokens=900, keep_recent_turns=2))
+    builder = _conversation(
+        turns, Policy(budget_tokens=900, keep_recent_turns=2, recall_share_permille=0)
+    )
     for _section, text, _pointers in _summary(builder):
         spans = quoted_spans(text)
         assert not spans or not is_phatic(" ".join(spans)), text

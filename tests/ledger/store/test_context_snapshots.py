@@ -60,7 +60,7 @@ def test_upgrade_from_version_3_fills_the_snapshots(
     with Ledger.open(db_url, signer) as upgraded:
         assert snapshot_rows(upgraded.engine, "t1") == rows
         with read_transaction(upgraded.engine) as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 8
+            assert schema_version(conn) == SCHEMA_VERSION == 9
             description = conn.execute(
                 text("SELECT description FROM schema_version WHERE version = 4")
             ).scalar()

@@ -83,7 +83,7 @@ def test_upgrade_from_version_2_fills_the_tables(
     with Ledger.open(db_url, signer) as upgraded:
         assert derived_rows(upgraded, "t1") == before
         with read_transaction(upgraded.engine) as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 8
+            assert schema_version(conn) == SCHEMA_VERSION == 9
             description = conn.execute(
                 text("SELECT description FROM schema_version WHERE version = 3")
             ).scalar()

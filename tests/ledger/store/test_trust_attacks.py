@@ -21,6 +21,7 @@ from registre.ledger.core.stored_checkpoint import StoredCheckpointError
 from registre.ledger.core.verified_head import UnverifiedHeadError, forget_verified_heads
 from registre.ledger.errors import StrayRowError
 from registre.ledger.ledger import Ledger
+from registre.ledger.store.search import search
 from registre.ledger.thread import Thread
 from tests.ledger.context_helpers import MODEL, SMALL, agent_loop, opened
 from tests.ledger.helpers import dump, execute, mark_older, turn
@@ -253,7 +254,8 @@ def test_rows_planted_before_version_8_fail(db_url: str, signer: Signer, version
         )
     with Ledger.open(db_url, signer) as upgraded:
         with upgraded.engine.connect() as conn:
-            assert conn.execute(text("SELECT max(version) FROM schema_version")).scalar() == 8
+            assert conn.execute(text("SELECT max(version) FROM schema_version")).scalar() == 9
+            assert search(conn, "t1", ("0",), 10, 10) == [0]  # the planted seq 5 not indexed
         with pytest.raises(DBAPIError, match="ahead of"):
             execute(
                 upgraded.engine,
