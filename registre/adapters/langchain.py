@@ -54,6 +54,7 @@ from langgraph.types import Command
 
 from registre.adapters.records import last_system_text, tool_call_body
 from registre.attest.canonical_json import canonical_bytes
+from registre.attest.entries import actor_name
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
 from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
@@ -309,7 +310,7 @@ class RegistreMiddleware(AgentMiddleware[Any, Any, Any]):
         }
         if result.status == "error":
             body["is_error"] = True
-        self.thread.append(TOOL_RESULT, body, f"tool:{call['name']}")
+        self.thread.append(TOOL_RESULT, body, actor_name(f"tool:{call['name']}"))
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: ToolHandler

@@ -33,6 +33,7 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 from jsonschema.validators import extend  # type: ignore[import-untyped]
 
 from registre.adapters.records import tool_call_body
+from registre.attest.entries import actor_name
 from registre.errors import MalformedError, RegistreError
 from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
 from registre.ledger import (
@@ -192,7 +193,7 @@ def _record_tool_result(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -
         body["is_error"] = True
     if "name" in args:
         body["name"] = args["name"]
-    actor = args.get("actor", f"tool:{args['name']}" if "name" in args else "tool")
+    actor = args.get("actor", actor_name(f"tool:{args['name']}") if "name" in args else "tool")
     entry = thread.append(TOOL_RESULT, body, actor)
     return {"seq": entry.seq}
 
@@ -285,11 +286,14 @@ def _read_source(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[
                 sha256=ref.get("sha256"),
             )
         )
-    return _batch(thread.read_source(refs, actor=args.get("actor", "agent")))
+    return _batch(thread.read_source(refs, actor=args.get("actor", "agent"), partial=True))
 
 
 def _evidence_upsert(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:
-    return _batch(thread.evidence.upsert(args["statements"], actor=args.get("actor", "agent")))
+    statements = args["statements"]
+    return _batch(
+        thread.evidence.upsert(statements, actor=args.get("actor", "agent"), partial=True)
+    )
 
 
 def _evidence_revise(_ledger: Ledger, thread: Thread, args: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from registre.adapters.records import tool_call_body
 from registre.attest.canonical_json import parse_strict
-from registre.attest.entries import LIFECYCLE_KINDS
+from registre.attest.entries import LIFECYCLE_KINDS, actor_name
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError, RefusedError
 from registre.kinds import CONTEXT_COMPACTION, DECISION, MODEL_CALL, TOOL_CALL, TOOL_RESULT, TURN
@@ -157,7 +157,7 @@ def item_entries(items: Sequence[Item], names: Mapping[str, str] | None = None) 
             body = {"call_id": call_id, "content": _text(item.get("output"), where)}
             if call_id in known:
                 body["name"] = known[call_id]
-            entries.append((TOOL_RESULT, body, f"tool:{known.get(call_id, 'unknown')}"))
+            entries.append((TOOL_RESULT, body, actor_name(f"tool:{known.get(call_id, 'unknown')}")))
         elif kind == "reasoning":
             continue
         else:

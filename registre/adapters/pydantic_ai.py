@@ -58,6 +58,7 @@ from pydantic_ai.tools import RunContext
 
 from registre.adapters.records import last_system_text, tool_call_body
 from registre.attest.canonical_json import canonical_bytes
+from registre.attest.entries import actor_name
 from registre.context import Policy, Summarizer
 from registre.errors import MalformedError
 from registre.kinds import TOOL_CALL, TOOL_RESULT, TURN
@@ -218,7 +219,7 @@ class RegistreCapability(AbstractCapability[Any]):
                 }
                 if part.outcome != "success":
                     body["is_error"] = True
-                items.append((TOOL_RESULT, body, f"tool:{part.tool_name}"))
+                items.append((TOOL_RESULT, body, actor_name(f"tool:{part.tool_name}")))
             elif isinstance(part, RetryPromptPart):
                 text = part.model_response()
                 if part.tool_name is None:
@@ -230,7 +231,7 @@ class RegistreCapability(AbstractCapability[Any]):
                         "name": part.tool_name,
                         "is_error": True,
                     }
-                    items.append((TOOL_RESULT, body, f"tool:{part.tool_name}"))
+                    items.append((TOOL_RESULT, body, actor_name(f"tool:{part.tool_name}")))
         return items
 
     def _record_response(self, response: ModelResponse) -> None:

@@ -1,46 +1,71 @@
 """``python -m registre.attest verify BUNDLE.zip --key VKEY``: the regulator's offline verifier.
 
-Needs only attest, lifecycle, cryptography, rfc8785 and click: no database, no network.
-Exit status: 0 verified, 1 a check failed, 2 unusable input (a bad key, a file that is not a
-bundle, malformed members). The report goes to standard output (``--json`` for the JSON form
-of ``specs/verify.md``); an error is one line on standard error, never a traceback, followed by
-an ``attest: hint:`` line when the error carries a ``hint``.
+Needs only attest, lifecycle, context, cryptography and rfc8785: no database, no network, no
+command-line framework (the options are read with the standard library's ``argparse``), so
+``pip install registre`` -- the package without extras -- is all an auditor installs.
+Exit status: 0 verified, 1 a check failed, 2 unusable input (a bad key, a private key where
+the verifier key belongs, a file that is not a bundle, malformed members, a bad option). The
+report goes to standard output (``--json`` for the JSON form of ``specs/verify.md``); an error
+is one line on standard error, never a traceback, followed by an ``attest: hint:`` line when
+the error carries a ``hint``.
+
+``registre verify FILE.zip`` takes the same options (``registre.cli.bundle_options``) and
+runs :func:`run_verify`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
-
-import click
+from typing import Any, NoReturn
 
 from registre.attest.bundles import DEFAULT_LIMITS
 from registre.attest.errors import BadKeyError
-from registre.attest.notes import CosignatureVerifier, Verifier
+from registre.attest.notes import (
+    CosignatureVerifier,
+    PrivateKeyGivenError,
+    Verifier,
+    holds_private_key,
+)
 from registre.attest.verify import TrustPolicy, VerifyReport, report_of, verify_bundle
-from registre.errors import RegistreError
+from registre.errors import MalformedError, RegistreError
 
 __all__ = [
+    "CommandLineError",
+    "KeyPinError",
     "ReportedFailure",
-    "cli",
     "main",
     "parse_duration",
     "pinned_log_key",
     "run_verify",
-    "verify_options",
 ]
 
 _PROGRAM = "attest"
+_MAX_JOBS = 256
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def cli() -> None:
-    """registre's offline tools for auditors."""
+class CommandLineError(MalformedError):
+    """A command line the verifier cannot run: an unknown command or option, a missing
+    argument, a value out of range (exit 2)."""
+
+
+class KeyPinError(MalformedError):
+    """Neither or both of ``--key`` and ``--key-file``: the log's key is pinned exactly once."""
+
+
+class ReportedFailure(RegistreError):
+    """A failed verification whose report was already printed. The message is the first
+    failure's one-line sentence; ``exit_code`` is the failing check's (1, or 2 for unusable
+    input); ``hint`` is the failing error's, if it had one."""
+
+    def __init__(self, line: str, exit_code: int) -> None:
+        super().__init__(line)
+        self.exit_code = exit_code
 
 
 _DURATION = re.compile(r"(?:(\d{1,9})([smhdw]))+")
@@ -59,97 +84,127 @@ def parse_duration(text: str) -> int:
     return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
 
 
-def _duration_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
+# --- the command line -------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are :class:`CommandLineError` (one line, exit 2),
+    never argparse's usage text and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandLineError(f"{message} (see {self.prog} --help)")
+
+
+def _at_least(low: int, high: int | None = None) -> Any:
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            span = f"at least {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"{value} is not {span}")
+        return value
+
+    return read
+
+
+def _duration(text: str) -> int:
     try:
-        return parse_duration(value)
+        return parse_duration(text)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-_VERIFY_OPTIONS = (
-    click.option("--key", "key_text", help="The log's verifier key to pin (NAME+KEYID+BASE64)."),
-    click.option(
+_EPILOG = """\
+exit status: 0 verified, 1 a check failed, 2 unusable input.
+install: pip install registre (its only dependencies: cryptography and rfc8785)."""
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="python -m registre.attest",
+        description="registre's offline tools for auditors.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    verify = commands.add_parser(
+        "verify",
+        help="Verify an audit bundle against pinned keys, offline.",
+        description="Verify an audit bundle against pinned keys, offline (specs/verify.md).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument("bundle", metavar="BUNDLE.zip", type=Path)
+    verify.add_argument(
+        "--key",
+        dest="key_text",
+        metavar="VKEY",
+        help="The log's verifier key to pin (NAME+KEYID+BASE64).",
+    )
+    verify.add_argument(
         "--key-file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="A file holding the log's verifier key line (as `registre key export` writes it).",
-    ),
-    click.option(
+        type=Path,
+        metavar="FILE",
+        help="A file holding the log's verifier key line (as `registre key export` writes it: "
+        "operator.vkey, never the private operator.key).",
+    )
+    verify.add_argument(
         "--witness",
-        "witness_keys",
-        multiple=True,
+        dest="witness_keys",
+        action="append",
+        default=[],
+        metavar="VKEY",
         help="A witness verifier key to pin (cosignature/v1); repeatable.",
-    ),
-    click.option(
+    )
+    verify.add_argument(
         "--quorum",
-        type=click.IntRange(min=0),
+        type=_at_least(0),
         default=None,
+        metavar="N",
         help="Cosignatures from pinned witnesses the head needs. Default: every --witness.",
-    ),
-    click.option(
+    )
+    verify.add_argument(
         "--state",
-        "state_file",
-        type=click.Path(dir_okay=False, path_type=Path),
+        dest="state_file",
+        type=Path,
+        metavar="STATE.json",
         help="Trusted-state file: refuse rollbacks and forks, record the new head if verified.",
-    ),
-    click.option(
+    )
+    verify.add_argument(
         "--require-full",
-        is_flag=True,
+        action="store_true",
         help="Refuse partial bundles (exit 2): only a bundle of every entry is accepted.",
-    ),
-    click.option(
+    )
+    verify.add_argument(
         "--max-age",
-        callback=_duration_option,
+        type=_duration,
         default=None,
         metavar="DURATION",
         help="Refuse a head whose newest pinned-witness cosignature is older than this "
         "(seconds, or e.g. 90m, 12h, 7d).",
-    ),
-    click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
-    click.option(
+    )
+    verify.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+    verify.add_argument(
         "--jobs",
-        type=click.IntRange(min=1, max=256),
+        type=_at_least(1, _MAX_JOBS),
         default=1,
-        show_default=True,
-        help="Processes that share the signature checks.",
-    ),
-    click.option(
+        metavar="N",
+        help="Processes that share the signature checks (default 1).",
+    )
+    verify.add_argument(
         "--max-ratio",
-        type=click.IntRange(min=1),
+        type=_at_least(1),
         default=DEFAULT_LIMITS.max_ratio,
-        show_default=True,
-        help="Bytes the members may inflate to per byte of the zip (a bomb's is ~1,000).",
-    ),
-)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def verify_options(command: F) -> F:
-    """Add the options of ``verify`` to a click command, which receives them as the keyword
-    arguments of :func:`run_verify` (``registre verify FILE.zip`` shares them this way)."""
-    for option in reversed(_VERIFY_OPTIONS):
-        command = option(command)
-    return command
+        metavar="R",
+        help="Bytes the members may inflate to per byte of the zip (a bomb's is ~1,000; "
+        f"default {DEFAULT_LIMITS.max_ratio}).",
+    )
+    return parser
 
 
-class ReportedFailure(RegistreError):
-    """A failed verification whose report was already printed. The message is the first
-    failure's one-line sentence; ``exit_code`` is the failing check's (1, or 2 for unusable
-    input); ``hint`` is the failing error's, if it had one."""
-
-    def __init__(self, line: str, exit_code: int) -> None:
-        super().__init__(line)
-        self.exit_code = exit_code
-
-
-@cli.command("verify")
-@click.argument("bundle", type=click.Path(dir_okay=False, path_type=Path))
-@verify_options
-def verify(bundle: Path, **options: Any) -> None:
-    """Verify an audit bundle against pinned keys, offline."""
-    run_verify(bundle, **options)
+# --- verifying --------------------------------------------------------------------------------
 
 
 def run_verify(
@@ -170,8 +225,8 @@ def run_verify(
     with ``as_json``) to standard output; return it.
 
     ``require_full`` refuses partial bundles; ``max_age`` (seconds) refuses a head whose newest
-    pinned-witness cosignature is older. Raises click.UsageError unless exactly one of
-    ``key_text`` and ``key_file`` is given,
+    pinned-witness cosignature is older. Raises KeyPinError unless exactly one of
+    ``key_text`` and ``key_file`` is given, PrivateKeyGivenError for a private key,
     BadKeyError (and the other MalformedErrors) for unusable keys, and -- after printing the
     report -- :class:`ReportedFailure` when a check fails. Input so broken that no report was
     started raises its own RegistreError.
@@ -201,52 +256,65 @@ def run_verify(
 
 def pinned_log_key(key_text: str | None, key_file: Path | None) -> Verifier:
     """The log key an auditor pins: exactly one of ``--key`` (text) and ``--key-file``.
-    click.UsageError for neither or both; BadKeyError for an unreadable or malformed key."""
+    KeyPinError for neither or both; PrivateKeyGivenError for an operator's private key (a
+    key file, or a signer key string); BadKeyError for an unreadable or malformed key."""
     if (key_text is None) == (key_file is None):
-        raise click.UsageError("pin the log's key with exactly one of --key and --key-file")
+        raise KeyPinError("pin the log's key with exactly one of --key and --key-file")
     if key_file is not None:
         try:
             key_text = key_file.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise BadKeyError(f"cannot read key file {key_file}: {exc}") from None
+        if holds_private_key(key_text):
+            public = key_file.with_suffix(".vkey").name if key_file.suffix == ".key" else None
+            public = public or "operator.vkey"
+            raise PrivateKeyGivenError(
+                f"{key_file} is an operator (private) key; pass {public}, its verifier key"
+            ).with_hint(
+                f"`registre key export --key-file {key_file} -o {public}` writes it; a "
+                "verifier never needs the private key"
+            )
     assert key_text is not None
+    if holds_private_key(key_text):
+        raise PrivateKeyGivenError(
+            "--key holds an operator (private) key; pass its verifier key (NAME+KEYID+BASE64)"
+        ).with_hint("`registre key show` prints the verifier key")
     return Verifier.from_vkey(key_text)
 
 
 def _print(report: VerifyReport, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        text = json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
     else:
-        click.echo(report.render(), nl=False)
+        text = report.render()
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the CLI: one line on standard error per error (and one for its hint, if any), exit
-    0, 1 or 2, no traceback."""
+    """Run the command line: one line on standard error per error (and one for its hint, if
+    any), exit 0, 1 or 2, no traceback."""
+    parser = _parser()
     try:
-        cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name=_PROGRAM,
-            standalone_mode=False,
-        )
+        arguments = vars(parser.parse_args(list(argv) if argv is not None else None))
+        if arguments.pop("command") is None:
+            parser.print_help()
+            sys.exit(0)
+        run_verify(arguments.pop("bundle"), **arguments)
     except RegistreError as error:
         _fail(str(error), error.exit_code, error.hint)
-    except click.exceptions.Abort:
-        _fail("aborted", 130)
-    except click.ClickException as error:
-        hint = " (see --help)" if isinstance(error, click.UsageError) else ""
-        _fail(error.format_message() + hint, 2)
     except OSError as error:
         _fail(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), 2)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
 
 
-def _fail(message: str, code: int, hint: str | None = None) -> None:
+def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     line = " ".join(message.split())
-    click.echo(f"{_PROGRAM}: error: {line}", err=True)
+    sys.stdout.flush()
+    sys.stderr.write(f"{_PROGRAM}: error: {line}\n")
     if hint:
-        click.echo(f"{_PROGRAM}: hint: {' '.join(hint.split())}", err=True)
+        sys.stderr.write(f"{_PROGRAM}: hint: {' '.join(hint.split())}\n")
     sys.exit(code)
 
 

@@ -15,7 +15,11 @@ always under one of these families.
 from __future__ import annotations
 
 # The roots live on the ground floor (registre.errors), shared with lifecycle.
-from registre.errors import MalformedError, VerificationError
+import errno
+import os
+from pathlib import Path
+
+from registre.errors import MalformedError, RefusedError, UnavailableError, VerificationError
 
 __all__ = [
     "BadKeyError",
@@ -27,12 +31,15 @@ __all__ = [
     "NoTrustedSignatureError",
     "NoteFormatError",
     "OriginMismatchError",
+    "OutputFolderError",
+    "OutputWriteError",
     "ProofBoundsError",
     "ProofLengthError",
     "QuorumNotMetError",
     "RootMismatchError",
     "TooManySignaturesError",
     "WeakKeyError",
+    "output_error",
 ]
 
 
@@ -100,3 +107,37 @@ class CosignatureError(VerificationError):
 
 class QuorumNotMetError(VerificationError):
     """Fewer valid cosignatures from pinned witnesses than the policy requires."""
+
+
+# --- writing an output file --------------------------------------------------------------
+
+
+class OutputFolderError(RefusedError):
+    """An output file (a bundle, a transcript, a report) whose folder does not exist, or is
+    not a folder: nothing was written (exit 2)."""
+
+
+class OutputWriteError(UnavailableError):
+    """An output file that could not be written -- no permission, a read-only or full file
+    system, one without hard links -- named by its own path, never by the temporary file it
+    was being written through; nothing was left behind (exit 3)."""
+
+
+def output_error(
+    target: str | os.PathLike[str], error: OSError
+) -> OutputFolderError | OutputWriteError:
+    """The error to raise for ``error``, met while writing ``target`` through a temporary
+    file beside it: it names ``target`` and its folder, never the temporary name."""
+    path = Path(target)
+    folder = path.parent if str(path.parent) else Path(".")
+    if error.errno in (errno.ENOENT, errno.ENOTDIR) and not folder.is_dir():
+        return OutputFolderError(
+            f"cannot write {path}: its folder {folder} does not exist"
+        ).with_hint("create the folder first, or choose another path")
+    reason = error.strerror or type(error).__name__
+    failure = OutputWriteError(f"cannot write {path}: {reason.lower()}")
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return failure.with_hint(f"choose a folder you can write to (not {folder})")
+    if error.errno == errno.ENOSPC:
+        return failure.with_hint(f"free space on the file system of {folder}, or write elsewhere")
+    return failure

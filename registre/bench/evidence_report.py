@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from registre.bench.report_cells import cell_budget, cell_share
+from registre.bench.report_cells import cell_share, run_label
 
 __all__ = ["evidence_cell", "evidence_table"]
 
@@ -38,7 +38,7 @@ def evidence_table(results: Mapping[str, Any]) -> list[str]:
             "| "
             + " | ".join(
                 [
-                    f"{run['entries']:,} @ {cell_budget(run['budget'])}",
+                    run_label(run),
                     str(evidence["samples"]),
                     cell_share(evidence["named_share"]),
                     cell_share(evidence["stated_share"]),

@@ -4,9 +4,10 @@
 
 1. a line naming the machine, the date and the command's sizes and budgets;
 2. the table of the README's "long investigations and context budgets" section: one row
-   per run (entries, budget, append rate, projection p50 / p99, the naive re-fold at its
-   largest sample, compactions, tokens used, compression, pins and active evidence kept);
-3. the scale table of issue 17, one column per budget at the largest size: projection
+   per run (the run as ``SIZE @ BUDGET``, the entries it wrote, append rate, projection
+   p50 / p99, the naive re-fold at its largest sample, compactions, tokens used,
+   compression, pins and active evidence kept);
+3. the scale table, one column per budget at the largest size: projection
    p50 / p99 (and in the last third of the history), the naive re-fold over ours, the
    model call p50, verify beside its signature checks alone, peak memory of export and
    verify, and the whole run. With ``--old``, each cell reads ``old → new`` (the old
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from registre.bench.report import summary_table
+from registre.bench.report_cells import run_label
 
 __all__ = ["header_line", "main", "render", "scale_table"]
 
@@ -140,7 +142,13 @@ def scale_table(results: Mapping[str, Any], old: Mapping[str, Any] | None = None
     new_runs = _largest(results)
     old_runs = _largest(old) if old is not None else {}
     budgets = sorted(new_runs)
-    header = ["", *(f"{_budget(b)} ({new_runs[b]['entries']:,} entries)" for b in budgets)]
+    header = [
+        "",
+        *(
+            f"{run_label(new_runs[b])} ({new_runs[b]['entries']:,} entries written)"
+            for b in budgets
+        ),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, cell in _ROWS:
         cells = [label]

@@ -1,30 +1,35 @@
 """``report.md``: the results of ``registre bench`` as tables people can read.
 
-:func:`render_report` turns a results document (``specs/bench.md``) into Markdown: the cost
-table, projection latency against history length, the context-quality table, the
-working-context quality of registre beside three baselines (with the goals of issue 12 and
-where registre loses), the pins the truncation baseline loses, the Merkle tree beside
-pymerkle, the investigation's mix, and how each figure was measured. :data:`METRICS` names
-every metric the report must show (the tests check that each appears).
+:func:`render_report` turns a results document (``specs/bench.md``) into Markdown: first
+"Which budget?" (fact recall and tokens against the budget per method, and the
+recommendation computed from the run: :mod:`registre.bench.budget_report`), then the summary
+and cost tables, projection latency against history length, the context-quality table, the
+working-context quality of registre beside three baselines (with its goals and where
+registre loses), the pins the truncation baseline loses, the Merkle tree beside pymerkle,
+the investigation's mix, and how each figure was measured. Every table names a run as
+:func:`~registre.bench.report_cells.run_label` does (``1,000 @ 8k``), with the entries it
+wrote in a column of their own. :data:`METRICS` names every metric the report must show (the
+tests check that each appears).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
+from registre.bench.budget_report import METHOD_NAMES, which_budget_section
 from registre.bench.evidence_report import evidence_cell, evidence_table
 from registre.bench.facts import FACT_KINDS
 from registre.bench.quality import METHODS
 from registre.bench.report_cells import (
-    cell_budget,
     cell_ms,
     cell_pct,
     cell_s,
     cell_share,
     cell_size,
     cell_verify,
+    run_label,
     table,
 )
 from registre.bench.report_method import method_text
@@ -33,6 +38,7 @@ from registre.bench.scale_report import scale_sections
 __all__ = ["METRICS", "render_report", "summary_table", "working_context_table"]
 
 METRICS = (
+    "Which budget?",
     "append throughput",
     "model call latency",
     "projection latency p50 / p99",
@@ -83,8 +89,8 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
         context = run["context"]
         rows.append(
             [
+                run_label(run),
                 f"{run['entries']:,}",
-                cell_budget(run["budget"]),
                 f"{run['append']['per_second']:,.0f}/s" if run["append"]["per_second"] else "-",
                 f"{cell_ms(run['projection']['ours']['p50_ms'])} / "
                 f"{cell_ms(run['projection']['ours']['p99_ms'])}",
@@ -98,8 +104,8 @@ def summary_table(results: Mapping[str, Any]) -> list[str]:
             ]
         )
     header = [
-        "entries",
-        "budget",
+        "run",
+        "entries written",
         "append throughput",
         "projection latency p50 / p99",
         "naive projection (largest sample)",
@@ -120,13 +126,14 @@ def _cost(results: Mapping[str, Any]) -> list[str]:
         calls = run["model_calls"]
         rows.append(
             [
+                run_label(run),
                 f"{run['entries']:,}",
-                cell_budget(run["budget"]),
                 f"{run['append']['per_second']:,.0f}/s",
                 f"{run['append']['plain_per_second']:,.0f}/s",
                 f"{cell_ms(calls['p50_ms'])} / {cell_ms(calls['p99_ms'])}",
-                f"{compaction['count']} ({compaction['folds']} folds, {compaction['refolds']} "
-                f"refolds, {compaction['stub_only']} stub-only)",
+                f"{compaction['count']} ({_count(compaction['folds'], 'fold')}, "
+                f"{_count(compaction['refolds'], 'refold')}, {compaction['stub_only']} "
+                "stub-only)",
                 f"{cell_ms(compaction['p50_ms'])} / {cell_ms(compaction['p99_ms'])}",
                 cell_size(bundle["bytes"]),
                 cell_s(bundle["export_s"]),
@@ -135,8 +142,8 @@ def _cost(results: Mapping[str, Any]) -> list[str]:
             ]
         )
     header = [
-        "entries",
-        "budget",
+        "run",
+        "entries written",
         "append throughput (all steps)",
         "plain appends",
         "model call latency p50 / p99",
@@ -157,7 +164,7 @@ def _latency_by_history(results: Mapping[str, Any]) -> list[str]:
             upper = "+" if bucket["to"] is None else f"-{bucket['to']:,}"
             rows.append(
                 [
-                    f"{run['size']:,} @ {cell_budget(run['budget'])}",
+                    run_label(run),
                     f"{bucket['from']:,}{upper}",
                     f"{cell_ms(bucket['ours_p50_ms'])} / {cell_ms(bucket['ours_p99_ms'])} "
                     f"(n={bucket['ours_samples']})",
@@ -184,8 +191,8 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
         conclusions = run["conclusions"]
         rows.append(
             [
+                run_label(run),
                 f"{run['entries']:,}",
-                cell_budget(run["budget"]),
                 f"{run['context']['final_tokens']:,} of {run['budget']:,} "
                 f"(history {run['context']['final_history_tokens']:,})",
                 f"{pointers['resolved']}/{pointers['checked']} "
@@ -198,8 +205,8 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
             ]
         )
     header = [
-        "entries",
-        "budget",
+        "run",
+        "entries written",
         "context at the last call (tokens)",
         "pointer resolvability",
         "conclusions left stale / repaired / stale at end",
@@ -207,14 +214,6 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
         "model calls refused (context cannot fit)",
     ]
     return table(header, rows)
-
-
-_METHOD_NAMES: Final = {
-    "registre": "registre",
-    "truncation": "truncation",
-    "observation_masking": "observation masking",
-    "rolling_summary": "rolling summary",
-}
 
 
 def _recall(figures: Mapping[str, Any]) -> str:
@@ -245,8 +244,8 @@ def working_context_table(results: Mapping[str, Any]) -> list[str]:
             summary_lines = figures["pointers"]["span_p50"] is not None
             rows.append(
                 [
-                    f"{run['entries']:,} @ {cell_budget(run['budget'])}",
-                    _METHOD_NAMES[name],
+                    run_label(run),
+                    METHOD_NAMES[name],
                     _recall(figures),
                     cell_pct(recall["summarized"], recall["needs"]) if recall["needs"] else "-",
                     _span(figures["pointers"]),
@@ -292,7 +291,7 @@ def _recall_by_kind(results: Mapping[str, Any]) -> list[str]:
                     if not tally
                     else f"{cell_pct(tally['recalled'], tally['needs'])} (n={tally['needs']})"
                 )
-            rows.append([f"{run['entries']:,} @ {cell_budget(run['budget'])}", _METHOD_NAMES[name]])
+            rows.append([run_label(run), METHOD_NAMES[name]])
             rows[-1] += cells
     return table(["run", "method", *FACT_KINDS], rows)
 
@@ -302,7 +301,7 @@ def _recall_goal(budget: int) -> float:
 
 
 def _goals(results: Mapping[str, Any]) -> list[str]:
-    """Issue 12's goals against registre's figures: printed, never asserted."""
+    """Registre's goals against its figures: printed, never asserted."""
     rows = []
     for run in _full(results):
         methods = run["working_context"]["methods"]
@@ -321,7 +320,7 @@ def _goals(results: Mapping[str, Any]) -> list[str]:
 
         rows.append(
             [
-                f"{run['entries']:,} @ {cell_budget(run['budget'])}",
+                run_label(run),
                 verdict(
                     share is not None and share >= goal, f"{cell_share(share)}; goal ≥ {goal:.0%}"
                 ),
@@ -353,10 +352,10 @@ def _losses(results: Mapping[str, Any]) -> list[str]:
     for run in _full(results):
         methods = run["working_context"]["methods"]
         ours = methods["registre"]
-        where = f"{run['entries']:,} @ {cell_budget(run['budget'])}"
+        where = run_label(run)
         for name in METHODS[1:]:
             theirs = methods[name]
-            label = _METHOD_NAMES[name]
+            label = METHOD_NAMES[name]
             mine = ours["fact_recall"]["share"]
             other = theirs["fact_recall"]["share"]
             if _better(other, mine):
@@ -384,6 +383,11 @@ def _losses(results: Mapping[str, Any]) -> list[str]:
     return lines or ["- nowhere in these runs."]
 
 
+def _count(number: int, noun: str) -> str:
+    """``1 fold``, ``2 folds``."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
 def _refused(calls: Mapping[str, Any]) -> str:
     return f"{calls['refused']} of {calls['count'] + calls['refused']}"
 
@@ -395,7 +399,7 @@ def _pins(results: Mapping[str, Any]) -> list[str]:
         for kind, tally in run["pins"]["by_kind"].items():
             rows.append(
                 [
-                    f"{run['size']:,} @ {cell_budget(run['budget'])}",
+                    run_label(run),
                     kind,
                     str(tally["checks"]),
                     cell_pct(tally["ours_kept"], tally["checks"]),
@@ -411,8 +415,8 @@ def _pins(results: Mapping[str, Any]) -> list[str]:
         lost = last["pins"]["lost_at_end"]
         lines += [
             "",
-            f"At the last sample of the {last['size']:,}-entry run at "
-            f"{cell_budget(last['budget'])} (entry {lost['at']}), the truncation baseline had "
+            f"At the last sample of the run {run_label(last)} (entry {lost['at']:,}), the "
+            "truncation baseline had "
             f"silently lost {len(lost['truncation'])} live pins; registre had lost "
             f"{len(lost['ours'])}:",
             "",
@@ -437,8 +441,8 @@ def _merkle(results: Mapping[str, Any]) -> list[str]:
 
         rows.append(
             [
+                run_label(run),
                 f"{merkle['leaves']:,}",
-                cell_budget(run["budget"]),
                 pair("build_s"),
                 pair("inclusion_s"),
                 pair("consistency_s"),
@@ -448,8 +452,8 @@ def _merkle(results: Mapping[str, Any]) -> list[str]:
     full = _full(results)
     version = full[0]["merkle"]["pymerkle"] if full else "-"
     header = [
+        "run",
         "leaves",
-        "budget",
         "build the tree (ours / pymerkle)",
         "inclusion proof",
         "consistency proof",
@@ -465,7 +469,7 @@ def _mix(results: Mapping[str, Any]) -> list[str]:
         [kind] + [cell_pct(run["kinds"].get(kind, 0), run["entries"]) for run in results["runs"]]
         for kind in kinds
     ]
-    header = ["kind"] + [f"{r['size']:,} @ {cell_budget(r['budget'])}" for r in results["runs"]]
+    header = ["kind"] + [run_label(r) for r in results["runs"]]
     return table(header, rows)
 
 
@@ -483,6 +487,7 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         f"{config['token_counter']} · seed {config['seed']} · jobs={config.get('jobs', 1)} · "
         f"{results['seconds']:.0f} s in all",
         "",
+        *which_budget_section(results, plots["budget"].name if "budget" in plots else None),
         "## Summary",
         "",
         *summary_table(results),
@@ -512,7 +517,7 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "",
         *_recall_by_kind(results),
         "",
-        "Goals (issue 12), printed next to registre's figures and never asserted:",
+        "Registre's goals, printed next to its figures and never asserted:",
         "",
         *_goals(results),
         "",
@@ -542,14 +547,14 @@ def render_report(results: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         "",
         "## Plots",
         "",
-        *[f"![{name}]({path.name})" for name, path in plots.items()],
+        *[f"![{name}]({path.name})" for name, path in plots.items() if name != "budget"],
         "",
         "## Method",
         "",
         method_text(config.get("jobs", 1)),
     ]
     refusals = {
-        f"{run['size']:,} @ {cell_budget(run['budget'])}": run["model_calls"]["refusals"]
+        run_label(run): run["model_calls"]["refusals"]
         for run in results["runs"]
         if run["model_calls"]["refusals"]
     }

@@ -20,6 +20,7 @@ __all__ = [
     "cell_share",
     "cell_size",
     "cell_verify",
+    "run_label",
     "table",
 ]
 
@@ -71,6 +72,14 @@ def cell_share(value: float | None, digits: int = 1) -> str:
 def cell_pct(part: float, whole: float) -> str:
     """``part`` of ``whole`` as a percentage (``-`` for nothing out of nothing)."""
     return "-" if not whole else f"{100 * part / whole:.1f}%"
+
+
+def run_label(run: Mapping[str, Any]) -> str:
+    """A run as every table and plot names it: its planned size and budget (``1,000 @ 8k``,
+    ``1,000,000 @ 8k (lean)``). The entries it wrote (a few more: compactions and model
+    calls come on top) are a column of their own where they matter."""
+    lean = " (lean)" if run.get("lean") else ""
+    return f"{run['size']:,} @ {cell_budget(run['budget'])}{lean}"
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

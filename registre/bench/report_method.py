@@ -42,7 +42,7 @@ investigation, and only compactions and model calls differ.
 - **admitting entry in view** (the figure called *active evidence referenced* before
   `registre-bench/4`): active evidence whose admitting entry the manifest does not mark
   `folded` (verbatim, pinned, summarized or stubbed); for truncation, inside the window. It
-  does not count the lifecycle block, where the context names active evidence since issue 12.
+  does not count the lifecycle block, where the context names active evidence too.
 - **pointer resolvability**: both ends of every summary pointer span (or a seeded sample)
   expanded with `thread.expand` (entry plus verified inclusion proof).
 - **conclusions left stale / repaired**: hypotheses flagged stale by an evidence change, and

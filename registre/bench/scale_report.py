@@ -1,4 +1,4 @@
-"""The scale sections of ``report.md`` (issue 17): what each step of a run costs in time and
+"""The scale sections of ``report.md``: what each step of a run costs in time and
 peak memory, projection latency by third of the history and by budget, the verifier beside
 its signature checks alone, and appends beside their raw floors.
 
@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from registre.bench.report_cells import (
-    cell_budget,
     cell_mb,
     cell_ms,
     cell_ratio,
     cell_s,
     cell_share,
     cell_verify,
+    run_label,
     table,
 )
 
@@ -42,17 +42,12 @@ _HOW: Final = {
 }
 
 
-def _run_name(run: Mapping[str, Any]) -> str:
-    lean = " (lean)" if run.get("lean") else ""
-    return f"{run['entries']:,} @ {cell_budget(run['budget'])}{lean}"
-
-
 def steps_table(results: Mapping[str, Any]) -> list[str]:
     """One row per run: each step's wall time and peak resident memory."""
     rows = []
     for run in results["runs"]:
         steps = run["steps"]
-        cells = [_run_name(run)]
+        cells = [run_label(run)]
         for name in STEP_NAMES:
             step = steps[name]
             count = step.get("count")
@@ -87,7 +82,7 @@ def flat_table(results: Mapping[str, Any]) -> list[str]:
     runs = sorted(results["runs"], key=lambda run: (run["budget"], run["size"]))
     for run in runs:
         projection = run["projection"]
-        cells = [cell_budget(run["budget"]), f"{run['entries']:,}"]
+        cells = [run_label(run), f"{run['entries']:,}"]
         for part in projection["by_third"]:
             cells.append(
                 f"{cell_ms(part['ours_p50_ms'])} / {cell_ms(part['ours_p99_ms'])} "
@@ -113,8 +108,8 @@ def flat_table(results: Mapping[str, Any]) -> list[str]:
             )
         rows.append(cells)
     header = [
-        "budget",
-        "entries",
+        "run",
+        "entries written",
         "projection p50 / p99, first third",
         "second third",
         "last third",
@@ -136,7 +131,7 @@ def verify_table(results: Mapping[str, Any]) -> list[str]:
         ratio = bundle["verify_s"] / signatures if signatures else None
         rows.append(
             [
-                _run_name(run),
+                run_label(run),
                 f"{bundle['entries']:,}",
                 str(bundle["verify_jobs"]),
                 cell_verify(bundle),
@@ -147,7 +142,7 @@ def verify_table(results: Mapping[str, Any]) -> list[str]:
         )
     header = [
         "run",
-        "entries",
+        "entries written",
         "jobs",
         "verify the bundle",
         "Ed25519 checks of its entries alone",

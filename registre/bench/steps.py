@@ -133,12 +133,14 @@ def append_step(kind: str, phase: str, body: Mapping[str, Any], actor: str) -> S
 
 def read_step(phase: str, refs: Sequence[SourceRef]) -> Step:
     """``thread.read_source(refs)``."""
-    return _lifecycle("source.read", phase, lambda thread: thread.read_source(refs))
+    return _lifecycle("source.read", phase, lambda thread: thread.read_source(refs, partial=True))
 
 
 def upsert_step(phase: str, statements: Sequence[Mapping[str, Any]]) -> Step:
     """``thread.evidence.upsert(statements)`` (a batch: some items may be rejected)."""
-    return _lifecycle("evidence.upsert", phase, lambda thread: thread.evidence.upsert(statements))
+    return _lifecycle(
+        "evidence.upsert", phase, lambda thread: thread.evidence.upsert(statements, partial=True)
+    )
 
 
 def evidence_revise_step(

@@ -108,7 +108,7 @@ def source_read(
         raise LifecycleFormatError(option, exc.problem).with_hint(exc.hint) from None
     assert isinstance(request, ReadRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
-        result = ledger.thread(thread_id).read_source(request.refs, actor=actor)
+        result = ledger.thread(thread_id).read_source(request.refs, actor=actor, partial=True)
     report_batch(result, "reference", as_json=as_json)
 
 
@@ -150,7 +150,9 @@ def upsert(
     request = parse_request(EVIDENCE_UPSERT, value, "--body")
     assert isinstance(request, UpsertRequest)
     with open_ledger(db, key_file, need_key=True) as ledger:
-        result = ledger.thread(thread_id).evidence.upsert(request.statements, actor=actor)
+        result = ledger.thread(thread_id).evidence.upsert(
+            request.statements, actor=actor, partial=True
+        )
     report_batch(result, "statement", as_json=as_json)
 
 

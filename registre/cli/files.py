@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from registre.attest.errors import output_error
 from registre.errors import RefusedError
 
 __all__ = ["OutputExistsError", "check_output", "terminal_text", "to_terminal", "write_atomically"]
@@ -80,11 +81,14 @@ def _default_mode() -> int:
 def write_atomically(path: Path, chunks: Iterable[str]) -> None:
     """Write the text ``chunks`` to ``path`` (UTF-8) through a temporary file and a rename.
 
-    Raises OSError (the CLI turns it into one line); on any failure the temporary file is
-    removed and ``path`` is untouched.
+    Raises OutputFolderError or OutputWriteError naming ``path`` (never the temporary file);
+    on any failure the temporary file is removed and ``path`` is untouched.
     """
     folder = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    except OSError as error:
+        raise output_error(path, error) from None
     try:
         os.fchmod(handle, _default_mode())
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -93,6 +97,9 @@ def write_atomically(path: Path, chunks: Iterable[str]) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
+    except OSError as error:  # it names the temporary file: name the output instead
+        Path(temporary).unlink(missing_ok=True)
+        raise output_error(path, error) from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import click
 
-from registre.attest.__main__ import ReportedFailure, pinned_log_key, verify_options
+from registre.attest.__main__ import ReportedFailure, pinned_log_key
 from registre.attest.bundles import DEFAULT_LIMITS
 from registre.attest.notes import CosignatureVerifier
 from registre.attest.verify import TrustPolicy, plural
+from registre.cli.bundle_options import verify_options
 from registre.cli.files import write_atomically
 from registre.report import gather, render_report
 

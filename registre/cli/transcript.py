@@ -1,5 +1,6 @@
-"""`registre transcript THREAD --format md|html|ipynb|slides|openai|anthropic|claude-code`.
+"""`registre transcript THREAD [--format chat|md|html|ipynb|slides|openai|anthropic|claude-code]`.
 
+``chat`` (the default): the conversation as plain text, one block per entry, for a terminal;
 ``md`` / ``html``: the whole ledger, readable (below); ``ipynb``: a Jupyter notebook
 (:mod:`registre.report.notebook`); ``slides``: a self-contained HTML deck
 (:mod:`registre.report.slides`) -- both read from the database, so they say that no bundle
@@ -43,11 +44,13 @@ __all__ = ["transcript_command"]
     "--format",
     "fmt",
     type=click.Choice((*FORMATS, *_PROJECTIONS, *WRITEBACK_FORMATS)),
-    required=True,
-    help="md or html (every entry, readable); ipynb (a Jupyter notebook, needs "
-    "registre[notebook]); slides (an HTML deck: task, findings, compactions, finals); or "
-    "openai, anthropic, claude-code (a provider transcript). For slides and a notebook with "
-    "a bundle's verdict: registre report BUNDLE.zip --slides F --notebook F.",
+    default=FORMATS[0],
+    show_default=True,
+    help="chat (the conversation as plain text), md or html (every entry, readable); ipynb "
+    "(a Jupyter notebook, needs registre[notebook]); slides (an HTML deck: task, findings, "
+    "compactions, finals); or openai, anthropic, claude-code (a provider transcript). For "
+    "slides and a notebook with a bundle's verdict: registre report BUNDLE.zip --slides F "
+    "--notebook F.",
 )
 @click.option(
     "-o",

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from registre.attest.__main__ import run_verify, verify_options
+from registre.attest.__main__ import run_verify
 from registre.attest.notes import Verifier
+from registre.cli.bundle_options import verify_options
 from registre.cli.options import (
     db_option,
     echo_json,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn
 
 from registre.attest.canonical_json import MAX_SAFE_INTEGER, canonical_bytes, parse_canonical
-from registre.attest.entries import check_actor, validate_body
+from registre.attest.entries import actor_name, check_actor_name, validate_body
 from registre.errors import MalformedError
 from registre.importers.pairing import Pairing
 
@@ -281,7 +281,13 @@ class SourceMessage:
         where = at or self.at
         paired = self.conversation.pairing.result(call_id)
         if paired is None:
-            where.fail(self.conversation.pairing.why_unpaired(call_id))
+            try:
+                where.fail(self.conversation.pairing.why_unpaired(call_id))
+            except TranscriptError as error:
+                raise error.with_hint(
+                    "a transcript that starts with the results of calls made in another file "
+                    "imports after that file (in the same run, or an earlier import)"
+                ) from None
         ref, call_name = paired
         if name is not None and name != call_name:
             where.fail(f"result names tool {name!r} but call {call_id!r} was to {call_name!r}")
@@ -290,7 +296,7 @@ class SourceMessage:
             body["call_ref"] = ref
         if is_error:
             body["is_error"] = True
-        self._add("tool.result", body, f"tool:{call_name}", fills)
+        self._add("tool.result", body, actor_name(f"tool:{call_name}"), fills)
 
     def imported(
         self,
@@ -361,7 +367,7 @@ class SourceMessage:
         for entry in self.entries:
             try:
                 validate_body(entry.kind, entry.body)
-                check_actor(entry.actor)
+                check_actor_name(entry.actor)
             except MalformedError as exc:
                 self.at.fail(f"cannot be recorded as a {entry.kind} entry: {exc}")
         return self.entries

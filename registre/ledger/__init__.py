@@ -33,6 +33,9 @@ if TYPE_CHECKING:
         ThreadInclusionProof,
         TreeHead,
     )
+    from registre.ledger.core.tool_calls import (
+        OrphanToolResultError,
+    )
     from registre.ledger.errors import (
         LedgerNotFoundError,
     )
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
         format_inclusion_proof,
     )
     from registre.ledger.exchange.transcript import (
+        LOG_WIDTH,
+        entry_line,
         render_transcript,
     )
     from registre.ledger.exchange.writeback import (
@@ -61,10 +66,13 @@ if TYPE_CHECKING:
         Ledger,
     )
     from registre.ledger.lifecycle.api import (
+        BatchRefusedError,
         BatchResult,
         ConclusionRefusedError,
+        EvidenceRefusedError,
         LifecycleRefusedError,
         PinRefusedError,
+        ReadRefusedError,
         RevisionRefusedError,
         StepResult,
         source_ref,
@@ -114,20 +122,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_TIMEOUT_S",
+    "LOG_WIDTH",
     "WRITEBACK_FORMATS",
+    "BatchRefusedError",
     "BatchResult",
     "ConclusionRecord",
     "ConclusionRefusedError",
     "ContextDiff",
     "DiffRun",
     "EvidenceRecord",
+    "EvidenceRefusedError",
     "ExportResult",
     "ImportJob",
     "ImportReport",
     "Ledger",
     "LedgerNotFoundError",
     "LifecycleRefusedError",
+    "OrphanToolResultError",
     "PinRefusedError",
+    "ReadRefusedError",
     "RevisionRefusedError",
     "StepResult",
     "StoredCheckpoint",
@@ -144,6 +157,7 @@ __all__ = [
     "context_diff",
     "database_fault",
     "database_url",
+    "entry_line",
     "export_claim",
     "export_thread",
     "format_consistency_proof",
@@ -170,6 +184,7 @@ __getattr__, __dir__ = lazy_face(
             "DiffRun",
             "context_diff",
         ),
+        "core.tool_calls": ("OrphanToolResultError",),
         "core.thread_core": (
             "StoredCheckpoint",
             "ThreadConsistencyProof",
@@ -191,17 +206,20 @@ __getattr__, __dir__ = lazy_face(
             "format_consistency_proof",
             "format_inclusion_proof",
         ),
-        "exchange.transcript": ("render_transcript",),
+        "exchange.transcript": ("LOG_WIDTH", "entry_line", "render_transcript"),
         "exchange.writeback": (
             "WRITEBACK_FORMATS",
             "write_chunks",
         ),
         "ledger": ("Ledger",),
         "lifecycle.api": (
+            "BatchRefusedError",
             "BatchResult",
             "ConclusionRefusedError",
+            "EvidenceRefusedError",
             "LifecycleRefusedError",
             "PinRefusedError",
+            "ReadRefusedError",
             "RevisionRefusedError",
             "StepResult",
             "source_ref",

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from registre.attest.entries import LIFECYCLE_KINDS, Entry
 from registre.context import TASK_PIN_KIND
 from registre.context.task_pin import TASK_PIN_ACTOR
+from registre.kinds import TOOL_CALL, TOOL_RESULT
 from registre.ledger.context.api import ContextThread
 from registre.ledger.context.store import CONTEXT_WRITE_KINDS, append_context_checked
 from registre.ledger.core.append import AppendItem, batch_kinds
@@ -63,12 +64,20 @@ class Thread(LifecycleThread, ContextThread):
         (:func:`registre.ledger.lifecycle.store.append_checked`; UndecidedOutcomeError
         otherwise); compactions and model calls must keep the context rules
         (:func:`registre.ledger.context.store.append_context_checked`;
-        ContextEntryRefusedError).
+        ContextEntryRefusedError); a ``tool.result`` must answer an earlier ``tool.call``
+        of the thread or the batch (:mod:`registre.ledger.core.tool_calls`;
+        OrphanToolResultError).
         """
         batch = list(items)
         kinds = batch_kinds(batch)
+        if TOOL_RESULT in kinds:
+            self._db.tool_calls.check(self._db.engine, self.id, batch)
         if not kinds.isdisjoint(CONTEXT_WRITE_KINDS):
-            return append_context_checked(self._db, self.id, batch)
-        if not kinds.isdisjoint(LIFECYCLE_KINDS):
-            return append_checked(self._db, self.id, batch)
-        return super().append_many(batch)
+            entries = append_context_checked(self._db, self.id, batch)
+        elif not kinds.isdisjoint(LIFECYCLE_KINDS):
+            entries = append_checked(self._db, self.id, batch)
+        else:
+            entries = super().append_many(batch)
+        if TOOL_CALL in kinds:
+            self._db.tool_calls.remember(self.id, batch)
+        return entries

@@ -157,6 +157,8 @@ BAD_CALLS = [
         {"call_id": "c", "content": "x", "is_error": "yes"},
         "argument is_error:",
     ),
+    ("record_tool_result", {"call_id": "c9", "content": "x"}, "answers no tool call"),
+    ("record_turn", {"role": "user", "text": "hi", "actor": "bob smith"}, "not an actor name"),
     ("context", {"budget": 2.0}, "argument budget: 2.0 is not of type 'integer'"),
     ("context", {"budget": 0}, "argument budget: 0 is less than the minimum of 1"),
     ("context", {"budget": 100, "model": "m", "at": 0}, "not both"),

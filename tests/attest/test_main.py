@@ -14,6 +14,7 @@ import pytest
 
 from registre.attest.__main__ import main
 from registre.attest.bundles import ZipFormatError
+from registre.attest.notes import Signer
 from registre.attest.verify import INACTIVE_LISTED
 from registre.attest.verify import verifier as verifier_module
 from registre.lifecycle import (
@@ -26,7 +27,16 @@ from registre.lifecycle import (
 from tests.bundles import ATTACKER, COSIGN_TIME, LOG, WITNESSES, Thread, build_thread, ref
 from tests.tamper.helpers import entry_lines, with_entry_lines
 
-BLOCKED = ("registre.ledger", "registre.bench", "registre.cli", "sqlmodel", "sqlalchemy", "psycopg")
+BLOCKED = (
+    "registre.ledger",
+    "registre.bench",
+    "registre.cli",
+    "sqlmodel",
+    "sqlalchemy",
+    "psycopg",
+    "click",
+    "aiohttp",
+)
 BLOCKER = """
 import importlib.abc, runpy, sys
 
@@ -177,7 +187,8 @@ def blocked_run(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def test_verifies_with_database_layers_blocked(tmp_path: Path) -> None:
-    """The regulator's path imports only attest, lifecycle, cryptography, rfc8785, click."""
+    """The regulator's path imports only attest, lifecycle, context, cryptography and rfc8785:
+    not click either (the options are read with argparse)."""
     probe = blocked_run(["--help"])
     assert probe.returncode == 0
     path = str(bundle_file(tmp_path))
@@ -261,3 +272,51 @@ def test_inactive_line_names_the_first_12_and_json_lists_all(
     report = json.loads(out)
     assert code == 0 and report["inactive"] == expected
     assert line in report["steps"][6]["checked"]
+
+
+def test_private_key_given_error_names_the_verifier_key_to_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--key-file operator.key` (the operator's private key, which `--key-file` means in
+    every other command) is refused as such, naming the file to pass instead."""
+    private = tmp_path / "operator.key"
+    Signer.generate("acme.example/ledger").save(private)
+    code, out, err = run(["verify", str(bundle_file(tmp_path)), "--key-file", str(private)], capsys)
+    assert (code, out) == (2, "")
+    error, hint = err.splitlines()
+    assert error == (
+        f"attest: error: {private} is an operator (private) key; pass operator.vkey, its "
+        "verifier key"
+    )
+    assert hint.startswith(f"attest: hint: `registre key export --key-file {private} -o ")
+    assert "whitespace" not in err
+
+
+def test_private_key_given_error_for_a_signer_key_string(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skey = Signer.generate("acme.example/ledger").skey()
+    code, _, err = run(["verify", str(bundle_file(tmp_path)), "--key", skey], capsys)
+    assert code == 2
+    assert err.startswith("attest: error: --key holds an operator (private) key;")
+
+
+def test_key_pin_error_without_a_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["verify", str(bundle_file(tmp_path))], capsys)
+    assert code == 2
+    assert err == "attest: error: pin the log's key with exactly one of --key and --key-file\n"
+
+
+def test_command_line_error_is_one_line_without_usage_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for args in (["verify", "--nope"], ["frobnicate"], ["verify"]):
+        code, out, err = run(args, capsys)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and err.startswith("attest: error: ")
+        assert "(see python -m registre.attest" in err and "usage:" not in err
+
+
+def test_help_needs_no_command_line_framework(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["verify", "--help"], capsys)
+    assert code == 0 and "--key-file" in out and "pip install registre" in out

@@ -89,3 +89,33 @@ def test_bad_input_in_a_real_process_fail(workdir: Path) -> None:
         assert done.returncode == 2 and lines[0].startswith("registre: error: ")
         assert [line.split(": ", 2)[1] for line in lines] in (["error"], ["error", "hint"])
         assert b"Traceback" not in done.stderr
+
+
+def test_orphan_tool_result_error_one_line_exit_2(initialised: str, run: Run) -> None:
+    body = '{"call_id":"c9","content":"rows"}'
+    message, hint = error_and_hint(run("append", "t1", "--kind", "tool.result", "--body", body))
+    assert message == (
+        "registre: error: the result answers no tool call: no earlier tool.call of thread t1 "
+        "has call_id 'c9'"
+    )
+    assert hint is not None and hint.startswith("registre: hint: append the tool.call first")
+    call = '{"call_id":"c9","name":"sql","arguments":{}}'
+    assert run("append", "t1", "--kind", "tool.call", "--body", call).code == 0
+    assert run("append", "t1", "--kind", "tool.result", "--body", body).code == 0
+
+
+def test_actor_name_error_one_line_exit_2(initialised: str, run: Run) -> None:
+    result = run("append", "t1", "--kind", "turn", "--actor", "bob smith", "--body", TURN)
+    message, hint = error_and_hint(result)
+    assert message == (
+        "registre: error: actor 'bob smith' is not an actor name (U+0020 at character 3)"
+    )
+    assert hint is not None and hint.endswith("write 'bob_smith'")
+    assert run("log", "t1", "--json").out.count("\n") == 3  # nothing written
+
+
+def test_float_in_body_error_hint_names_the_helper(initialised: str, run: Run) -> None:
+    call = '{"call_id":"c7","name":"set_threshold","arguments":{"ratio":0.25}}'
+    message, hint = error_and_hint(run("append", "t1", "--kind", "tool.call", "--body", call))
+    assert message.startswith("registre: error: body.arguments.ratio: expected no float")
+    assert hint is not None and "decimal_strings" in hint

@@ -245,6 +245,19 @@ def test_transcript_markdown_marks_compactions_and_pins(initialised: str, run: R
     assert '```text\n{"cmd":"ls 0"}\n```' in out
 
 
+def test_transcript_chat_view_is_the_default(initialised: str, run: Run) -> None:
+    """Without --format: the conversation as plain text, compactions between rules, pins,
+    tool calls and evidence labelled."""
+    run("pin", "t1", "--kind", "decision", "--text", "Use `ruff`", "--seq", "0")
+    compacted(run)
+    out = run("transcript", "t1").out
+    assert out == run("transcript", "t1", "--format", "chat").out
+    assert out.startswith("Transcript of thread t1 (origin registre.local/log/t1, ")
+    assert "\n#3 pinned decision pin-1  (operator, " in out and "\n    Use `ruff`\n" in out
+    assert "\n" + "-" * 72 + "\n#" in out and "compaction: folded entries 0-" in out
+    assert '\n    | {"cmd":"ls 0"}\n' in out
+
+
 @pytest.mark.parametrize(
     "args",
     [

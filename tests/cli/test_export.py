@@ -4,7 +4,9 @@ bad input is one line, exit 2, and no file."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -218,3 +220,60 @@ def test_bundle_and_database_options_do_not_mix(exported: Path, initialised: str
     assert run("verify", str(exported), "--key", initialised).code == 0
     assert run("verify", str(exported), "--key", initialised, "--require-full").code == 0
     assert run("verify", "--db").code == 0  # the database check is unchanged
+
+
+def test_private_key_given_error_through_registre_verify(
+    exported: Path, run: Run, workdir: Path
+) -> None:
+    """`--key-file` names the private key in every other command; given to `verify FILE.zip`
+    it is refused as what it is, with the file to pass instead (no whitespace complaint)."""
+    private = Path(".registre") / "operator.key"
+    assert private.exists()
+    message, hint = error_and_hint(run("verify", str(exported), "--key-file", str(private)))
+    assert message == (
+        f"registre: error: {private} is an operator (private) key; pass operator.vkey, its "
+        "verifier key"
+    )
+    assert hint == (
+        f"registre: hint: `registre key export --key-file {private} -o operator.vkey` writes "
+        "it; a verifier never needs the private key"
+    )
+    assert run("key", "export", "-o", "operator.vkey").code == 0
+    assert run("verify", str(exported), "--key-file", "operator.vkey").code == 0
+
+
+def test_output_folder_error_names_the_bundle_not_a_temporary_file(
+    exported: Path, run: Run, workdir: Path
+) -> None:
+    message, hint = error_and_hint(run("export", "t1", "-o", "missing/t1.zip"))
+    assert (
+        message == "registre: error: cannot write missing/t1.zip: its folder missing does not exist"
+    )
+    assert hint == "registre: hint: create the folder first, or choose another path"
+    message, _ = error_and_hint(run("transcript", "t1", "-o", "missing/t1.md"))
+    assert message.endswith("cannot write missing/t1.md: its folder missing does not exist")
+
+
+def test_output_write_error_never_names_the_temporary_file(
+    exported: Path, run: Run, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without hard links (the bundle is linked into place) or a full disk: the
+    error names the output, nothing is left behind, exit 3."""
+
+    def no_links(source: str, target: str) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted", source, None, target)
+
+    monkeypatch.setattr(os, "link", no_links)
+    message, hint = error_and_hint(run("export", "t1", "-o", "again.zip"), code=3)
+    assert message == "registre: error: cannot write again.zip: operation not permitted"
+    assert hint is not None and "--force" in hint
+    assert ".again.zip." not in message + hint and not list(workdir.glob(".again.zip*"))
+
+    def disk_full(source: str, target: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", source, None, target)
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    message, hint = error_and_hint(run("transcript", "t1", "-o", "t1.md"), code=3)
+    assert message == "registre: error: cannot write t1.md: no space left on device"
+    assert hint is not None and hint.startswith("registre: hint: free space")
+    assert not list(workdir.glob(".t1.md*")) and not (workdir / "t1.md").exists()

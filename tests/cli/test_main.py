@@ -18,8 +18,8 @@ from tests.cli.conftest import Run, error_and_hint, one_line_error
 
 CLI_DIR = Path(registre.cli.__file__).parent
 # Modules that hold no command: the package, the list itself, and the shared helpers.
-NOT_COMMANDS = {"__init__", "commands", "options", "files"}
-SHARED = ("registre.cli.options", "registre.cli.files")
+NOT_COMMANDS = {"__init__", "commands", "options", "files", "bundle_options"}
+SHARED = ("registre.cli.options", "registre.cli.files", "registre.cli.bundle_options")
 
 TOP_LEVEL = [
     *("append", "backup", "bench", "checkpoint", "compact", "conclude", "conclusions"),

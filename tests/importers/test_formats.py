@@ -282,8 +282,9 @@ def test_formats_by_name() -> None:
 
 def test_result_with_no_call_anywhere_fail() -> None:
     data = b'{"role": "tool", "tool_call_id": "nobody", "content": "x"}\n'
-    with pytest.raises(TranscriptError, match="which no call in this file or earlier"):
+    with pytest.raises(TranscriptError, match="which no call in this file or earlier") as info:
         parse_bytes(data, "openai")
+    assert info.value.hint is not None and "imports after that file" in info.value.hint
     pairing = Pairing()
     pairing.call("nobody", "bash", "an earlier import")
     (entry,) = parse_bytes(data, "openai", pairing)  # a continuation pairs

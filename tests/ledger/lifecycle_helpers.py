@@ -47,7 +47,8 @@ def investigation(thread: Thread) -> dict[str, Any]:
             {"text": "The auditor's opinion was unqualified.", "cites": ["r1"]},
             {"text": "Costs fell in 2023.", "cites": []},
             {"text": "Headcount rose to 41.", "cites": ["r9"]},
-        ]
+        ],
+        partial=True,
     )
     results["compute"] = thread.conclude("compute", "Revenue grew 10.5%.", ["ev-1", "ev-2"])
     results["final"] = thread.conclude("final", "Revenue grew by about 10%.", ["cc-1"])

@@ -34,6 +34,7 @@ from registre.attest.bundles.manifest import (
 from registre.attest.bundles.proofs import PROOFS_MEMBER, BundleProofs
 from registre.attest.bundles.zip_container import Zip64RequiredError, ZipStreamWriter
 from registre.attest.canonical_json import canonical_bytes
+from registre.attest.errors import output_error
 from registre.attest.notes import Checkpoint, parse_note
 from registre.errors import MalformedError, RefusedError
 
@@ -137,13 +138,17 @@ def write_bundle(
     temporary file in the target folder, is flushed and fsynced, then renamed over ``path``
     (``overwrite=True``) or linked to it only if ``path`` does not exist yet
     (:class:`BundleWriteError` if it does); the folder is fsynced after. A crash leaves either
-    no bundle or a complete one, never a torn file.
+    no bundle or a complete one, never a torn file. A file that cannot be written is
+    OutputFolderError or OutputWriteError, naming ``path`` and never the temporary file.
     """
     plan = _plan(origin, leaves, checkpoints, seqs, proofs, informational)
     target = Path(path)
     if not overwrite and target.exists():
         raise BundleWriteError(f"{target} exists; choose another name or allow overwriting")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        raise output_error(target, error) from None
     try:
         with os.fdopen(handle, "w+b") as stream:
             written = _write_zip(stream, plan, leaves)
@@ -158,7 +163,16 @@ def write_bundle(
                 raise BundleWriteError(
                     f"{target} appeared while writing; nothing was replaced"
                 ) from None
+            except OSError as error:  # a file system without hard links, ...
+                raise output_error(target, error).with_hint(
+                    "this file system may not hold hard links: write elsewhere, or pass "
+                    "--force (the bundle then replaces by rename)"
+                ) from None
             os.unlink(temporary)
+    except OSError as error:  # the error names the temporary file: name the bundle instead
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise output_error(target, error) from None
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)

@@ -41,7 +41,7 @@ from registre.attest.entries.entry import (
     MAX_LEAF_BYTES,
     Entry,
     EntryFormatError,
-    check_actor,
+    check_actor_name,
     check_thread_id,
     check_time,
     envelope_json,
@@ -140,7 +140,7 @@ def sign_entries(
     for offset, (kind, body, actor) in enumerate(items):
         actor_bytes = actors.get(actor) if type(actor) is str else None
         if actor_bytes is None:
-            check_actor(actor)
+            check_actor_name(actor)
             actor_bytes = actors[actor] = b'{"actor":' + _STRING(actor).encode()
         if time_unchecked:
             check_time(time)

@@ -36,14 +36,18 @@ each path, to raise the precise error -- the same verdict and message, sooner.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
-from registre.attest.canonical_json import MAX_SAFE_INTEGER
+import rfc8785
+
+from registre.attest.canonical_json import MAX_SAFE_INTEGER, NonFiniteNumberError
 from registre.attest.entries.body_base import (
     MAX_BODY_BYTES,
     MAX_DEPTH,
     BodySchemaError,
+    FloatInBodyError,
     UnknownKindError,
     describe,
     member,
@@ -56,6 +60,7 @@ from registre.lifecycle.codec import parse_body
 from registre.lifecycle.errors import LifecycleFormatError
 
 __all__ = [
+    "decimal_strings",
     "nests_within",
     "validate_body",
     "validate_schema",
@@ -120,6 +125,43 @@ def _plain_bound(value: dict[object, object] | list[object], depth: int) -> int:
     return size
 
 
+def _float_hint(path: str) -> str:
+    """What to do about a float at ``path``: the helper, and for tool arguments the field
+    that keeps them numbers."""
+    if path.startswith("body.arguments"):
+        return (
+            "convert them with registre.attest.entries.decimal_strings(arguments) "
+            '(0.25 -> "0.25"), or keep them numbers in body.arguments_json, their RFC 8785 text'
+        )
+    return (
+        "convert them with registre.attest.entries.decimal_strings(body) "
+        '(0.25 -> "0.25"), or write integers (per-mille, basis points)'
+    )
+
+
+def decimal_strings(value: Any) -> Any:
+    """``value`` with every float written as its canonical decimal string: the RFC 8785
+    (ECMAScript shortest round-trip) text of the number, as a string. ``{"ratio": 0.25}``
+    becomes ``{"ratio": "0.25"}``, ``1e21`` ``"1e+21"``, ``2.0`` ``"2"``; integers, strings,
+    booleans and None stay as they are; dicts and lists are copied (tuples become lists).
+
+    Entry bodies hold no floats (``specs/entries.md`` section 2, rule 2: a float's text
+    differs across languages, a string's does not), so this is what to do with a value that
+    has some before it goes into a body; the string is the number any JSON reader of the
+    original saw. NonFiniteNumberError for NaN and infinities, which JSON cannot write.
+    """
+    kind = type(value)
+    if kind is float:
+        if not math.isfinite(value):
+            raise NonFiniteNumberError(f"float {value!r} is not finite: JSON cannot write it")
+        return rfc8785.dumps(value).decode("ascii")
+    if kind is dict:
+        return {key: decimal_strings(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [decimal_strings(item) for item in value]
+    return value
+
+
 def _check_json_value(value: object, path: str, depth: int) -> None:
     """Rules 1-3 of the module docstring, recursively; ``depth`` counts containers."""
     if type(value) not in _JSON_TYPES:
@@ -129,16 +171,11 @@ def _check_json_value(value: object, path: str, depth: int) -> None:
             f"got {describe(value)}",
         )
     if isinstance(value, float):
-        fix = (
-            "carry tool arguments with floats as body.arguments_json"
-            if path.startswith("body.arguments")
-            else "write an integer (e.g. per-mille) or a string"
-        )
-        raise BodySchemaError(
+        raise FloatInBodyError(
             path,
             f"expected no float, got {value!r}: entry bodies hold integers and strings only "
-            f"(floats print differently across languages); {fix}",
-        )
+            "(floats print differently across languages)",
+        ).with_hint(_float_hint(path))
     if isinstance(value, str):
         utf8_size(value, path)
     elif isinstance(value, int) and not isinstance(value, bool):

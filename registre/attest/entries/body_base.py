@@ -57,6 +57,12 @@ class BodySchemaError(MalformedError):
         super().__init__(f"{path}: {problem}")
 
 
+class FloatInBodyError(BodySchemaError):
+    """A float in an entry body (rule 2 of ``specs/entries.md`` section 2): its hint names
+    :func:`registre.attest.entries.decimal_strings`, which writes each float as its canonical
+    decimal string (``{"ratio": 0.25}`` -> ``{"ratio": "0.25"}``)."""
+
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAMES = {
     dict: "an object",

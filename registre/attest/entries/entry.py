@@ -49,12 +49,14 @@ from registre.attest.tree import HASH_SIZE, leaf_hash
 from registre.errors import MalformedError, VerificationError
 
 __all__ = [
+    "ACTOR_GRAMMAR",
     "ENTRY_SIGNATURE_PREFIX",
     "ENTRY_VERSION",
     "MAX_ACTOR_LENGTH",
     "MAX_LEAF_BYTES",
     "MAX_THREAD_ID_LENGTH",
     "SIGNATURE_FIRST_BYTES",
+    "ActorNameError",
     "Entry",
     "EntryFormatError",
     "EntryOriginError",
@@ -62,7 +64,9 @@ __all__ = [
     "InvalidActorError",
     "InvalidThreadIdError",
     "UnknownEntryKeyError",
+    "actor_name",
     "check_actor",
+    "check_actor_name",
     "check_thread_id",
     "format_time",
     "open_entry",
@@ -113,6 +117,12 @@ class InvalidThreadIdError(EntryFormatError):
 
 class InvalidActorError(EntryFormatError):
     """An actor that is empty, too long, or holds control characters."""
+
+
+class ActorNameError(InvalidActorError):
+    """An actor a writer may not sign: not words of letters, digits and ``_ . - @ + /`` joined
+    by ``:`` (``bob smith``, ``tool:``). Verifiers still accept any actor
+    :func:`check_actor` accepts, as entries signed before the grammar may hold one."""
 
 
 class UnknownEntryKeyError(VerificationError):
@@ -236,6 +246,42 @@ def check_actor(actor: str) -> None:
         raise InvalidActorError(f"actor {actor!r} contains a lone surrogate (not Unicode text)")
 
 
+_ACTOR_PART = r"[\w.@+/-]+"
+_ACTOR_NAME = re.compile(rf"{_ACTOR_PART}(?::{_ACTOR_PART})*")
+_NOT_IN_PART = re.compile(r"[^\w.@+/-]")
+ACTOR_GRAMMAR = "words of letters, digits and _ . - @ + / joined by ':'"
+"""The actor names a writer signs, in words (``specs/entries.md`` section 1)."""
+
+
+def check_actor_name(actor: str) -> None:
+    """What a writer signs as an actor: :func:`check_actor`, and the grammar
+    ``PART(:PART)*``, a PART one or more Unicode letters or digits or ``_ . - @ + /``
+    (``agent``, ``tool:sql``, ``import:openai``, ``bob.smith@acme.example``). Raises
+    InvalidActorError or, for a name outside the grammar (``bob smith``), ActorNameError,
+    whose hint proposes one inside it."""
+    check_actor(actor)
+    if _ACTOR_NAME.fullmatch(actor):
+        return
+    bad = _NOT_IN_PART.search(actor.replace(":", "a"))
+    where = (
+        f"U+{ord(bad[0]):04X} at character {bad.start()}"
+        if bad is not None
+        else "an empty part before or after a ':'"
+    )
+    raise ActorNameError(f"actor {actor!r} is not an actor name ({where})").with_hint(
+        f"an actor is {ACTOR_GRAMMAR}, e.g. agent, tool:sql, bob.smith; write {actor_name(actor)!r}"
+    )
+
+
+def actor_name(text: str) -> str:
+    """``text`` made an actor name: each run of characters outside the grammar becomes ``_``
+    and empty parts ``_`` (``bob smith`` -> ``bob_smith``, ``tool:my tool`` ->
+    ``tool:my_tool``), cut to :data:`MAX_ACTOR_LENGTH`. For actors derived from recorded
+    names -- a tool's ``tool:NAME`` -- whose text the body keeps as it is."""
+    parts = [re.sub(r"[^\w.@+/-]+", "_", part) or "_" for part in str(text).split(":")]
+    return ":".join(parts)[:MAX_ACTOR_LENGTH].rstrip(":") or "_"
+
+
 def format_time(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as RFC 3339 UTC with microseconds, e.g. ``...18.123456Z``."""
     if moment is None:  # isoformat of a UTC time ends "+00:00"
@@ -269,7 +315,7 @@ def sign_entry(
     append paths must, to decide it), so the schema check is not run twice.
     """
     check_thread_id(thread)
-    check_actor(actor)
+    check_actor_name(actor)
     if type(seq) is not int or seq < 0:
         raise EntryFormatError(f"seq must be a non-negative integer, got {seq!r}")
     if not isinstance(prev_root, bytes) or len(prev_root) != HASH_SIZE:

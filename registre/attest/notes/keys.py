@@ -108,6 +108,21 @@ class KeyFileRefusedError(RefusedError):
     """A key file request refused before anything was written (file exists, empty passphrase)."""
 
 
+class PrivateKeyGivenError(BadKeyError):
+    """An operator's private key (a registre key file or a ``PRIVATE+KEY+`` signer key) given
+    where a verifier key is pinned: an auditor pins the public half, never the private key."""
+
+
+def holds_private_key(text: str) -> bool:
+    """Whether ``text`` is, or starts like, a private key: a registre key file (its
+    ``registre-key-name:`` header), a PEM private key block or a Go ``sumdb/note`` signer key
+    (``PRIVATE+KEY+``). Verifier keys and anything else: False."""
+    start = text.lstrip()
+    return (
+        start.startswith((_NAME_HEADER.strip(), _SKEY_PREFIX)) or "PRIVATE KEY-----" in start[:4096]
+    )
+
+
 # --- key names and ids -----------------------------------------------------------------
 
 

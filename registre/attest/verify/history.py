@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from registre.attest.canonical_json import canonical_bytes, parse_strict
+from registre.attest.errors import output_error
 from registre.attest.tree import HASH_SIZE, empty_root, verify_consistency
 from registre.errors import MalformedError, RegistreError, VerificationError
 
@@ -199,13 +200,20 @@ def save_state(path: str | os.PathLike[str], state: TrustedState) -> None:
     run concurrently with another verifier use :func:`update_state`."""
     target = Path(path)
     data = canonical_bytes(state.to_json()) + b"\n"
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        raise output_error(target, error) from None
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, target)
+    except OSError as error:  # it names the temporary file: name the state file instead
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise output_error(target, error) from None
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)

@@ -18,6 +18,7 @@ from typing import Self
 from sqlalchemy import Engine, func, select
 
 from registre.attest.notes import Signer, Verifier
+from registre.ledger.core.tool_calls import ToolCallCache
 from registre.ledger.errors import NoSignerError
 from registre.ledger.store.engine import read_transaction
 from registre.ledger.store.lifecycle_cache import LifecycleCache
@@ -40,7 +41,9 @@ class ThreadSummary:
 
 class Database:
     """An open ledger database. ``lifecycle`` is the writer's cache of per-thread lifecycle
-    folds (:mod:`registre.ledger.store.lifecycle_cache`); close with :meth:`close` or ``with``."""
+    folds (:mod:`registre.ledger.store.lifecycle_cache`), ``tool_calls`` the call keys a
+    ``tool.result`` is checked against (:mod:`registre.ledger.core.tool_calls`); close with
+    :meth:`close` or ``with``."""
 
     def __init__(self, engine: Engine, signer: Signer | None, trusted: Sequence[Verifier]):
         self.engine = engine
@@ -48,6 +51,7 @@ class Database:
         self._trusted = list(trusted)
         self._stored_keys: list[Verifier] | None = None
         self.lifecycle = LifecycleCache()
+        self.tool_calls = ToolCallCache()
 
     def close(self) -> None:
         """Release the database connections."""

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from registre.attest.entries import Entry, EntryFormatError, check_actor, validate_body
+from registre.attest.entries import Entry, EntryFormatError, check_actor_name, validate_body
 from registre.attest.notes import Signer
 from registre.ledger.core.append import AppendItem, append_entries
 from registre.ledger.core.database import Database
@@ -138,7 +138,7 @@ def prevalidate(items: Sequence[AppendItem]) -> None:
     actors: set[str] = set()
     for kind, body, actor in items:
         if type(actor) is not str or actor not in actors:
-            check_actor(actor)
+            check_actor_name(actor)
             actors.add(actor)
         validate_body(kind, body)
         if not isinstance(body, dict):

@@ -186,7 +186,8 @@ def export_thread(
     """Write the full bundle of ``thread_id`` up to ``checkpoint`` (see :func:`choose_checkpoint`)
     to ``path``. Raises UnknownThreadError, :class:`CheckpointRequiredError`,
     StoreCorruptError (nothing written), BundleWriteError (``path`` exists and not
-    ``overwrite``) and OSError."""
+    ``overwrite``), OutputFolderError and OutputWriteError (the file could not be written:
+    they name ``path``, never the temporary file)."""
     head, included, omitted = choose_checkpoint(ledger, thread_id, checkpoint)
     roots = {c.size: _signed_root(c) for c in included}
     leaves = _StoredLeaves(ledger, thread_id, head.size, roots, batch)

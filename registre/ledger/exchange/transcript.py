@@ -1,4 +1,5 @@
-"""A thread's whole ledger as a readable transcript, in Markdown or HTML.
+"""A thread's whole ledger as a readable transcript: a chat view in plain text (the default),
+Markdown or HTML; and the one line of an entry that ``registre log`` prints.
 
 Every entry is shown, in seq order, as a block: turns and decisions as messages, tool calls
 and results as code, pins and unpins highlighted, lifecycle requests with what the rules made
@@ -8,6 +9,11 @@ the context they were sent, and each ``context.compaction`` as a marker between 
 the range it folded, the results it stubbed, its summary lines with their pointers.
 ``imported`` entries (thinking, images, a source tool's own compaction) show their type, the
 format they came from, their text and the SHA-256 of the bytes they carry.
+
+``chat`` is the conversation as a terminal shows it: one block per entry, headed ``#SEQ``
+and what it is (``#12 user``, ``#13 tool call sql (c1)``, ``#20 evidence proposed``) with its
+actor and time, its text indented below; compactions between rules. :func:`entry_line` is
+the same entry on one line, its text first (newlines as ``⏎``), cut only past a width.
 
 The transcript is for reading; the ledger stays the record. Entries are read through
 :meth:`registre.ledger.thread.Thread.entries` (every signature checked) and rendered one at a time,
@@ -58,9 +64,12 @@ from registre.lifecycle import (
 if TYPE_CHECKING:
     from registre.ledger.thread import Thread
 
-__all__ = ["FORMATS", "Block", "describe", "render_transcript"]
+__all__ = ["FORMATS", "LOG_WIDTH", "Block", "describe", "entry_line", "render_transcript"]
 
-FORMATS: Final = ("md", "html")
+FORMATS: Final = ("chat", "md", "html")
+"""The transcript formats; the first, ``chat``, is the default of ``registre transcript``."""
+LOG_WIDTH: Final = 2000
+"""Characters of an entry's text :func:`entry_line` shows by default (``registre log``)."""
 _BACKTICKS: Final = re.compile(r"`+")
 _CSS: Final = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto}
 .entry{border-left:3px solid #ccc;margin:.8rem 0;padding:.2rem .8rem}
@@ -90,13 +99,18 @@ class Block:
 
 
 def render_transcript(thread: Thread, fmt: str) -> Iterator[str]:
-    """The transcript of ``thread`` in ``fmt`` (``md`` or ``html``), as chunks of text to
-    write in order. ValueError for another format (the CLI offers only these two)."""
+    """The transcript of ``thread`` in ``fmt`` (``chat``, ``md`` or ``html``), as chunks of
+    text to write in order. ValueError for another format (the CLI offers only these)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     head = thread.head()
     title = f"Transcript of thread {thread.id}"
     about = f"origin {thread.origin}, {head.size} entries"
+    if fmt == "chat":
+        yield f"{title} ({about})\n"
+        for entry in thread.entries():
+            yield _chat(describe(entry), entry)
+        return
     if fmt == "md":
         yield f"# {_md_text(title)}\n\n_{_md_text(about)}_\n"
         for entry in thread.entries():
@@ -249,6 +263,44 @@ def _why(outcome: object) -> str:
 
 
 # --- formats ---------------------------------------------------------------------------------
+
+
+def _label(block: Block) -> str:
+    """The block's title without its ``#SEQ``."""
+    prefix = f"#{block.seq} "
+    return block.title[len(prefix) :] if block.title.startswith(prefix) else block.title
+
+
+def _content(block: Block) -> str:
+    """What the block says: its text, else its code, else its items."""
+    return block.text or block.code or "\n".join(block.items)
+
+
+def entry_line(entry: Entry, width: int = LOG_WIDTH) -> str:
+    """``entry`` on one line: ``SEQ  TIME  KIND  ACTOR  WHAT: TEXT`` (tab-separated), its
+    text first -- never the body's import metadata -- newlines as ``⏎``, the text cut past
+    ``width`` characters with how many more there are (``width`` 0: never cut)."""
+    block = describe(entry)
+    label, content = _label(block), _content(block)
+    text = content if label in (entry.kind, "") else f"{label}: {content}" if content else label
+    text = " ⏎ ".join(line.strip() for line in text.strip().split("\n"))
+    if width and len(text) > width:
+        text = f"{text[:width]}… (+{len(text) - width:,} characters; --width 0 shows all)"
+    return f"{entry.seq}\t{entry.time}\t{entry.kind}\t{entry.actor}\t{text}"
+
+
+def _chat(block: Block, entry: Entry) -> str:
+    """A block of the chat view: ``#SEQ what (actor, time)``, then the text indented."""
+    lines = [f"#{block.seq} {_label(block)}  ({entry.actor}, {entry.time})"]
+    if block.text:
+        lines += [f"    {line}".rstrip() for line in block.text.split("\n")]
+    lines += [f"    - {item}" for item in block.items]
+    if block.code is not None:
+        lines += [f"    | {line}".rstrip() for line in block.code.split("\n")]
+    if block.style == "compaction":
+        rule = "-" * 72
+        lines = [rule, *lines, rule]
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def _markdown(block: Block) -> str:

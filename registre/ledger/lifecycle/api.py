@@ -14,11 +14,17 @@ decided under the thread's write lock and written with its derived rows in one t
 (:func:`registre.ledger.lifecycle.store.record`). Refusals are recorded too, so the ledger shows
 every request and what the rules made of it:
 
-* batches (``read_source``, ``evidence.upsert``) never raise for rejected items: the
-  :class:`BatchResult` lists what was accepted and what was rejected, with reasons;
-* single requests (``conclude``, ``evidence.revise``, ``conclusions.revise``, ``pin``,
-  ``unpin``) raise a :class:`LifecycleRefusedError` subclass whose message is the rule's
-  sentence and whose ``seq`` is the entry that recorded the refusal.
+* every request the rules refuse raises a :class:`LifecycleRefusedError` subclass whose
+  ``seq`` is the entry that recorded the refusal -- an unregistered reference is refused the
+  same way whether ``evidence.upsert`` or ``conclude`` cites it: single requests
+  (``conclude``, ``evidence.revise``, ``conclusions.revise``, ``pin``, ``unpin``) with the
+  rule's sentence; batches (``read_source``, ``evidence.upsert``), whose items are decided
+  one by one, when any item was rejected (:class:`ReadRefusedError`,
+  :class:`EvidenceRefusedError`), naming the first and carrying the whole
+  :class:`BatchResult` in ``result`` (the accepted items stand);
+* ``partial=True`` on a batch returns its :class:`BatchResult` instead, rejected items and
+  all, for a caller that handles them itself (an agent loop, the command line, the MCP
+  server).
 
 Malformed requests raise LifecycleFormatError (a MalformedError) with nothing written.
 """
@@ -74,13 +80,16 @@ from registre.lifecycle import (
 
 __all__ = [
     "DEFAULT_ACTOR",
+    "BatchRefusedError",
     "BatchResult",
     "ConclusionBook",
     "ConclusionRefusedError",
     "EvidenceBank",
+    "EvidenceRefusedError",
     "LifecycleRefusedError",
     "LifecycleThread",
     "PinRefusedError",
+    "ReadRefusedError",
     "RevisionRefusedError",
     "StepResult",
     "source_ref",
@@ -111,6 +120,45 @@ class RevisionRefusedError(LifecycleRefusedError):
 
 class PinRefusedError(LifecycleRefusedError):
     """A ``context.pin`` or ``context.unpin`` the rules refused."""
+
+
+class BatchRefusedError(LifecycleRefusedError):
+    """A batch (``source.read`` or ``evidence.upsert``) with at least one item the rules
+    rejected. ``result`` is the whole :class:`BatchResult` (the accepted items stand: the
+    batch is one entry, recorded); the message names the first rejected item and its rule;
+    ``reason`` is that item's."""
+
+    _items = "items"
+
+    def __init__(self, kind: str, result: BatchResult) -> None:
+        self.result = result
+        (index, first), *others = result.rejected
+        super().__init__(kind, first, result.seq)
+        total = len(result.outcome.results)
+        accepted = f", {', '.join(result.accepted)} accepted" if result.accepted else ""
+        tally = f"{len(others) + 1} of {total} rejected; recorded as seq {result.seq}{accepted}"
+        self.args = (
+            f"{self._items}[{index}] rejected ({first.reason}): "
+            f"{first.message.rstrip('.')} ({tally})",
+        )
+        self.with_hint(
+            "the error's result lists every item; pass partial=True to receive the "
+            "BatchResult instead of this error"
+        )
+
+
+class ReadRefusedError(BatchRefusedError):
+    """A ``read_source`` batch with a rejected reference (e.g. an id registered before with
+    another passage)."""
+
+    _items = "refs"
+
+
+class EvidenceRefusedError(BatchRefusedError):
+    """An ``evidence.upsert`` batch with a rejected statement (e.g. citing nothing, or a
+    reference no ``read_source`` registered)."""
+
+    _items = "statements"
 
 
 @dataclass(frozen=True)
@@ -188,14 +236,21 @@ class EvidenceBank:
         self._thread = thread
 
     def upsert(
-        self, statements: Iterable[Statement | Mapping[str, Any]], *, actor: str = DEFAULT_ACTOR
+        self,
+        statements: Iterable[Statement | Mapping[str, Any]],
+        *,
+        actor: str = DEFAULT_ACTOR,
+        partial: bool = False,
     ) -> BatchResult:
         """Propose ``statements`` (``{"text", "cites": [ref, ...]}``); each is decided on its
-        own, so the batch may be partly accepted."""
+        own and the batch is recorded as one entry. EvidenceRefusedError if any was rejected
+        (``error.result`` holds every item's outcome; the accepted ones stand), unless
+        ``partial``: then the BatchResult is returned, rejections and all."""
         items = tuple(_statement(s, f"statements[{i}]") for i, s in enumerate(statements))
-        seq, outcome = _record(self._db, self._thread, UpsertRequest(items), actor)
+        request = UpsertRequest(items)
+        seq, outcome = _record(self._db, self._thread, request, actor)
         assert isinstance(outcome, UpsertOutcome)
-        return BatchResult(seq, outcome)
+        return _batch(request.kind, BatchResult(seq, outcome), partial, EvidenceRefusedError)
 
     def revise(
         self,
@@ -270,14 +325,21 @@ class LifecycleThread(ThreadCore):
         return ConclusionBook(self._db, self.id)
 
     def read_source(
-        self, refs: Iterable[SourceRef | Mapping[str, str]], *, actor: str = DEFAULT_ACTOR
+        self,
+        refs: Iterable[SourceRef | Mapping[str, str]],
+        *,
+        actor: str = DEFAULT_ACTOR,
+        partial: bool = False,
     ) -> BatchResult:
         """Register passage references (``source.read``); each is decided on its own (a
-        reference id already registered with other fields is rejected)."""
+        reference id already registered with other fields is rejected) and the batch is
+        recorded as one entry. ReadRefusedError if any was rejected, unless ``partial``
+        (as :meth:`EvidenceBank.upsert`)."""
         items = tuple(_reference(ref, f"refs[{i}]") for i, ref in enumerate(refs))
-        seq, outcome = _record(self._db, self.id, ReadRequest(items), actor)
+        request = ReadRequest(items)
+        seq, outcome = _record(self._db, self.id, request, actor)
         assert isinstance(outcome, ReadOutcome)
-        return BatchResult(seq, outcome)
+        return _batch(request.kind, BatchResult(seq, outcome), partial, ReadRefusedError)
 
     def conclude(
         self, kind: str, statement: str, evidence: Iterable[str], *, actor: str = DEFAULT_ACTOR
@@ -324,6 +386,16 @@ class LifecycleThread(ThreadCore):
 def _record(db: Database, thread: str, request: Request, actor: str) -> tuple[int, Any]:
     entry, event = record(db, thread, request, actor)
     return entry.seq, event.outcome
+
+
+def _batch(
+    kind: str, result: BatchResult, partial: bool, refused: type[BatchRefusedError]
+) -> BatchResult:
+    """``result``, or ``refused`` if an item was rejected and the caller did not ask for a
+    ``partial`` result."""
+    if result.rejected and not partial:
+        raise refused(kind, result)
+    return result
 
 
 def _single(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from registre.attest.errors import output_error
 from registre.errors import RefusedError
 from registre.ledger.errors import LedgerNotFoundError
 
@@ -48,7 +49,8 @@ def backup_sqlite(url: str, target: Path) -> int:
     """Copy the SQLite ledger at ``url`` to the new file ``target``; return its size in bytes.
 
     Raises LedgerNotFoundError (no database there), BackupNotSupportedError (not SQLite),
-    BackupRefusedError (``target`` exists; the copy fails its integrity check), OSError.
+    BackupRefusedError (``target`` exists; the copy fails its integrity check),
+    OutputFolderError and OutputWriteError (naming ``target``, never the temporary file).
     """
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
@@ -63,11 +65,17 @@ def backup_sqlite(url: str, target: Path) -> int:
             "name a new file"
         )
     folder = target.parent if str(target.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+    except OSError as error:
+        raise output_error(target, error) from None
     os.close(handle)
     try:
         _copy(source, Path(temporary))
         os.replace(temporary, target)
+    except OSError as error:  # it names the temporary file: name the backup instead
+        Path(temporary).unlink(missing_ok=True)
+        raise output_error(target, error) from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -19,8 +19,10 @@ from registre.attest.entries import (
     MAX_DEPTH,
     MAX_OBJECT_BYTES,
     BodySchemaError,
+    FloatInBodyError,
     UnknownKindError,
     compact_size,
+    decimal_strings,
     plain_compact_size,
     validate_body,
 )
@@ -570,3 +572,44 @@ def test_span_lists_give_the_reference_error(spans: list[Any]) -> None:
         )
         return
     assert expected is None
+
+
+def test_float_in_body_error_hint_names_the_helper() -> None:
+    """A float is FloatInBodyError (a BodySchemaError); its hint names decimal_strings, and for
+    tool arguments arguments_json too."""
+    call = {"call_id": "c7", "name": "set_threshold", "arguments": {"ratio": 0.25}}
+    with pytest.raises(FloatInBodyError) as info:
+        validate_body("tool.call", call)
+    assert str(info.value).startswith("body.arguments.ratio: expected no float, got 0.25")
+    assert info.value.hint is not None
+    assert "registre.attest.entries.decimal_strings(arguments)" in info.value.hint
+    assert "arguments_json" in info.value.hint
+    decision = {"text": "Threshold raised", "ratio": 0.25}
+    with pytest.raises(FloatInBodyError) as info:
+        validate_body("decision", decision)
+    assert info.value.hint is not None
+    assert info.value.hint.startswith("convert them with registre.attest.entries.decimal_strings")
+    call["arguments"] = decimal_strings(call["arguments"])
+    assert call["arguments"] == {"ratio": "0.25"}
+    validate_body("tool.call", call)
+
+
+def test_decimal_strings_writes_each_float_as_its_canonical_text() -> None:
+    value = {"ratio": 0.25, "n": [1, 2.0, 1e21, 1e-7, (0.1 + 0.2,)], "s": "0.5", "b": True}
+    assert decimal_strings(value) == {
+        "ratio": "0.25",
+        "n": [1, "2", "1e+21", "1e-7", ["0.30000000000000004"]],
+        "s": "0.5",
+        "b": True,
+    }
+    assert value["ratio"] == 0.25  # a copy: the caller's value is left as it was
+    with pytest.raises(MalformedError):
+        decimal_strings({"x": float("nan")})
+
+
+@given(number=st.floats(allow_nan=False, allow_infinity=False))
+def test_decimal_strings_round_trip_to_the_same_double(number: float) -> None:
+    text = decimal_strings(number)
+    assert isinstance(text, str) and float(text) == number
+    if abs(number) < 2**53:
+        assert text == canonical_bytes(number).decode("ascii")

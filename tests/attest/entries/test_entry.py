@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 from registre.attest.canonical_json import NonCanonicalError, canonical_bytes
 from registre.attest.entries import (
     ENTRY_SIGNATURE_PREFIX,
+    ActorNameError,
     BodySchemaError,
     EntryFormatError,
     EntryOriginError,
@@ -21,6 +25,9 @@ from registre.attest.entries import (
     InvalidThreadIdError,
     UnknownEntryKeyError,
     UnknownKindError,
+    actor_name,
+    check_actor,
+    check_actor_name,
     format_time,
     open_entry,
     sign_entry,
@@ -29,6 +36,8 @@ from registre.attest.entries.entry import _canonical_envelope
 from registre.attest.notes import SignatureInvalidError, Signer
 from registre.attest.tree import empty_root, leaf_hash
 from registre.errors import RegistreError
+
+ACTOR = re.compile(r"[\w.@+/-]+(?::[\w.@+/-]+)*")
 
 SIGNER = Signer.from_seed("registre.test/log", bytes(range(32)))
 OTHER = Signer.from_seed("registre.test/log", bytes(range(1, 33)))
@@ -137,7 +146,13 @@ def test_format_time_is_rfc3339_utc_with_microseconds() -> None:
     actor=st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=20),
 )
 def test_leaf_is_canonical_bytes_of_entry_and_sig(body: dict[str, Any], actor: str) -> None:
-    entry = make(kind="tool.call", body=body, actor=actor)
+    """Any actor check_actor allows -- outside the writers' grammar too, as entries signed
+    before it may hold -- has canonical bytes and opens; a writer signs only names."""
+    if ACTOR.fullmatch(actor) is None:
+        with pytest.raises(ActorNameError):
+            make(kind="tool.call", body=body, actor=actor)
+    with mock.patch("registre.attest.entries.entry.check_actor_name", check_actor):
+        entry = make(kind="tool.call", body=body, actor=actor)
     assert _canonical_envelope(entry.envelope()) == canonical_bytes(entry.envelope())
     sig = base64.b64encode(entry.signature).decode()
     assert entry.leaf == canonical_bytes({"entry": entry.envelope(), "sig": sig})
@@ -297,3 +312,54 @@ def test_any_bit_flip_fail(position: int, bit: int) -> None:
     leaf[position % len(leaf)] ^= 1 << bit
     with pytest.raises(RegistreError):  # whichever step notices first
         open_entry(bytes(leaf), [SIGNER.verifier()])
+
+
+@pytest.mark.parametrize(
+    ("actor", "hint"),
+    [
+        ("bob smith", "write 'bob_smith'"),
+        ("tool:", "write 'tool:_'"),
+        ("a::b", "write 'a:_:b'"),
+        ("tool:my tool!", "write 'tool:my_tool_'"),
+    ],
+)
+def test_actor_name_error_refuses_what_the_grammar_does_not_name(actor: str, hint: str) -> None:
+    """Writers sign actor names only (specs/entries.md section 1): one error, with a name
+    the grammar accepts in its hint."""
+    with pytest.raises(ActorNameError) as info:
+        make(actor=actor)
+    assert isinstance(info.value, InvalidActorError)
+    assert str(info.value).startswith(f"actor {actor!r} is not an actor name (")
+    assert info.value.hint is not None and info.value.hint.endswith(hint)
+    make(actor=actor_name(actor))
+
+
+@pytest.mark.parametrize(
+    "actor", ["agent", "tool:sql", "import:openai-responses", "bob.smith@acme.example", "josé"]
+)
+def test_actor_names_writers_sign(actor: str) -> None:
+    check_actor_name(actor)
+    assert make(actor=actor).actor == actor
+
+
+ACTOR_VECTORS = json.loads(
+    (Path(__file__).resolve().parents[3] / "specs" / "vectors" / "actor-names.json").read_text(
+        encoding="utf-8"
+    )
+)
+
+
+@pytest.mark.parametrize("actor", ACTOR_VECTORS["valid"])
+def test_actor_name_vectors_valid(actor: str) -> None:
+    check_actor_name(actor)
+    assert actor_name(actor) == actor
+
+
+@pytest.mark.parametrize("case", ACTOR_VECTORS["invalid"], ids=lambda case: case["why"])
+def test_actor_name_vectors_invalid(case: dict[str, str]) -> None:
+    with pytest.raises(ActorNameError) as info:
+        check_actor_name(case["actor"])
+    assert info.value.hint is not None and info.value.hint.endswith(f"write {case['name']!r}")
+    assert actor_name(case["actor"]) == case["name"]
+    check_actor_name(case["name"])
+    check_actor(case["actor"])  # a verifier still reads it

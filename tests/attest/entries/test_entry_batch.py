@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from registre.attest.entries import (
     EMPTY_LIFECYCLE,
+    ActorNameError,
     BodySchemaError,
     Entry,
     EntryFormatError,
@@ -50,10 +51,9 @@ text = st.text(
     | st.sampled_from(['"', "\\", "\n", "\x00", "\x1f", "\x7f", "é", "\uff01", "\U0001f600"]),
     max_size=30,
 )
-actors = st.text(
-    alphabet=st.characters(exclude_categories=("Cs", "Cc")) | st.just("\U0001f600"),
-    min_size=1,
-    max_size=12,
+# actor names as writers sign them (letters of every plane, digits, _ . - @ + / and ':')
+actors = st.from_regex(r"[\w.@+/-]{1,6}(:[\w.@+/-]{1,6}){0,2}", fullmatch=True) | st.just(
+    "tool:\U0001d49c.é"
 )
 arguments = st.dictionaries(
     text | st.sampled_from(["\U0001f600", "\uff01", "\ue000x"]),
@@ -193,6 +193,7 @@ def test_lifecycle_heads_chain_through_the_batch() -> None:
     ("item", "error"),
     [
         (("turn", {"role": "user", "text": "x"}, ""), InvalidActorError),
+        (("turn", {"role": "user", "text": "x"}, "bob smith"), ActorNameError),
         (("turn", {"role": "nobody", "text": "x"}, "agent"), BodySchemaError),
         (("turn", ["not", "an", "object"], "agent"), BodySchemaError),
     ],

@@ -198,7 +198,7 @@ def nested(levels: int, open_: bytes = b'{"a":', close: bytes = b"}") -> bytes:
         (
             "float argument",
             envelope(b"tool.call", b'{"arguments":{"x":1.5},"call_id":"c","name":"t"}'),
-            "BodySchemaError",
+            "FloatInBodyError",
         ),
         (
             "python float spelling",
@@ -300,7 +300,7 @@ def _same_failure(leaf_envelope: bytes, error: str) -> None:
 
 
 def test_signed_float_argument_fail() -> None:
-    _same_failure(arguments(b'{"x":0.5}'), "BodySchemaError")
+    _same_failure(arguments(b'{"x":0.5}'), "FloatInBodyError")
 
 
 def test_signed_unsafe_integer_argument_fail() -> None:

@@ -21,7 +21,7 @@ from registre.attest.entries import (
     LifecycleAnchorMissingError,
     LifecycleOmittedError,
 )
-from registre.attest.errors import InclusionProofError, QuorumNotMetError
+from registre.attest.errors import InclusionProofError, OutputFolderError, QuorumNotMetError
 from registre.attest.notes import CosignatureSigner, Signer
 from registre.attest.tree import MemoryHashSource, leaf_hash
 from registre.attest.verify import (
@@ -315,8 +315,12 @@ def test_edited_store_writes_nothing_fail(told: Thread, ledger: Ledger, out: Pat
 
 
 def test_missing_folder_writes_nothing(told: Thread, ledger: Ledger, out: Path) -> None:
-    with pytest.raises(OSError):
-        export_thread(ledger, "t1", out / "absent" / "t1.zip")
+    """OutputFolderError names the bundle and its folder, never a temporary file."""
+    target = out / "absent" / "t1.zip"
+    with pytest.raises(OutputFolderError) as info:
+        export_thread(ledger, "t1", target)
+    assert str(info.value) == f"cannot write {target}: its folder {target.parent} does not exist"
+    assert info.value.exit_code == 2 and info.value.hint is not None
     assert list(out.iterdir()) == []
 
 

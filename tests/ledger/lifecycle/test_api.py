@@ -14,7 +14,10 @@ from registre.ledger.errors import UnknownThreadError
 from registre.ledger.ledger import Ledger
 from registre.ledger.lifecycle.api import (
     ConclusionRefusedError,
+    EvidenceRefusedError,
+    LifecycleRefusedError,
     PinRefusedError,
+    ReadRefusedError,
     RevisionRefusedError,
     source_ref,
 )
@@ -96,7 +99,8 @@ def test_partly_accepted_batch(thread: Thread) -> None:
             {"text": "   ", "cites": ["r1"]},
             {"text": "Costs fell.", "cites": ["r2"]},
             {"text": "Headcount rose.", "cites": ["r1", "r9"]},
-        ]
+        ],
+        partial=True,
     )
     assert result.accepted == ("ev-1", "ev-2")
     assert [(index, r.reason) for index, r in result.rejected] == [
@@ -350,3 +354,38 @@ def test_lifecycle_state_is_the_replay_of_the_entries(thread: Thread) -> None:
     assert state == replay(events)
     step(state, UpsertRequest((Statement("z", ("r1",)),)))  # retires the copy only
     assert thread.evidence.upsert([{"text": "z", "cites": ["r1"]}]).accepted == ("ev-5",)
+
+
+def test_evidence_refused_error_for_an_unregistered_reference(thread: Thread) -> None:
+    """An unregistered reference is refused as conclude refuses unknown evidence: an error
+    naming the item and its rule, the refusal recorded (its seq), the accepted items kept."""
+    thread.read_source([ref("r1")])
+    with pytest.raises(EvidenceRefusedError) as info:
+        thread.evidence.upsert(
+            [{"text": "Revenue was EUR 4.2m.", "cites": ["r1"]}, {"text": "x", "cites": ["r9"]}]
+        )
+    error = info.value
+    assert isinstance(error, LifecycleRefusedError)
+    assert str(error) == (
+        "statements[1] rejected (unregistered_reference): Reference 'r9' is not registered; "
+        "record a source.read of the passage before citing it (1 of 2 rejected; recorded as "
+        "seq 1, ev-1 accepted)"
+    )
+    assert (error.seq, error.reason, error.kind) == (1, "unregistered_reference", "evidence.upsert")
+    assert error.result.accepted == ("ev-1",) and error.hint is not None
+    assert "partial=True" in error.hint
+    assert thread.head().size == 2 and thread.entry(1).kind == "evidence.upsert"
+    assert [e.id for e in thread.evidence.list()] == ["ev-1"]
+    with pytest.raises(ConclusionRefusedError, match="Evidence 'ev-9' does not exist"):
+        thread.conclude("final", "Revenue grew.", ["ev-9"])
+
+
+def test_read_refused_error_for_a_conflicting_reference(thread: Thread) -> None:
+    thread.read_source([ref("r1")])
+    with pytest.raises(ReadRefusedError) as info:
+        thread.read_source([ref("r2"), ref("r1", location="p. 99")])
+    assert str(info.value).startswith("refs[1] rejected (reference_conflict): Reference 'r1'")
+    assert str(info.value).endswith("(1 of 2 rejected; recorded as seq 1, r2 accepted)")
+    assert [r.ref for r in thread.references()] == ["r1", "r2"]
+    result = thread.read_source([ref("r1", location="p. 99")], partial=True)
+    assert [(i, r.reason) for i, r in result.rejected] == [(0, "reference_conflict")]
