@@ -68,7 +68,7 @@ def test_bundle_with_a_recall_verifies() -> None:
     section = honest_section(thread)
     call_with(thread, section, section.to_body())
     report = passes(thread.full_bundle())
-    assert "1 model-call projection digest(s) reproduced" in " ".join(report.step(6).checked)
+    assert "1 model-call projection digest reproduced" in " ".join(report.step(6).checked)
 
 
 def test_recalled_text_not_entry_bytes_fail() -> None:
