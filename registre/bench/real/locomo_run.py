@@ -42,7 +42,6 @@ from registre.bench.real.replay import (
     Call,
     LedgerReplay,
     baseline_rooms,
-    output_reserve,
     scratch_dir,
 )
 from registre.bench.real.tally import Tallies
@@ -63,7 +62,7 @@ class LocomoConfig:
     (default: registre's); ``show``: write the registre context of the last question of the
     first conversation at each budget into the work directory; ``baselines_full``: give the
     baselines the whole budget rather than the room registre's policy leaves beside its
-    output reserve (:func:`~registre.bench.real.replay.output_reserve`)."""
+    output reserve (``Policy.window_tokens``)."""
 
     budgets: tuple[int, ...] = (4000, 8000, 16000)
     questions: int = 30
@@ -176,7 +175,7 @@ def _run_one(
     replay's own model calls (their fill; refusals)."""
     counter = config.counter
     policy = Policy(budget_tokens=budget)
-    room = budget if config.baselines_full else budget - output_reserve(policy)
+    room = budget if config.baselines_full else policy.window_tokens()
     transcript = Transcript(counter, room, policy)
     turns: dict[str, tuple[int, str]] = {}
     rows: list[Row] = []

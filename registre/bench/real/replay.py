@@ -33,7 +33,6 @@ __all__ = [
     "Call",
     "LedgerReplay",
     "baseline_rooms",
-    "output_reserve",
     "scratch_dir",
 ]
 
@@ -128,17 +127,11 @@ class LedgerReplay:
                 path.unlink(missing_ok=True)
 
 
-def output_reserve(policy: Policy) -> int:
-    """The tokens ``policy`` keeps for the model's answer (``output_reserve_tokens``: 0 for
-    a version 1 policy, ``min(4096, budget / 8)`` by default)."""
-    return policy.output_reserve_tokens
-
-
 def baseline_rooms(budgets: Sequence[int], full: bool) -> dict[str, int]:
     """The tokens the baselines may send at each budget: the whole budget (``full``), or
     what registre's default policy for that budget leaves beside its output reserve."""
     return {
-        str(budget): budget if full else budget - output_reserve(Policy(budget_tokens=budget))
+        str(budget): budget if full else Policy(budget_tokens=budget).window_tokens()
         for budget in budgets
     }
 

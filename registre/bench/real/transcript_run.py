@@ -37,7 +37,6 @@ from registre.bench.real.probes import (
 from registre.bench.real.replay import (
     LedgerReplay,
     baseline_rooms,
-    output_reserve,
     scratch_dir,
 )
 from registre.bench.real.tally import Tallies
@@ -60,7 +59,7 @@ class TranscriptConfig:
     ``counter``: the token counter (default: registre's); ``show``: write registre's context
     at the last call of each transcript at each budget into the work directory;
     ``baselines_full``: give the baselines the whole budget rather than the room registre's
-    policy leaves beside its output reserve (:func:`~registre.bench.real.replay.output_reserve`)."""
+    policy leaves beside its output reserve (``Policy.window_tokens``)."""
 
     budgets: tuple[int, ...] = (4000, 8000, 16000)
     fmt: str = "auto"
@@ -258,7 +257,7 @@ def _run_one(
     """Replay one transcript at ``budget``: how many probes and policy sentences it has, and
     registre's context at its last call."""
     policy_of_budget = Policy(budget_tokens=budget)
-    room = budget if full else budget - output_reserve(policy_of_budget)
+    room = budget if full else policy_of_budget.window_tokens()
     transcript = Transcript(counter, room, policy_of_budget)
     history = _History()
     starts = {first: number for number, (first, _stop) in enumerate(steps)}

@@ -12,7 +12,7 @@ from registre.bench.real.compare import render_comparison
 from registre.bench.real.locomo import load_locomo
 from registre.bench.real.locomo_run import LocomoConfig, run_locomo
 from registre.bench.real.outputs import write_real_outputs
-from registre.bench.real.replay import baseline_rooms, output_reserve
+from registre.bench.real.replay import baseline_rooms
 from registre.bench.real.report import render_real_report
 from registre.bench.real.transcript_run import (
     TranscriptConfig,
@@ -20,7 +20,7 @@ from registre.bench.real.transcript_run import (
     run_transcripts,
     steps_of,
 )
-from registre.context import Policy, RecentTurnsOverBudgetError
+from registre.context import RecentTurnsOverBudgetError
 from registre.ledger import Thread
 from tests.bench.real.fixtures import agent_transcript, locomo_sample, write_json
 
@@ -151,9 +151,6 @@ def test_old_beside_new(locomo: dict[str, Any], agent: dict[str, Any]) -> None:
 
 
 def test_baselines_get_the_room_registre_leaves_for_the_answer(tmp_path: Path) -> None:
-    assert output_reserve(Policy(budget_tokens=8000)) == 1000  # min(4096, budget / 8)
-    assert output_reserve(Policy(budget_tokens=64000)) == 4096
-    assert output_reserve(Policy(budget_tokens=8000, output_reserve_tokens=0)) == 0
     assert baseline_rooms((4000, 8000), False) == {"4000": 3500, "8000": 7000}
     assert baseline_rooms((4000,), True) == {"4000": 4000}
     conversations = load_locomo(write_json(tmp_path / "tiny.json", locomo_sample()))
